@@ -1,0 +1,72 @@
+"""The BERT model configuration: one dataclass and the named sizes.
+
+BERT-large is the MLPerf reference model. The smaller sizes exist so that the whole harness can be developed
+and tested on a laptop CPU; they share every code path with the large model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    vocab_size: int = 30522
+    hidden_size: int = 1024
+    num_layers: int = 24
+    num_heads: int = 16
+    intermediate_size: int = 4096
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    initializer_range: float = 0.02
+    hidden_dropout: float = 0.1
+    attention_dropout: float = 0.1
+    # Tensor cores want the embedding/decoder matrix rows in multiples of 8; the extra rows are never targets.
+    pad_vocab_to_multiple: int = 8
+
+    def __post_init__(self) -> None:
+        if self.hidden_size % self.num_heads:
+            raise ValueError(
+                f"hidden_size {self.hidden_size} is not divisible by num_heads {self.num_heads}"
+            )
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_heads
+
+    @property
+    def padded_vocab_size(self) -> int:
+        m = self.pad_vocab_to_multiple
+        return (self.vocab_size + m - 1) // m * m
+
+    def replace(self, **changes: Any) -> BertConfig:
+        return dataclasses.replace(self, **changes)
+
+
+NAMED_CONFIGS: dict[str, BertConfig] = {
+    "large": BertConfig(),
+    "base": BertConfig(hidden_size=768, num_layers=12, num_heads=12, intermediate_size=3072),
+    # Development sizes: the synthetic corpus has a 4096-piece vocabulary and needs no dropout to generalise.
+    "tiny": BertConfig(
+        vocab_size=4096, hidden_size=128, num_layers=2, num_heads=2, intermediate_size=512,
+        max_position_embeddings=512, hidden_dropout=0.0, attention_dropout=0.0,
+    ),
+    "micro": BertConfig(
+        vocab_size=4096, hidden_size=64, num_layers=1, num_heads=2, intermediate_size=128,
+        max_position_embeddings=512, hidden_dropout=0.0, attention_dropout=0.0,
+    ),
+}
+
+
+def named_config(name: str, **overrides: Any) -> BertConfig:
+    """The named configuration with `overrides` applied; raises ValueError naming the valid choices."""
+    if name not in NAMED_CONFIGS:
+        raise ValueError(f"unknown model config {name!r}; choose one of {', '.join(sorted(NAMED_CONFIGS))}")
+    valid = {f.name for f in dataclasses.fields(BertConfig)}
+    unknown = sorted(set(overrides) - valid)
+    if unknown:
+        raise ValueError(f"unknown model config field(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}")
+    return NAMED_CONFIGS[name].replace(**overrides)

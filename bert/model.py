@@ -1,0 +1,171 @@
+"""BERT for pre-training: embeddings, post-LayerNorm encoder, masked-LM head (tied decoder) and NSP head.
+
+One model, two token layouts. `padded=True` runs on [B, L] with a key mask; `padded=False` runs the whole
+encoder on the real tokens only (see bert.padding). Either way the masked-LM head runs on the masked positions
+alone, gathered by indices the data pipeline computed on the host, so no step waits on the device.
+
+Parameters stay one tensor per reference TF variable (see bert.tf_names): LAMB's trust ratio is per tensor,
+so fusing query/key/value into one parameter would change the optimizer. The forward still runs one fused
+QKV matmul by concatenating the three weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bert.attention import key_padding_mask, padded_attention, unpadded_attention
+from bert.config import BertConfig
+from bert.padding import TokenLayout, unpad
+
+
+@dataclass
+class PretrainingOutput:
+    loss: torch.Tensor
+    mlm_loss: torch.Tensor
+    nsp_loss: torch.Tensor
+    mlm_correct: torch.Tensor  # number of masked tokens predicted right (a 0-d tensor)
+    mlm_count: int  # number of masked tokens, known on the host
+
+
+class Embeddings(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.padded_vocab_size, config.hidden_size)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+
+    def forward(self, input_ids: torch.Tensor, segment_ids: torch.Tensor, positions: torch.Tensor):
+        x = self.word_embeddings(input_ids) + self.position_embeddings(positions)
+        x = x + self.token_type_embeddings(segment_ids)
+        return self.dropout(self.layer_norm(x))
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        h = config.hidden_size
+        self.num_heads, self.head_size = config.num_heads, config.head_size
+        self.query, self.key, self.value = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
+        self.output = nn.Linear(h, h)
+        self.layer_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.attention_dropout = config.attention_dropout
+
+    def forward(self, x: torch.Tensor, layout: TokenLayout, mask: torch.Tensor | None) -> torch.Tensor:
+        weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
+        bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
+        qkv = F.linear(x, weight, bias)
+        dropout_p = self.attention_dropout if self.training else 0.0
+        if mask is None:  # unpadded: x is [T, H]
+            q, k, v = qkv.view(-1, 3, self.num_heads, self.head_size).unbind(1)
+            context = unpadded_attention(q, k, v, layout, dropout_p).flatten(1)
+        else:  # padded: x is [B, L, H]
+            b, s, _ = x.shape
+            q, k, v = qkv.view(b, s, 3, self.num_heads, self.head_size).permute(2, 0, 3, 1, 4).unbind(0)
+            context = padded_attention(q, k, v, mask, dropout_p).transpose(1, 2).flatten(2)
+        return self.layer_norm(x + self.dropout(self.output(context)))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = SelfAttention(config)
+        self.intermediate = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.output = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+
+    def forward(self, x: torch.Tensor, layout: TokenLayout, mask: torch.Tensor | None) -> torch.Tensor:
+        x = self.attention(x, layout, mask)
+        return self.layer_norm(x + self.dropout(self.output(F.gelu(self.intermediate(x)))))
+
+
+class BertModel(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.embeddings = Embeddings(config)
+        self.encoder = nn.ModuleList(EncoderLayer(config) for _ in range(config.num_layers))
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(
+        self, input_ids: torch.Tensor, segment_ids: torch.Tensor, layout: TokenLayout, padded: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Returns (token states, pooled [CLS] states): [B*L, H] if padded else [T, H]; and [B, H]."""
+        positions = torch.arange(layout.padded_len, device=input_ids.device).expand_as(input_ids)
+        if padded:
+            mask = key_padding_mask(layout, input_ids.device)
+            x = self.embeddings(input_ids, segment_ids, positions)
+        else:
+            mask = None
+            x = self.embeddings(*(unpad(t, layout) for t in (input_ids, segment_ids, positions)))
+        for layer in self.encoder:
+            x = layer(x, layout, mask)
+        if padded:
+            cls_states, tokens = x[:, 0], x.flatten(0, 1)
+        else:
+            cls_states, tokens = x.index_select(0, layout.cu_seqlens[:-1].long()), x
+        return tokens, torch.tanh(self.pooler(cls_states))
+
+
+class MaskedLMHead(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.transform = nn.Linear(config.hidden_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.bias = nn.Parameter(torch.zeros(config.padded_vocab_size))
+        self.vocab_size = config.vocab_size
+
+    def forward(self, states: torch.Tensor, decoder_weight: torch.Tensor) -> torch.Tensor:
+        """decoder_weight: the word embeddings, tied as in the reference."""
+        h = self.layer_norm(F.gelu(self.transform(states)))
+        # The rows past vocab_size only pad the matrix for tensor cores; they are not tokens.
+        return F.linear(h, decoder_weight, self.bias)[:, : self.vocab_size]
+
+
+class BertForPreTraining(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config)
+        self.mlm = MaskedLMHead(config)
+        self.nsp = nn.Linear(config.hidden_size, 2)
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module: nn.Module) -> None:
+        std = self.config.initializer_range
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            # The reference draws from a normal truncated at two standard deviations.
+            nn.init.trunc_normal_(module.weight, std=std, a=-2 * std, b=2 * std)
+            if getattr(module, "bias", None) is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        segment_ids: torch.Tensor,
+        layout: TokenLayout,
+        mlm_index: torch.Tensor,
+        mlm_labels: torch.Tensor,
+        nsp_labels: torch.Tensor,
+        padded: bool = False,
+    ) -> PretrainingOutput:
+        """mlm_index: [M] rows of the masked tokens in the layout's token order (b*L+pos if padded,
+        cu_seqlens[b]+pos if not); mlm_labels: [M] their original ids; nsp_labels: [B]."""
+        tokens, pooled = self.bert(input_ids, segment_ids, layout, padded)
+        decoder_weight = self.bert.embeddings.word_embeddings.weight
+        mlm_logits = self.mlm(tokens.index_select(0, mlm_index), decoder_weight)
+        nsp_logits = self.nsp(pooled)
+        mlm_loss = F.cross_entropy(mlm_logits.float(), mlm_labels)
+        nsp_loss = F.cross_entropy(nsp_logits.float(), nsp_labels)
+        with torch.no_grad():
+            correct = (mlm_logits.argmax(-1) == mlm_labels).sum()
+        return PretrainingOutput(mlm_loss + nsp_loss, mlm_loss, nsp_loss, correct, mlm_labels.numel())

@@ -1,0 +1,62 @@
+"""Unpadding: move between a padded [B, L, ...] batch and the concatenation of its real tokens [T, ...].
+
+The encoder's dense layers and LayerNorms cost the same per token, so running them on the T real tokens
+instead of B*L padded positions saves the padding's share of the compute. Only attention needs to know where
+one sequence ends; `TokenLayout` carries that as cumulative sequence lengths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class TokenLayout:
+    """Where the real tokens of a padded batch are.
+
+    indices: [T] positions of the real tokens in the flattened [B*L] batch, sequence by sequence.
+    cu_seqlens: [B+1] int32 cumulative sequence lengths; sequence b owns rows cu_seqlens[b]:cu_seqlens[b+1].
+    max_len: an upper bound of the longest sequence, known on the host (no device synchronisation).
+    """
+
+    indices: torch.Tensor
+    cu_seqlens: torch.Tensor
+    max_len: int
+    batch_size: int
+    padded_len: int
+
+    @staticmethod
+    def from_lengths(lengths: torch.Tensor, padded_len: int) -> TokenLayout:
+        """Builds the layout of right-padded sequences of the given lengths (a host-side tensor)."""
+        lengths = lengths.to(torch.int64).cpu()
+        batch_size = lengths.numel()
+        positions = torch.arange(padded_len).expand(batch_size, padded_len)
+        real = positions < lengths[:, None]
+        indices = real.flatten().nonzero().squeeze(1)
+        cu_seqlens = torch.zeros(batch_size + 1, dtype=torch.int32)
+        cu_seqlens[1:] = lengths.cumsum(0)
+        return TokenLayout(indices, cu_seqlens, int(lengths.max()) if batch_size else 0, batch_size, padded_len)
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> TokenLayout:
+        return TokenLayout(
+            self.indices.to(device, non_blocking=non_blocking),
+            self.cu_seqlens.to(device, non_blocking=non_blocking),
+            self.max_len, self.batch_size, self.padded_len,
+        )
+
+    @property
+    def num_tokens(self) -> int:
+        return self.indices.numel()
+
+
+def unpad(x: torch.Tensor, layout: TokenLayout) -> torch.Tensor:
+    """[B, L, ...] -> [T, ...]: the real tokens only."""
+    return x.flatten(0, 1).index_select(0, layout.indices)
+
+
+def pad(x: torch.Tensor, layout: TokenLayout) -> torch.Tensor:
+    """[T, ...] -> [B, L, ...] with zeros at the padding; differentiable in x."""
+    out = x.new_zeros((layout.batch_size * layout.padded_len, *x.shape[1:]))
+    return out.index_copy(0, layout.indices, x).view(layout.batch_size, layout.padded_len, *x.shape[1:])

@@ -1,0 +1,243 @@
+"""System descriptors: `systems/<name>.json` = the MLPerf system description + the run block.
+
+The descriptor is the one source of truth for a run: the launch shape, the model size, the data, every
+hyperparameter that is logged, the eval rule and the stop rule. `load_system` validates it and raises a
+ConfigError naming the file, the field and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from bert.config import BertConfig, named_config
+from bert.typed_config import ConfigError, from_dict
+
+# The MLPerf Training system description: every field present, every value a string.
+SYSTEM_DESCRIPTION_FIELDS = (
+    "submitter", "division", "status", "system_name", "number_of_nodes", "host_processors_per_node",
+    "host_processor_model_name", "host_processor_core_count", "host_processor_vcpu_count",
+    "host_processor_frequency", "host_processor_caches", "host_processor_interconnect",
+    "host_memory_capacity", "host_storage_type", "host_storage_capacity", "host_networking",
+    "host_networking_topology", "host_memory_configuration", "accelerators_per_node",
+    "accelerator_model_name", "accelerator_host_interconnect", "accelerator_frequency",
+    "accelerator_on-chip_memories", "accelerator_memory_configuration", "accelerator_memory_capacity",
+    "accelerator_interconnect", "accelerator_interconnect_topology", "cooling", "hw_notes", "framework",
+    "other_software_stack", "operating_system", "sw_notes",
+)
+DIVISIONS = ("closed", "open")
+# System-description status -> the value of the `submission_status` log key.
+STATUSES = {
+    "Available on-premise": "onprem",
+    "Available cloud": "cloud",
+    "Research, Development, or Internal (RDI)": "research",
+    "Preview": "preview",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SyntheticDataSpec:
+    """The corpus `mlperf-bert data synth` writes (see bert.data.synth)."""
+
+    train_samples: int = 65536
+    eval_samples: int = 2000
+    shards: int = 8
+    vocab_size: int = 4096
+    max_seq_length: int = 128
+    max_predictions: int = 20
+    seed: int = 12345
+    form: Literal["fixed", "varlen"] = "fixed"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DatasetSpec:
+    dir: str  # relative paths are relative to the repository root (the folder holding systems/)
+    train_glob: str = "train/*.hdf5"
+    eval_file: str = "eval.hdf5"
+    vocab_file: str = "vocab.txt"
+    synthetic: SyntheticDataSpec | None = None  # set: run_and_time.sh writes the corpus on first use
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptimizerSpec:
+    name: Literal["lamb"] = "lamb"
+    base_learning_rate: float
+    epsilon: float = 1e-6
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    weight_decay_rate: float = 0.01
+    end_learning_rate: float = 0.0
+    warmup_steps: int = 0
+    start_warmup_step: int = 0
+    training_steps: int  # the decay horizon, logged as opt_learning_rate_training_steps
+    poly_power: float = 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalSpec:
+    target_accuracy: float = 0.720
+    samples: int = 10000
+    interval_samples: int | None = None  # null: the MLPerf formula of the global batch size
+    batch_size: int = 128  # per process
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec:
+    model: str = "large"
+    model_overrides: dict[str, int | float] = field(default_factory=dict)
+    device: Literal["cpu", "cuda"]
+    processes_per_node: int
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    global_batch_size: int
+    gradient_accumulation_steps: int = 1
+    max_seq_length: int = 512
+    max_predictions_per_seq: int = 76
+    optimizer: OptimizerSpec
+    clip: Literal["after_allreduce"] = "after_allreduce"
+    clip_norm: float = 1.0
+    unpadded: bool = True
+    eval: EvalSpec = field(default_factory=EvalSpec)
+    max_samples: int  # the sample cap: a run that has not reached the target by then stops as aborted
+    seed: int | None = None  # null: run_and_time.sh draws a distinct seed per run
+    print_interval_steps: int = 10
+    dist_timeout_s: float = 300.0
+    log_weights_initialization: bool = True
+    dataset: DatasetSpec
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class System:
+    name: str  # the descriptor's file stem, also the results folder and system JSON name of a package
+    path: Path
+    description: dict[str, str]
+    run: RunSpec
+
+    @property
+    def nodes(self) -> int:
+        return int(self.description["number_of_nodes"])
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.run.processes_per_node
+
+    @property
+    def per_process_batch(self) -> int:
+        return self.run.global_batch_size // (self.world_size * self.run.gradient_accumulation_steps)
+
+    @property
+    def division(self) -> str:
+        return self.description["division"]
+
+    @property
+    def submission_status(self) -> str:
+        return STATUSES[self.description["status"]]
+
+    @property
+    def eval_interval_samples(self) -> int:
+        if self.run.eval.interval_samples is not None:
+            return self.run.eval.interval_samples
+        return mlperf_eval_interval(self.run.global_batch_size)
+
+    def model_config(self) -> BertConfig:
+        return named_config(self.run.model, **self.run.model_overrides)
+
+    def dataset_dir(self, override: str | os.PathLike | None = None) -> Path:
+        d = Path(override) if override is not None else Path(self.run.dataset.dir)
+        return d if d.is_absolute() else repository_root(self.path) / d
+
+
+def mlperf_eval_interval(global_batch_size: int) -> int:
+    """Samples between evaluations under the MLPerf BERT rules."""
+    return math.floor(0.05 * (230.23 * global_batch_size + 3_000_000) / 25_000) * 25_000
+
+
+def repository_root(descriptor: Path) -> Path:
+    parent = descriptor.resolve().parent
+    return parent.parent if parent.name == "systems" else parent
+
+
+def _check_description(where: str, desc: object) -> dict[str, str]:
+    if not isinstance(desc, dict):
+        raise ConfigError(where, "system", "expected an object with the MLPerf system description fields")
+    for key in SYSTEM_DESCRIPTION_FIELDS:
+        if key not in desc:
+            raise ConfigError(where, f"system.{key}", 'missing; the MLPerf system description needs all '
+                              f'{len(SYSTEM_DESCRIPTION_FIELDS)} fields (use "" where nothing applies)')
+    for key, value in desc.items():
+        if key not in SYSTEM_DESCRIPTION_FIELDS:
+            raise ConfigError(where, f"system.{key}", "not an MLPerf system description field; move it to "
+                              "the run block or remove it")
+        if not isinstance(value, str):
+            raise ConfigError(where, f"system.{key}", f'must be a string, got {value!r}; write it in quotes, '
+                              f'as "{value}"')
+    if desc["division"] not in DIVISIONS:
+        raise ConfigError(where, "system.division", f'must be "closed" or "open" (lower case), '
+                          f'got {desc["division"]!r}')
+    if desc["status"] not in STATUSES:
+        raise ConfigError(where, "system.status", f"must be one of {', '.join(map(repr, STATUSES))}, "
+                          f"got {desc['status']!r}")
+    for key in ("number_of_nodes", "accelerators_per_node"):
+        if not desc[key].isdigit():
+            raise ConfigError(where, f"system.{key}", f'must be a whole number in quotes, got {desc[key]!r}')
+    if int(desc["number_of_nodes"]) < 1:
+        raise ConfigError(where, "system.number_of_nodes", "must be at least \"1\"")
+    return dict(desc)
+
+
+def _check_run(where: str, system: System) -> None:
+    run = system.run
+    try:
+        config = system.model_config()
+    except (ValueError, TypeError) as e:
+        raise ConfigError(where, "run.model", str(e)) from None
+    checks = [
+        (run.processes_per_node >= 1, "run.processes_per_node", "must be at least 1"),
+        (run.gradient_accumulation_steps >= 1, "run.gradient_accumulation_steps", "must be at least 1"),
+        (run.global_batch_size % (system.world_size * run.gradient_accumulation_steps) == 0,
+         "run.global_batch_size", f"{run.global_batch_size} is not divisible by nodes x processes_per_node x "
+         f"gradient_accumulation_steps = {system.world_size * run.gradient_accumulation_steps}"),
+        (run.max_seq_length <= config.max_position_embeddings, "run.max_seq_length",
+         f"{run.max_seq_length} exceeds the model's max_position_embeddings {config.max_position_embeddings}"),
+        (0.0 < run.eval.target_accuracy < 1.0, "run.eval.target_accuracy", "must be between 0 and 1"),
+        (run.eval.samples >= 1, "run.eval.samples", "must be at least 1"),
+        (run.eval.interval_samples is None or run.eval.interval_samples >= 1, "run.eval.interval_samples",
+         "must be at least 1 (or null for the MLPerf formula)"),
+        (run.max_samples >= run.global_batch_size, "run.max_samples", "must allow at least one step"),
+        (run.optimizer.training_steps >= 1, "run.optimizer.training_steps", "must be at least 1"),
+        (run.optimizer.warmup_steps >= 0, "run.optimizer.warmup_steps", "must be 0 or more"),
+        (run.device == "cuda" or run.precision != "fp16", "run.precision",
+         "fp16 needs device cuda; use fp32 or bf16 on cpu"),
+        (run.clip_norm > 0, "run.clip_norm", "must be positive"),
+    ]
+    for ok, name, problem in checks:
+        if not ok:
+            raise ConfigError(where, name, problem)
+
+
+def load_system(path: str | os.PathLike) -> System:
+    """Loads and validates a descriptor; a bare name means systems/<name>.json of this repository."""
+    path = Path(path)
+    if path.suffix != ".json" and not path.exists():
+        path = Path(__file__).resolve().parent.parent / "systems" / f"{path.name}.json"
+    where = str(path)
+    if not path.is_file():
+        available = sorted(p.stem for p in path.parent.glob("*.json")) if path.parent.is_dir() else []
+        raise ConfigError(where, "", "no such descriptor" + (f"; available: {', '.join(available)}"
+                                                            if available else ""))
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ConfigError(where, "", f"not valid JSON: {e}") from None
+    if not isinstance(data, dict) or set(data) != {"system", "run"}:
+        keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise ConfigError(where, "", f'expected exactly the top-level fields "system" and "run", got {keys}')
+    description = _check_description(where, data["system"])
+    run = from_dict(RunSpec, data["run"], where, "run")
+    system = System(path.stem, path.resolve(), description, run)
+    _check_run(where, system)
+    return system

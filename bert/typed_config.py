@@ -1,0 +1,123 @@
+"""Build typed dataclasses from JSON-like dicts, with errors that name the field, the problem and the fix.
+
+Supports fields of type int, float, str, bool, Optional[...], Literal[...], list[...], dict[str, ...] and
+nested dataclasses. A field without a default is required; an unknown field is an error (with the closest
+valid name suggested), so that a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from typing import Any, Literal, TypeVar, Union
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """One bad field: `where` is the file, `field` the dotted path to it."""
+
+    def __init__(self, where: str, field: str, problem: str):
+        self.where, self.field, self.problem = where, field, problem
+        super().__init__(f"{where}: {field}: {problem}" if field else f"{where}: {problem}")
+
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+    if origin is list:
+        return f"a list of {_type_name(typing.get_args(tp)[0])}"
+    if origin is dict:
+        return f"an object of {_type_name(typing.get_args(tp)[1])}"
+    if dataclasses.is_dataclass(tp):
+        return "an object"
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
+            type(None): "null"}.get(tp, str(tp))
+
+
+def _describe(value: Any) -> str:
+    kind = {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "object",
+            type(None): "null"}.get(type(value), type(value).__name__)
+    return f"{value!r} ({kind})" if not isinstance(value, (dict, list)) else kind
+
+
+def _convert(tp: Any, value: Any, where: str, field: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        errors = []
+        for option in typing.get_args(tp):
+            try:
+                return _convert(option, value, where, field)
+            except ConfigError as e:
+                errors.append(e)
+        raise ConfigError(where, field, f"expected {_type_name(tp)}, got {_describe(value)}")
+    if origin is Literal:
+        if value in typing.get_args(tp):
+            return value
+        close = difflib.get_close_matches(str(value), [str(a) for a in typing.get_args(tp)], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(where, field, f"expected {_type_name(tp)}, got {_describe(value)}{hint}")
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(where, field, f"expected {_type_name(tp)}, got {_describe(value)}")
+        (item,) = typing.get_args(tp)
+        return [_convert(item, v, where, f"{field}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(where, field, f"expected {_type_name(tp)}, got {_describe(value)}")
+        _, item = typing.get_args(tp)
+        return {k: _convert(item, v, where, f"{field}.{k}") for k, v in value.items()}
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, where, field)
+    if tp is type(None):
+        if value is None:
+            return None
+    elif tp is bool:
+        if isinstance(value, bool):
+            return value
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif tp is str:
+        if isinstance(value, str):
+            return value
+    hint = ""
+    if isinstance(value, str) and tp in (int, float):
+        hint = "; write the number without quotes"
+    elif tp is str and isinstance(value, (int, float)):
+        hint = f'; write it in quotes, as "{value}"'
+    raise ConfigError(where, field, f"expected {_type_name(tp)}, got {_describe(value)}{hint}")
+
+
+def from_dict(cls: type[T], data: Any, where: str, prefix: str = "") -> T:
+    """Builds dataclass `cls` from `data`; raises ConfigError for the first bad field."""
+    if not isinstance(data, dict):
+        raise ConfigError(where, prefix, f"expected an object, got {_describe(data)}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    for key in data:
+        if key not in fields:
+            close = difflib.get_close_matches(key, list(fields), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; valid fields: {', '.join(fields)}"
+            raise ConfigError(where, f"{prefix}.{key}".lstrip("."), f"unknown field{hint}")
+    kwargs = {}
+    for name, f in fields.items():
+        path = f"{prefix}.{name}".lstrip(".")
+        if name in data:
+            kwargs[name] = _convert(hints[name], data[name], where, path)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(where, path, f"missing; add it ({_type_name(hints[name])})")
+    return cls(**kwargs)
+
+
+def to_dict(obj: Any) -> Any:
+    """The inverse of from_dict, for writing a descriptor back out."""
+    return dataclasses.asdict(obj)

@@ -1,0 +1,51 @@
+import collections
+
+import numpy as np
+
+from bert.data.shards import read_shard
+from bert.data.synth import synthesize
+from bert.data.vocab import load_vocab
+from tests.conftest import SMALL_SYNTH
+
+
+def test_corpus_layout_vocab_and_shapes(small_dataset):
+    vocab = load_vocab(small_dataset / "vocab.txt")
+    assert len(vocab) == 4096 and vocab.pad_id == 0
+    shards = sorted((small_dataset / "train").glob("*.hdf5"))
+    assert len(shards) == 4
+    train = [read_shard(p) for p in shards]
+    assert sum(len(s) for s in train) == SMALL_SYNTH.train_samples
+    evaluation = read_shard(small_dataset / "eval.hdf5")
+    assert len(evaluation) == SMALL_SYNTH.eval_samples
+    lengths = np.concatenate([s.lengths for s in train])
+    assert lengths.max() <= 64 and lengths.min() < 32  # documents of varied length give short samples
+    nsp = np.concatenate([s.nsp_labels for s in train])
+    assert 0.4 < nsp.mean() < 0.65
+
+
+def test_same_seed_gives_identical_corpus_other_seed_differs(tmp_path, small_dataset):
+    again = synthesize(tmp_path / "again", SMALL_SYNTH)
+    a, b = read_shard(small_dataset / "eval.hdf5"), read_shard(again / "eval.hdf5")
+    assert np.array_equal(a.tokens, b.tokens) and np.array_equal(a.masked_ids, b.masked_ids)
+    from dataclasses import replace
+    other = synthesize(tmp_path / "other", replace(SMALL_SYNTH, seed=8))
+    c = read_shard(other / "eval.hdf5")
+    assert len(a.tokens) != len(c.tokens) or not np.array_equal(a.tokens, c.tokens)
+
+
+def test_eval_is_disjoint_from_training_and_not_guessable(small_dataset):
+    evaluation = read_shard(small_dataset / "eval.hdf5")
+    train = [read_shard(p) for p in sorted((small_dataset / "train").glob("*.hdf5"))]
+
+    def segment_a(s, i):
+        row, seg = s.tokens[s.offsets[i]: s.offsets[i + 1]], s.segments[s.offsets[i]: s.offsets[i + 1]]
+        return row[seg == 0].tobytes()
+
+    # Long segments cannot coincide by chance; one shared with training would mean a shared document.
+    train_rows = {segment_a(s, i) for s in train for i in range(len(s))}
+    long_eval = [segment_a(evaluation, i) for i in range(len(evaluation))]
+    long_eval = [row for row in long_eval if len(row) >= 16 * 4]
+    assert len(long_eval) > 50 and not any(row in train_rows for row in long_eval)
+    labels = evaluation.masked_ids[evaluation.masked_positions > 0]
+    most_common = collections.Counter(labels.tolist()).most_common(1)[0][1]
+    assert most_common / len(labels) < 0.25

@@ -1,0 +1,75 @@
+import math
+
+import pytest
+import torch
+
+from bert.optim.factory import excluded_from_weight_decay, parameter_groups
+from bert.optim.lamb import Lamb
+from bert.optim.schedule import LrSchedule
+
+
+def _reference_lamb(w, grads, lr, b1, b2, eps, wd, adapt):
+    """Hand-written per-element LAMB of the MLPerf reference, in plain Python floats."""
+    w = list(w)
+    m = [0.0] * len(w)
+    v = [0.0] * len(w)
+    for t, g in enumerate(grads, start=1):
+        m = [b1 * mi + (1 - b1) * gi for mi, gi in zip(m, g)]
+        v = [b2 * vi + (1 - b2) * gi * gi for vi, gi in zip(v, g)]
+        upd = [(mi / (1 - b1**t)) / (math.sqrt(vi / (1 - b2**t)) + eps) + wd * wi
+               for mi, vi, wi in zip(m, v, w)]
+        ratio = 1.0
+        if adapt:
+            wn, un = math.sqrt(sum(x * x for x in w)), math.sqrt(sum(x * x for x in upd))
+            ratio = wn / un if wn > 0 and un > 0 else 1.0
+        w = [wi - lr * ratio * ui for wi, ui in zip(w, upd)]
+    return w
+
+
+@pytest.mark.parametrize("wd", [0.01, 0.0])
+def test_lamb_matches_hand_computed_steps(wd):
+    w0 = [0.5, -1.0, 2.0, 0.25]
+    grads = [[0.1, -0.2, 0.3, 0.0], [-0.05, 0.4, 0.1, 0.2], [0.3, 0.3, -0.3, 0.1]]
+    p = torch.nn.Parameter(torch.tensor(w0, dtype=torch.float64))
+    opt = Lamb([{"params": [p], "weight_decay": wd}], lr=0.1, betas=(0.9, 0.999), eps=1e-6)
+    for g in grads:
+        p.grad = torch.tensor(g, dtype=torch.float64)
+        opt.step()
+    expected = _reference_lamb(w0, grads, 0.1, 0.9, 0.999, 1e-6, wd, adapt=wd != 0)
+    assert p.detach().tolist() == pytest.approx(expected, rel=1e-12)
+
+
+def test_first_lamb_step_has_the_trust_ratio_size():
+    # At step 1 the Adam direction is sign(g) (up to eps), so the update norm is lr * ||w||.
+    p = torch.nn.Parameter(torch.tensor([3.0, 4.0], dtype=torch.float64))
+    p.grad = torch.tensor([1.0, -2.0], dtype=torch.float64)
+    Lamb([{"params": [p], "weight_decay": 1e-12}], lr=0.1, eps=0.0).step()
+    assert torch.linalg.norm(p.detach() - torch.tensor([3.0, 4.0], dtype=torch.float64)).item() == \
+        pytest.approx(0.5, rel=1e-9)
+
+
+def test_bias_and_layer_norm_are_excluded_from_decay():
+    assert excluded_from_weight_decay("bert.encoder.0.attention.query.bias")
+    assert excluded_from_weight_decay("bert.encoder.3.layer_norm.weight")
+    assert excluded_from_weight_decay("mlm.bias")
+    assert not excluded_from_weight_decay("bert.encoder.0.attention.query.weight")
+    assert not excluded_from_weight_decay("bert.embeddings.word_embeddings.weight")
+    model = torch.nn.Sequential()
+    model.add_module("dense", torch.nn.Linear(2, 2))
+    model.add_module("layer_norm", torch.nn.LayerNorm(2))
+    decay, no_decay = parameter_groups(model, 0.01)
+    assert len(decay["params"]) == 1 and decay["weight_decay"] == 0.01
+    assert len(no_decay["params"]) == 3 and no_decay["weight_decay"] == 0.0
+
+
+def test_schedule_at_chosen_steps():
+    s = LrSchedule(base_lr=1.0, decay_steps=100, warmup_steps=20, start_warmup_step=-10, end_lr=0.1)
+    assert s(0) == pytest.approx(10 / 20)  # a negative start: step 0 is already half-way through warmup
+    assert s(5) == pytest.approx(15 / 20)
+    assert s(10) == pytest.approx(0.9 * (1 - 10 / 100) + 0.1)  # warmup over at step 10: decay takes over
+    assert s(60) == pytest.approx(0.9 * 0.4 + 0.1)
+    assert s(100) == pytest.approx(0.1) and s(500) == pytest.approx(0.1)  # constant tail
+    plain = LrSchedule(base_lr=2.0, decay_steps=10)
+    assert plain(0) == 2.0 and plain(5) == pytest.approx(1.0) and plain(10) == 0.0
+    poly = LrSchedule(base_lr=1.0, decay_steps=10, power=2.0)
+    assert poly(5) == pytest.approx(0.25)

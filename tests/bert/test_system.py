@@ -1,0 +1,86 @@
+import json
+
+import pytest
+
+from bert.system import SYSTEM_DESCRIPTION_FIELDS, load_system, mlperf_eval_interval
+from bert.typed_config import ConfigError
+from tests.conftest import REPO, descriptor, write_descriptor
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "systems").glob("*.json")))
+def test_every_descriptor_in_systems_loads(name):
+    system = load_system(REPO / "systems" / f"{name}.json")
+    assert set(system.description) == set(SYSTEM_DESCRIPTION_FIELDS)
+    assert system.run.global_batch_size % system.world_size == 0
+
+
+def test_bare_name_finds_the_descriptor_and_derives_the_shape():
+    system = load_system("cpu_tiny")
+    assert system.name == "cpu_tiny" and system.world_size == 2
+    assert system.per_process_batch * 2 * system.run.gradient_accumulation_steps == system.run.global_batch_size
+    assert system.dataset_dir() == REPO / "data" / "cpu_tiny"
+    assert system.submission_status == "research"
+
+
+def test_mlperf_eval_interval_formula():
+    assert mlperf_eval_interval(448) == 150_000
+    assert mlperf_eval_interval(3072) == 175_000
+    assert mlperf_eval_interval(16384) == 325_000
+
+
+def _error(tmp_path, data) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_system(write_descriptor(tmp_path, "bad", data))
+    return str(info.value)
+
+
+def test_missing_run_field_is_named(tmp_path):
+    data = descriptor()
+    del data["run"]["global_batch_size"]
+    assert "bad.json: run.global_batch_size: missing; add it (an integer)" in _error(tmp_path, data)
+
+
+def test_wrong_type_says_the_fix(tmp_path):
+    data = descriptor()
+    data["run"]["optimizer"]["beta_1"] = "0.9"
+    message = _error(tmp_path, data)
+    assert "run.optimizer.beta_1: expected a number, got '0.9' (string); write the number without quotes" \
+        in message
+
+
+def test_number_where_the_system_description_needs_a_string(tmp_path):
+    data = descriptor()
+    data["system"]["number_of_nodes"] = 1
+    assert 'system.number_of_nodes: must be a string, got 1; write it in quotes, as "1"' in _error(tmp_path, data)
+
+
+def test_missing_description_field_and_wrong_division(tmp_path):
+    data = descriptor()
+    del data["system"]["cooling"]
+    assert "system.cooling: missing" in _error(tmp_path, data)
+    data = descriptor()
+    data["system"]["division"] = "Closed"
+    assert "system.division: must be \"closed\" or \"open\" (lower case)" in _error(tmp_path, data)
+
+
+def test_unknown_model_and_unknown_field(tmp_path):
+    assert "run.model: unknown model config 'huge'; choose one of base, large, micro, tiny" in \
+        _error(tmp_path, descriptor(model="huge"))
+    data = descriptor()
+    data["run"]["global_batch"] = 3
+    assert "run.global_batch: unknown field; did you mean 'global_batch_size'?" in _error(tmp_path, data)
+
+
+def test_batch_not_divisible_by_the_world(tmp_path):
+    message = _error(tmp_path, descriptor(processes_per_node=3))
+    assert "run.global_batch_size: 32 is not divisible by nodes x processes_per_node" in message
+
+
+def test_invalid_json_and_missing_file(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text("{")
+    with pytest.raises(ConfigError, match="broken.json: not valid JSON"):
+        load_system(path)
+    with pytest.raises(ConfigError, match="no such descriptor"):
+        load_system(tmp_path / "absent.json")
+    assert json.loads((REPO / "systems" / "cpu_tiny.json").read_text())["run"]["model"] == "tiny"

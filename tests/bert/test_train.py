@@ -1,0 +1,83 @@
+"""Training runs launched the way run_and_time.sh launches them: torchrun, gloo, several processes."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+
+from bert.config import named_config
+from bert.tf_names import tensor_names
+from compliance.checkers import compliance_check
+from tests.conftest import copy_dataset, descriptor, write_descriptor
+
+
+def _train(tmp_path: Path, system: Path, data: Path, procs: int, env: dict, seed: int = 3):
+    log = tmp_path / "result_0.txt"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={procs}",
+           "-m", "bert.cli", "train", "--system", str(system), "--seed", str(seed), "--log-file", str(log),
+           "--data-dir", str(data)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    return proc, log
+
+
+def _mllog(log: Path) -> list[dict]:
+    return [json.loads(line.split(":::MLLOG ", 1)[1]) for line in log.read_text().splitlines()
+            if line.startswith(":::MLLOG ")]
+
+
+def test_two_process_gloo_run_converges_and_passes_the_checker(tmp_path, small_dataset, cpu_env):
+    system = write_descriptor(tmp_path, "micro2", descriptor(processes_per_node=2))
+    proc, log = _train(tmp_path, system, small_dataset, 2, cpu_env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = _mllog(log)
+    keys = [x["key"] for x in lines]
+    assert keys[:3] == ["cache_clear", "init_start", "submission_benchmark"]
+    assert keys.index("init_stop") < keys.index("run_start") < keys.index("block_start")
+    assert keys[-3:] == ["train_samples", "eval_samples", "run_stop"]
+    assert lines[-1]["metadata"]["status"] == "success"
+    evals = [x for x in lines if x["key"] == "eval_accuracy"]
+    assert evals[-1]["value"] >= 0.06 and all(e["metadata"]["epoch_num"] % 1024 == 0 for e in evals)
+    assert next(x for x in lines if x["key"] == "train_samples")["value"] == evals[-1]["metadata"]["epoch_num"]
+    assert next(x for x in lines if x["key"] == "seed")["metadata"]["file"].endswith("bert/train.py")
+    logged = [x["metadata"]["tensor"] for x in lines if x["key"] == "weights_initialization"]
+    assert logged == [e.tf for e in tensor_names(named_config("micro"))]
+    for ruleset in ("5.0.0", "4.1.0"):
+        result = compliance_check(log, ruleset)
+        assert result.passed, result.output
+
+
+def test_corrupt_shard_after_start_ends_with_an_aborted_run_stop(tmp_path, small_dataset, cpu_env):
+    data = copy_dataset(small_dataset, tmp_path / "data")
+    for shard in (data / "train").glob("*.hdf5"):
+        with h5py.File(shard, "r+") as f:  # keys and sample counts pass the start-up check; shapes do not
+            narrow = f["segment_ids"][:, :32]
+            del f["segment_ids"]
+            f.create_dataset("segment_ids", data=narrow)
+    system = write_descriptor(tmp_path, "micro", descriptor())
+    proc, log = _train(tmp_path, system, data, 1, cpu_env)
+    assert proc.returncode != 0
+    last = _mllog(log)[-1]
+    assert last["key"] == "run_stop" and last["metadata"]["status"] == "aborted"
+    assert "ShardError" in last["metadata"]["reason"] and "shapes disagree" in last["metadata"]["reason"]
+
+
+def test_bad_dataset_stops_before_run_start_with_one_line(tmp_path, small_dataset, cpu_env):
+    data = copy_dataset(small_dataset, tmp_path / "data")
+    with h5py.File(data / "eval.hdf5", "r+") as f:
+        del f["next_sentence_labels"]
+    system = write_descriptor(tmp_path, "micro", descriptor())
+    proc, log = _train(tmp_path, system, data, 1, cpu_env)
+    assert proc.returncode != 0
+    assert "eval.hdf5: missing key(s) next_sentence_labels" in proc.stderr
+    assert "run_start" not in log.read_text()
+
+
+def test_too_few_eval_samples_is_named(tmp_path, small_dataset, cpu_env):
+    data_descriptor = descriptor()
+    data_descriptor["run"]["eval"]["samples"] = 10_000
+    system = write_descriptor(tmp_path, "micro", data_descriptor)
+    proc, _ = _train(tmp_path, system, small_dataset, 1, cpu_env)
+    assert proc.returncode != 0
+    assert "has 256 eval samples, fewer than run.eval.samples = 10000" in proc.stderr

@@ -7,23 +7,21 @@ print interval, and the eval result (all-reduced, so the same on every rank) dec
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch.nn.parallel import DistributedDataParallel
 
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.loader import TrainLoader
-from bert.distributed.clipping import clip_global_norm
 from bert.distributed.launch import DistContext, init_distributed, shutdown
 from bert.eval import EvalSet
 from bert.mllog import ABORTED, SUCCESS, RunLog
 from bert.model import BertForPreTraining
-from bert.optim.factory import build_optimizer, build_schedule, set_learning_rate
+from bert.optim.factory import build_optimizer, build_schedule
+from bert.step import TrainStep
 from bert.system import System
 from bert.tf_names import tensor_names
 
@@ -42,12 +40,6 @@ class Progress:
     step: int = 0
     samples: int = 0
     accuracy: float | None = None
-
-
-def _autocast(system: System, ctx: DistContext) -> torch.autocast:
-    precision = system.run.precision
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32)
-    return torch.autocast(ctx.device.type, dtype=dtype, enabled=precision != "fp32")
 
 
 def _say(ctx: DistContext, message: str) -> None:
@@ -78,9 +70,8 @@ def run(request: RunRequest) -> int:
         model = BertForPreTraining(config).to(ctx.device)
         if run_spec.log_weights_initialization:
             log.weights_initialization(tensor_names(config))
-        optimizer = build_optimizer(model, run_spec.optimizer)
-        schedule = build_schedule(run_spec.optimizer)
-        trained = DistributedDataParallel(model) if ctx.distributed else model
+        step_fn = TrainStep(system, ctx, model, build_optimizer(model, run_spec.optimizer),
+                            build_schedule(run_spec.optimizer))
         log.init_stop()
 
         log.run_start()
@@ -88,8 +79,7 @@ def run(request: RunRequest) -> int:
         eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size)
         loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, request.seed,
                              system.per_process_batch, ctx.device)
-        status, reason = _train(system, ctx, trained, model, optimizer, schedule, loader, eval_set, log,
-                                progress)
+        status, reason = _train(system, ctx, step_fn, loader, eval_set, log, progress)
     except Exception as e:  # the log must still end with run_stop, and the reason must reach the user
         reason = f"{type(e).__name__}: {e}"
         print(f"error (rank {ctx.rank}): {reason}", file=sys.stderr, flush=True)
@@ -103,54 +93,32 @@ def run(request: RunRequest) -> int:
     return 0 if status == SUCCESS else 1
 
 
-def _train(system, ctx, trained, model, optimizer, schedule, loader, eval_set, log, progress
-           ) -> tuple[str, str | None]:
+def _train(system, ctx, step_fn, loader, eval_set, log, progress) -> tuple[str, str | None]:
     run_spec = system.run
-    padded = not run_spec.unpadded
-    autocast = _autocast(system, ctx)
-    scaler = torch.amp.GradScaler(ctx.device.type, enabled=run_spec.precision == "fp16")
-    accumulate = run_spec.gradient_accumulation_steps
     interval = system.eval_interval_samples
     next_eval, block_first = interval, 0
-    params = [p for p in model.parameters() if p.requires_grad]
-    loss_sum = torch.zeros((), device=ctx.device)
-    tokens, window_start, window_step = 0, time.perf_counter(), 0
+    window_start, window_step = time.perf_counter(), 0
     log.block_start(0, interval)
     while True:
-        set_learning_rate(optimizer, schedule(progress.step))
-        for micro in range(accumulate):
-            batch = next(loader)
-            tokens += batch.num_tokens
-            sync = contextlib.nullcontext() if micro == accumulate - 1 or not ctx.distributed \
-                else trained.no_sync()
-            with sync:
-                with autocast:
-                    out = trained(**batch.model_inputs(padded))
-                scaler.scale(out.loss / accumulate).backward()
-            loss_sum += out.loss.detach()
-        scaler.unscale_(optimizer)
-        clip_global_norm(params, run_spec.clip_norm)
-        scaler.step(optimizer)
-        scaler.update()
-        optimizer.zero_grad(set_to_none=True)
+        step_fn(loader, progress.step)
         progress.step += 1
         progress.samples += run_spec.global_batch_size
 
         if progress.step % run_spec.print_interval_steps == 0:
             elapsed = time.perf_counter() - window_start
+            loss, tokens = step_fn.take_window()
             steps = progress.step - window_step
-            _say(ctx, f"step {progress.step} samples {progress.samples} "
-                      f"loss {loss_sum.item() / (steps * accumulate):.4f} lr {schedule(progress.step - 1):.3e} "
+            _say(ctx, f"step {progress.step} samples {progress.samples} loss {loss:.4f} "
+                      f"lr {step_fn.schedule(progress.step - 1):.3e} "
                       f"{steps * run_spec.global_batch_size / elapsed:.1f} seq/s "
                       f"{tokens * ctx.world_size / elapsed:.0f} tok/s")
-            loss_sum.zero_()
-            tokens, window_start, window_step = 0, time.perf_counter(), progress.step
+            window_start, window_step = time.perf_counter(), progress.step
 
         capped = progress.samples >= run_spec.max_samples
         if progress.samples >= next_eval or capped:
             log.block_stop(block_first)
             log.eval_start(progress.samples)
-            progress.accuracy = eval_set.accuracy(model, padded, autocast)
+            progress.accuracy = eval_set.accuracy(step_fn.model, step_fn.padded, step_fn.autocast)
             log.eval_result(progress.samples, progress.accuracy)
             _say(ctx, f"eval at {progress.samples} samples: mlm accuracy {progress.accuracy:.4f}")
             if progress.accuracy >= run_spec.eval.target_accuracy:

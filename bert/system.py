@@ -100,6 +100,7 @@ class RunSpec:
     clip: Literal["after_allreduce"] = "after_allreduce"
     clip_norm: float = 1.0
     unpadded: bool = True
+    compile: bool = False  # torch.compile each encoder layer (see benchmarks/throughput_results.md for when it helps)
     eval: EvalSpec = field(default_factory=EvalSpec)
     max_samples: int  # the sample cap: a run that has not reached the target by then stops as aborted
     seed: int | None = None  # null: run_and_time.sh draws a distinct seed per run

@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from benchmarks.throughput import to_hf_batch
 from bert.attention import padded_attention
 from bert.config import named_config
 from bert.data.batch import collate
@@ -29,16 +30,6 @@ def _batches(dataset, size: int, count: int):
     return [collate(samples.take(np.arange(i * size, (i + 1) * size))) for i in range(count)]
 
 
-def _hf_inputs(batch):
-    b, length = batch.input_ids.shape
-    lengths = (batch.layout.cu_seqlens[1:] - batch.layout.cu_seqlens[:-1]).long()
-    labels = torch.full((b * length,), -100, dtype=torch.long)
-    labels[batch.mlm_index_padded] = batch.mlm_labels
-    return {"input_ids": batch.input_ids, "token_type_ids": batch.segment_ids,
-            "attention_mask": (torch.arange(length)[None, :] < lengths[:, None]).long(),
-            "labels": labels.view(b, length), "next_sentence_label": batch.nsp_labels}
-
-
 # The second size has a vocabulary that is not a multiple of 8, so our matrices carry padding rows.
 @pytest.mark.parametrize("config_name, overrides", [("micro", {}), ("tiny", {"vocab_size": 4100})])
 def test_unpadded_fast_path_matches_transformers_in_fp32(config_name, overrides, small_dataset):
@@ -55,7 +46,7 @@ def test_unpadded_fast_path_matches_transformers_in_fp32(config_name, overrides,
 
     out = ours(**batch.model_inputs(padded=False))
     out.loss.backward()
-    peer_out = peer(**_hf_inputs(batch))
+    peer_out = peer(**to_hf_batch(batch).inputs)
     peer_out.loss.backward()
 
     torch.testing.assert_close(out.loss, peer_out.loss, rtol=1e-5, atol=1e-5)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import os
 import platform
 import tempfile
 import time
@@ -259,7 +260,9 @@ def record(path: Path, row: list[str]) -> None:
     text = path.read_text() if path.is_file() else ""
     if header not in text:
         text += ("\n" if text else "") + header + "\n" + "|---" * (header.count("|") - 1) + "|\n"
-    path.write_text(text + "| " + " | ".join(row) + " |\n")
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text + "| " + " | ".join(row) + " |\n")
+    os.replace(partial, path)  # the results file is never left half written
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -312,11 +315,20 @@ def main(argv: list[str] | None = None) -> float:
     sides = [Side("ours", ours_step, Feed([b.to(device) for b in batches], flops)),
              Side("transformers", peer_step, Feed([to_hf_batch(b).to(device) for b in batches], flops))]
 
-    mean_len = float(samples.lengths.mean())
     print(f"preset {args.preset}: BERT-{preset.model} ({config.num_layers} layers, hidden {config.hidden_size}), "
-          f"batch {run.global_batch_size}, max length {seq_len} (mean real length {mean_len:.1f}), "
+          f"batch {run.global_batch_size}, max length {seq_len} (mean real length {samples.lengths.mean():.1f}), "
           f"{run.precision}, {machine_name(device)}, torch {torch.__version__}, transformers "
           f"{transformers.__version__}{', compiled encoder' if run.compile else ''}", flush=True)
+    alternate(sides, args, device)
+    peak, peak_source = peak_flops(device, DTYPES[run.precision], args.peak_tflops)
+    return report(sides, args, peak, peak_source, [
+        datetime.date.today().isoformat(), machine_name(device), torch.__version__, transformers.__version__,
+        args.preset, run.precision, f"{run.global_batch_size} x {seq_len}"],
+        "compiled encoder" if run.compile else "")
+
+
+def alternate(sides: list[Side], args: argparse.Namespace, device: torch.device) -> None:
+    """Warm-up, then rounds in which each side runs `args.steps` updates, the order flipping every round."""
     for side in sides:
         side.run(args.warmup, device)
         side.feed.reset_counts()
@@ -329,7 +341,10 @@ def main(argv: list[str] | None = None) -> float:
         print(f"  round {r + 1}/{args.rounds}: ours {ours:.2f} s, transformers {peer:.2f} s for "
               f"{args.steps} step(s): ratio {peer / ours:.3f}", flush=True)
 
-    peak, peak_source = peak_flops(device, DTYPES[run.precision], args.peak_tflops)
+
+def report(sides: list[Side], args: argparse.Namespace, peak: float, peak_source: str, row: list[str],
+           note: str) -> float:
+    """Prints the figures, appends the row (unless --no-record) and returns ours / transformers."""
     rates = [s.feed.sequences / s.seconds for s in sides]
     mfu = [s.feed.model_flops / s.seconds / peak for s in sides]
     speedup = rates[0] / rates[1]
@@ -339,19 +354,15 @@ def main(argv: list[str] | None = None) -> float:
     for side, rate, u in zip(sides, rates, mfu):
         print(f"{side.name}: {rate:.2f} sequences/s, model FLOP utilisation {100 * u:.1f}%")
     print(f"ratio per round: median {paired[len(paired) // 2]:.3f}, range {paired[0]:.3f} to {paired[-1]:.3f}")
-    if device.type == "cpu":
+    if sides[0].step.ctx.device.type == "cpu":
         print(f"ratio of CPU time (less disturbed by other processes on a shared machine): "
               f"{sides[1].cpu_seconds / sides[0].cpu_seconds:.3f}")
     if not args.no_record:
         notes = "; ".join(filter(None, [
-            "compiled encoder" if run.compile else "", args.note,
-            f"{args.rounds} rounds of {args.steps} step(s), ratio {paired[0]:.2f}-{paired[-1]:.2f}",
+            note, args.note, f"{args.rounds} rounds of {args.steps} step(s), ratio {paired[0]:.2f}-{paired[-1]:.2f}",
             f"peak {peak_source}"]))
-        record(args.results, [
-            datetime.date.today().isoformat(), machine_name(device), torch.__version__, transformers.__version__,
-            args.preset, run.precision, f"{run.global_batch_size} x {seq_len}", f"{rates[0]:.2f}",
-            f"{rates[1]:.2f}", f"{speedup:.2f}", f"{100 * mfu[0]:.1f}%", f"{100 * mfu[1]:.1f}%",
-            f"{peak / 1e12:.2f}", notes])
+        record(args.results, [*row, f"{rates[0]:.2f}", f"{rates[1]:.2f}", f"{speedup:.2f}", f"{100 * mfu[0]:.1f}%",
+                              f"{100 * mfu[1]:.1f}%", f"{peak / 1e12:.2f}", notes])
         print(f"appended to {args.results}")
     print(f"speedup_vs_transformers={speedup:.3f}")
     return speedup

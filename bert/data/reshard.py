@@ -1,0 +1,182 @@
+"""`mlperf-bert data reshard` and `data eval-set`: re-cut shards without holding the dataset in memory.
+
+Reshard is an external two-pass shuffle. Pass 1 streams the input shards one at a time and deals every
+sample to one of K temporary buckets; pass 2 reads one bucket at a time, shuffles it and writes it as an
+output shard. Memory is one input shard plus one bucket, whatever the size of the dataset; disk needs
+about the size of the input again for the buckets. The dealing is exact as well as random: bucket k
+receives exactly sizes[k] samples, and every arrangement of the samples is equally likely, because each
+input shard draws its bucket counts from a multivariate hypergeometric distribution over what the buckets
+still lack. `Buckets` and `deal` are the reusable parts (another caller may deal by length bins).
+
+Eval-set does what the reference `pick_eval_samples` does: the first N samples of the eval output, in order.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from bert.data.progress import progress_bar
+from bert.data.shards import Samples, ShardError, ShardWriter, read_shard, shard_header
+
+WRITE_BLOCK = 4096  # samples padded and written at a time
+
+
+class Buckets:
+    """`count` temporary files of samples: appended to a block at a time, read back whole."""
+
+    def __init__(self, folder: Path, count: int):
+        self.folder, self.count = folder, count
+        folder.mkdir(parents=True, exist_ok=False)
+
+    def _path(self, bucket: int) -> Path:
+        return self.folder / f"bucket-{bucket:06d}.npy"
+
+    def append(self, bucket: int, samples: Samples) -> None:
+        width = max(1, int((samples.masked_positions > 0).sum(1).max()))
+        small = np.int16 if max(samples.tokens.max(initial=0), samples.masked_ids.max(initial=0)) < 2**15 \
+            else np.int32
+        with open(self._path(bucket), "ab") as f:
+            for array in (samples.tokens.astype(small), samples.segments, samples.lengths.astype(np.int32),
+                          samples.masked_positions[:, :width].astype(np.int16),
+                          samples.masked_ids[:, :width].astype(small), samples.nsp_labels):
+                np.save(f, array, allow_pickle=False)
+
+    def read(self, bucket: int, max_predictions: int) -> Samples:
+        """The bucket's samples, in the order appended, with masked lists `max_predictions` wide."""
+        path = self._path(bucket)
+        blocks = [_empty(max_predictions)]  # also sets the width of the concatenation
+        if not path.exists():  # a bucket that no sample was dealt to
+            return blocks[0]
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            while f.tell() < size:
+                tokens, segments, lengths, positions, ids, nsp = (np.load(f) for _ in range(6))
+                offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+                blocks.append(Samples(tokens.astype(np.int32), segments, offsets, positions.astype(np.int32),
+                                      ids.astype(np.int32), nsp))
+        return Samples.concat(blocks)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _empty(max_predictions: int) -> Samples:
+    return Samples(np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros(1, np.int64),
+                   np.zeros((0, max_predictions), np.int32), np.zeros((0, max_predictions), np.int32),
+                   np.zeros(0, np.int8))
+
+
+def near_equal_sizes(total: int, count: int) -> np.ndarray:
+    """`count` sizes that add up to `total` and differ by at most one."""
+    return np.full(count, total // count, dtype=np.int64) + (np.arange(count) < total % count)
+
+
+def deal(samples: Samples, lacking: np.ndarray, buckets: Buckets, rng: np.random.Generator) -> None:
+    """Deals a block of samples to the buckets; `lacking[k]` (updated) is what bucket k still needs."""
+    counts = rng.multivariate_hypergeometric(lacking, len(samples))
+    lacking -= counts
+    labels = rng.permutation(np.repeat(np.arange(len(lacking)), counts))
+    order = np.argsort(labels, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    for bucket in np.flatnonzero(counts):
+        buckets.append(int(bucket), samples.take(order[bounds[bucket]:bounds[bucket + 1]]))
+
+
+def _check_fits(path: Path, samples: Samples, max_seq_length: int, max_predictions: int) -> None:
+    if len(samples) and samples.lengths.max() > max_seq_length:
+        raise ShardError(f"{path}: holds samples of {samples.lengths.max()} tokens, more than --max-seq-length "
+                         f"{max_seq_length}")
+    if len(samples) and (samples.masked_positions > 0).sum(1).max() > max_predictions:
+        raise ShardError(f"{path}: holds samples with more than --max-predictions {max_predictions} masked "
+                         "positions")
+
+
+def _claim_folder(out_dir: Path, inputs: list[Path], overwrite: bool) -> None:
+    out_dir = out_dir.resolve()
+    inside = [p for p in inputs if out_dir in p.resolve().parents]
+    if inside:
+        raise ValueError(f"{inside[0]}: an input shard is inside the output folder {out_dir}; write elsewhere")
+    existing = sorted(out_dir.glob("*.hdf5")) if out_dir.is_dir() else []
+    if existing and not overwrite:
+        raise FileExistsError(f"{out_dir}: already holds {len(existing)} shard(s) ({existing[0].name}, ...); "
+                              "pass --overwrite to replace them")
+    for path in existing:
+        path.unlink()
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def reshard(inputs: list[Path], out_dir: Path, num_shards: int, seed: int, form: str = "fixed",
+            max_seq_length: int = 512, max_predictions: int = 76, overwrite: bool = False,
+            tmp_dir: Path | None = None, show_progress: bool = True) -> list[Path]:
+    """Writes `num_shards` shards of near-equal size holding every input sample once, shuffled."""
+    if num_shards < 1:
+        raise ValueError(f"--shards {num_shards} must be at least 1")
+    total = sum(shard_header(p).samples for p in inputs)
+    if total < num_shards:
+        raise ValueError(f"{len(inputs)} input shard(s) hold {total} samples, fewer than --shards {num_shards}")
+    _claim_folder(out_dir, inputs, overwrite)
+    buckets = Buckets((tmp_dir or out_dir) / f".reshard-{os.getpid()}", num_shards)
+    try:
+        rng = np.random.default_rng(seed)
+        lacking = near_equal_sizes(total, num_shards)
+        vocab_bound = 0
+        with progress_bar("reshard: deal", total, "samples", show_progress) as advance:
+            for path in inputs:
+                samples = read_shard(path)
+                _check_fits(path, samples, max_seq_length, max_predictions)
+                vocab_bound = max(vocab_bound, int(samples.tokens.max(initial=0)) + 1,
+                                  int(samples.masked_ids.max(initial=0)) + 1)
+                deal(samples, lacking, buckets, rng)
+                advance(len(samples))
+        written = []
+        with progress_bar("reshard: write", total, "samples", show_progress) as advance:
+            for k in range(num_shards):
+                bucket = buckets.read(k, max_predictions)
+                bucket = bucket.take(np.random.default_rng([seed, k]).permutation(len(bucket)))
+                path = out_dir / f"part-{k:05d}-of-{num_shards:05d}.hdf5"
+                _write(path, bucket, form, max_seq_length, max_predictions, vocab_bound, advance)
+                written.append(path)
+        return written
+    finally:
+        buckets.remove()
+
+
+def _write(path: Path, samples: Samples, form: str, max_seq_length: int, max_predictions: int, vocab_bound: int,
+           advance: Callable[[float], None]) -> None:
+    with ShardWriter(path, form, max_seq_length, max_predictions, vocab_bound) as writer:
+        for first in range(0, len(samples), WRITE_BLOCK):
+            block = samples.take(np.arange(first, min(first + WRITE_BLOCK, len(samples))))
+            writer.append(block)
+            advance(len(block))
+
+
+def pick_eval_set(inputs: list[Path], out_path: Path, num_samples: int, form: str = "fixed",
+                  max_seq_length: int = 512, max_predictions: int = 76, overwrite: bool = False,
+                  show_progress: bool = True) -> int:
+    """Writes the first `num_samples` samples of the inputs, in order, to one file; returns the count."""
+    available = sum(shard_header(p).samples for p in inputs)
+    if available < num_samples:
+        raise ValueError(f"{inputs[0]}{' ...' if len(inputs) > 1 else ''}: {available} samples in "
+                         f"{len(inputs)} shard(s), fewer than --samples {num_samples}")
+    if out_path.exists() and not overwrite:
+        raise FileExistsError(f"{out_path}: already exists; pass --overwrite to replace it")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    vocab_bound, picked, count = 0, [], 0
+    with progress_bar("eval-set", num_samples, "samples", show_progress) as advance:
+        for path in inputs:
+            samples = read_shard(path)
+            _check_fits(path, samples, max_seq_length, max_predictions)
+            picked.append(samples.take(np.arange(min(len(samples), num_samples - count))))
+            vocab_bound = max(vocab_bound, int(samples.tokens.max(initial=0)) + 1,
+                              int(samples.masked_ids.max(initial=0)) + 1)
+            count += len(picked[-1])
+            advance(len(picked[-1]))
+            if count == num_samples:
+                break
+    _write(out_path, Samples.concat(picked), form, max_seq_length, max_predictions, vocab_bound, lambda n: None)
+    return count

@@ -168,8 +168,9 @@ def synth_text(out: Path, megabytes: float, parts: int, eval_megabytes: float, s
 @click.option("--min-frequency", type=click.IntRange(min=1), default=2, show_default=True,
               help="Merges seen fewer times than this are not learnt.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
 def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out: Path, min_frequency: int,
-          overwrite: bool) -> None:
+          overwrite: bool, quiet: bool) -> None:
     """Learn an uncased WordPiece vocab.txt from text ([PAD] on the first line, then [UNK] [CLS] [SEP]
     [MASK]); the same text gives the same vocabulary. Real MLPerf runs use the MLPerf vocab.txt instead.
     Paths after the options are more text parts."""
@@ -178,7 +179,7 @@ def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out:
     paths = _paths(texts, more_texts, "--text")
     if out.exists() and not overwrite:
         raise _DataError(f"{out}: already exists; pass --overwrite to replace it")
-    learnt = _data_errors(lambda: train_vocab(paths, size, min_frequency))
+    learnt = _data_errors(lambda: train_vocab(paths, size, min_frequency, show_progress=not quiet))
     out.parent.mkdir(parents=True, exist_ok=True)
     learnt.write(out)
     click.echo(f"wrote {len(learnt)} word pieces to {out}")

@@ -74,9 +74,9 @@ def _prepare(text: Path, vocab: Path, out: Path, workers: int) -> tuple[int, flo
     return samples, seconds, worker_peak, peak
 
 
-def _reshard(inputs: list[Path], out: Path, shards: int) -> tuple[float, float]:
-    _, seconds, peak = _run(["reshard", "--input", *map(str, inputs), "--out", str(out), "--shards",
-                                 str(shards), *SHAPE, "--overwrite"])
+def _reshard(inputs: list[Path], out: Path, shards: int, workers: int) -> tuple[float, float]:
+    _, seconds, peak = _run(["reshard", "--input", *map(str, inputs), "--out", str(out), "--shards", str(shards),
+                             *SHAPE, "--workers", str(workers), "--overwrite"])
     return seconds, peak
 
 
@@ -111,14 +111,17 @@ def measure(work: Path, megabytes: float, parts: int, workers: int) -> list[str]
     for copy in range(2):
         for p in shards:
             os.link(p, double / f"copy{copy}-{p.name}")
-    single_s, single_peak = _reshard(shards, work / "resharded-1x", 4 * len(shards))
-    double_s, double_peak = _reshard(sorted(double.iterdir()), work / "resharded-2x", 8 * len(shards))
+    single_s, single_peak = _reshard(shards, work / "resharded-1x", 4 * len(shards), 1)
+    double_s, double_peak = _reshard(sorted(double.iterdir()), work / "resharded-2x", 8 * len(shards), 1)
+    wide_s, wide_peak = _reshard(shards, work / f"resharded-1x-{workers}", 4 * len(shards), workers)
     lines += [
-        f"reshard 1x: {one[0]:,} samples -> {4 * len(shards)} shards in {single_s:.1f} s = "
+        f"reshard 1x, 1 worker: {one[0]:,} samples -> {4 * len(shards)} shards in {single_s:.1f} s = "
         f"{one[0] / single_s:,.0f} samples/s, peak RSS {single_peak:,.0f} MiB",
-        f"reshard 2x: {2 * one[0]:,} samples -> {8 * len(shards)} shards in {double_s:.1f} s = "
+        f"reshard 2x, 1 worker: {2 * one[0]:,} samples -> {8 * len(shards)} shards in {double_s:.1f} s = "
         f"{2 * one[0] / double_s:,.0f} samples/s, peak RSS {double_peak:,.0f} MiB "
         f"(same shard sizes; memory ratio 2x/1x {double_peak / single_peak:.2f})",
+        f"reshard 1x, {workers} workers (second pass): {wide_s:.1f} s = {one[0] / wide_s:,.0f} samples/s, "
+        f"peak RSS of any process {wide_peak:,.0f} MiB",
         f"prepare_samples_per_s_per_core={per_core:.0f} ratio_to_reference={per_core / REFERENCE_SAMPLES_PER_S:.2f}",
     ]
     return lines

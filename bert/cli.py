@@ -254,11 +254,11 @@ def eval_set(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
              max_seq_length: int, max_predictions: int, overwrite: bool, quiet: bool) -> None:
     """Pick the eval set: the first N samples of the prepared eval shards, in order, into one file. Paths
     after the options are more inputs."""
-    from bert.data.reshard import pick_eval_set
+    from bert.data.reshard import OutputShape, pick_eval_set
 
     paths = _shard_paths(inputs, more_inputs)
-    count = _data_errors(lambda: pick_eval_set(paths, out, samples, form, max_seq_length, max_predictions,
-                                               overwrite, not quiet))
+    shape = OutputShape(form, max_seq_length, max_predictions)
+    count = _data_errors(lambda: pick_eval_set(paths, out, samples, shape, overwrite, not quiet))
     click.echo(f"wrote {count:,} eval samples to {out}")
 
 
@@ -270,20 +270,26 @@ def eval_set(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
 @click.option("--shards", type=click.IntRange(min=1), required=True, help="How many shards to write (K).")
 @click.option("--seed", type=int, default=12345, show_default=True, help="Seed of the sample-level shuffle.")
 @_shape_options
+@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
+              show_default="one per core", help="Processes writing the output shards (the second pass).")
 @click.option("--tmp", "tmp_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder for the temporary buckets (about the input's size; default: inside --out).")
 @click.option("--overwrite", is_flag=True, help="Delete the shards already in --out.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, shards: int, seed: int, form: str,
-            max_seq_length: int, max_predictions: int, tmp_dir: Path | None, overwrite: bool, quiet: bool) -> None:
+            max_seq_length: int, max_predictions: int, workers: int, tmp_dir: Path | None, overwrite: bool,
+            quiet: bool) -> None:
     """Re-shard into K shards of near-equal size (sizes differ by at most 1) with a seeded sample-level
-    shuffle, in bounded memory (one input shard plus one output shard): an external two-pass shuffle. Paths
-    after the options are more inputs."""
+    shuffle, in bounded memory (a block of an input shard, then one output shard per worker): an external
+    two-pass shuffle. The output depends on the inputs and --seed only. Paths after the options are more
+    inputs."""
+    from bert.data.reshard import OutputShape
     from bert.data.reshard import reshard as run_reshard
 
     paths = _shard_paths(inputs, more_inputs)
-    written = _data_errors(lambda: run_reshard(paths, out, shards, seed, form, max_seq_length, max_predictions,
-                                               overwrite, tmp_dir, not quiet))
+    shape = OutputShape(form, max_seq_length, max_predictions)
+    written = _data_errors(lambda: run_reshard(paths, out, shards, seed, shape, workers, overwrite, tmp_dir,
+                                               not quiet))
     click.echo(f"wrote {len(written)} shards to {out}")
 
 

@@ -11,19 +11,18 @@ mix shards made with other settings.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import multiprocessing
 import random
 import resource
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from queue import Empty
 
 import numpy as np
 
+from bert.data.pool import run_parallel
 from bert.data.pretraining import Documents, SampleSpec, SpecialIds, build_samples, plan_instances
 from bert.data.progress import Advance, progress_bar
 from bert.data.shards import FORMS, ShardWriter
@@ -140,7 +139,7 @@ def tokenize_part(path: Path, tokenizer: WordPieceTokenizer, on_bytes: Advance |
     return documents
 
 
-def prepare_part(job: PartJob, options: PrepareOptions, report: Advance) -> PartResult:
+def prepare_part(job: PartJob, report: Advance, options: PrepareOptions) -> PartResult:
     """One part -> one shard. `report` hears the progress in bytes of the part: half for reading and
     tokenising, half for building and writing the samples."""
     start = time.perf_counter()
@@ -161,40 +160,6 @@ def prepare_part(job: PartJob, options: PrepareOptions, report: Advance) -> Part
     return PartResult(job.text, job.shard, len(order), time.perf_counter() - start, peak)
 
 
-class _Batched:
-    """Forwards progress in steps of at least `step`, so that workers do not flood the queue."""
-
-    def __init__(self, sink: Advance, step: float = 1 << 20):
-        self.sink, self.step, self.pending = sink, step, 0.0
-
-    def __call__(self, amount: float) -> None:
-        self.pending += amount
-        if self.pending >= self.step:
-            self.sink(self.pending)
-            self.pending = 0.0
-
-    def flush(self) -> None:
-        if self.pending:
-            self.sink(self.pending)
-            self.pending = 0.0
-
-
-_progress_queue = None  # set in each worker process
-
-
-def _init_worker(queue) -> None:
-    global _progress_queue
-    _progress_queue = queue
-
-
-def _worker(job: PartJob, options: PrepareOptions) -> PartResult:
-    report = _Batched(_progress_queue.put)
-    try:
-        return prepare_part(job, options, report)
-    finally:
-        report.flush()
-
-
 def prepare(texts: list[Path], options: PrepareOptions, workers: int, mode: str = "new",
             show_progress: bool = True) -> list[PartResult]:
     """Prepares every part not done yet; returns the results of the parts prepared by this call."""
@@ -206,36 +171,5 @@ def prepare(texts: list[Path], options: PrepareOptions, workers: int, mode: str 
     jobs.sort(key=lambda j: j.text.stat().st_size, reverse=True)  # big parts first: workers finish together
     total = sum(j.text.stat().st_size for j in jobs)
     with progress_bar("prepare", total, "bytes", show_progress and bool(jobs)) as advance:
-        if workers <= 1 or len(jobs) <= 1:
-            results = [prepare_part(job, options, advance) for job in jobs]
-        else:
-            results = _in_pool(jobs, options, min(workers, len(jobs)), advance)
+        results = run_parallel(functools.partial(prepare_part, options=options), jobs, workers, advance)
     return sorted(results, key=lambda r: r.shard.name)
-
-
-def _in_pool(jobs: list[PartJob], options: PrepareOptions, workers: int, advance: Advance) -> list[PartResult]:
-    # spawn, not fork: the parent runs threads (the progress display), and forking those is unsafe.
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    results: list[PartResult] = []
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(queue,)) as pool:
-        pending = {pool.submit(_worker, job, options) for job in jobs}
-        try:
-            while pending:
-                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                _drain(queue, advance)
-                results.extend(f.result() for f in done)
-        except BaseException:
-            for future in pending:  # parts already started finish (complete shards are never lost)
-                future.cancel()
-            raise
-    _drain(queue, advance)
-    return results
-
-
-def _drain(queue, advance: Advance) -> None:
-    while True:
-        try:
-            advance(queue.get_nowait())
-        except Empty:
-            return

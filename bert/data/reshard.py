@@ -1,12 +1,12 @@
 """`mlperf-bert data reshard` and `data eval-set`: re-cut shards without holding the dataset in memory.
 
-Reshard is an external two-pass shuffle. Pass 1 streams the input shards one at a time and deals every
-sample to one of K temporary buckets; pass 2 reads one bucket at a time, shuffles it and writes it as an
-output shard. Memory is one input shard plus one bucket, whatever the size of the dataset; disk needs
-about the size of the input again for the buckets. The dealing is exact as well as random: bucket k
-receives exactly sizes[k] samples, and every arrangement of the samples is equally likely, because each
-input shard draws its bucket counts from a multivariate hypergeometric distribution over what the buckets
-still lack. `Buckets` and `deal` are the reusable parts (another caller may deal by length bins).
+Reshard is an external two-pass shuffle. Pass 1 streams the input shards, a block of samples at a time, and
+deals every sample to one of K temporary buckets; pass 2 reads one bucket at a time, shuffles it and writes
+it as an output shard. Memory is one input block plus one bucket (one output shard), whatever the size of
+the dataset; disk needs about the size of the input again for the buckets. The dealing is exact as well as
+random: bucket k receives exactly sizes[k] samples, and every arrangement of the samples is equally likely,
+because each block draws its bucket counts from a multivariate hypergeometric distribution over what the
+buckets still lack. `Buckets` and `deal` are the reusable parts (another caller may deal by length bins).
 
 Eval-set does what the reference `pick_eval_samples` does: the first N samples of the eval output, in order.
 """
@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from bert.data.progress import progress_bar
-from bert.data.shards import Samples, ShardError, ShardWriter, read_shard, shard_header
+from bert.data.pool import run_parallel
+from bert.data.progress import Advance, progress_bar
+from bert.data.shards import Samples, ShardError, ShardWriter, read_shard, row_blocks, shard_header
 
+READ_BLOCK = 16384  # input samples read and dealt at a time
 WRITE_BLOCK = 4096  # samples padded and written at a time
 
 
@@ -87,13 +89,13 @@ def deal(samples: Samples, lacking: np.ndarray, buckets: Buckets, rng: np.random
         buckets.append(int(bucket), samples.take(order[bounds[bucket]:bounds[bucket + 1]]))
 
 
-def _check_fits(path: Path, samples: Samples, max_seq_length: int, max_predictions: int) -> None:
-    if len(samples) and samples.lengths.max() > max_seq_length:
+def _check_fits(path: Path, samples: Samples, shape: OutputShape) -> None:
+    if len(samples) and samples.lengths.max() > shape.max_seq_length:
         raise ShardError(f"{path}: holds samples of {samples.lengths.max()} tokens, more than --max-seq-length "
-                         f"{max_seq_length}")
-    if len(samples) and (samples.masked_positions > 0).sum(1).max() > max_predictions:
-        raise ShardError(f"{path}: holds samples with more than --max-predictions {max_predictions} masked "
-                         "positions")
+                         f"{shape.max_seq_length}")
+    if len(samples) and (samples.masked_positions > 0).sum(1).max() > shape.max_predictions:
+        raise ShardError(f"{path}: holds samples with more than --max-predictions {shape.max_predictions} "
+                         "masked positions")
 
 
 def _claim_folder(out_dir: Path, inputs: list[Path], overwrite: bool) -> None:
@@ -110,13 +112,22 @@ def _claim_folder(out_dir: Path, inputs: list[Path], overwrite: bool) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
 
 
-def reshard(inputs: list[Path], out_dir: Path, num_shards: int, seed: int, form: str = "fixed",
-            max_seq_length: int = 512, max_predictions: int = 76, overwrite: bool = False,
-            tmp_dir: Path | None = None, show_progress: bool = True) -> list[Path]:
-    """Writes `num_shards` shards of near-equal size holding every input sample once, shuffled."""
+@dataclass(frozen=True)
+class OutputShape:
+    form: str = "fixed"
+    max_seq_length: int = 512
+    max_predictions: int = 76
+
+
+def reshard(inputs: list[Path], out_dir: Path, num_shards: int, seed: int, shape: OutputShape = OutputShape(),
+            workers: int = 1, overwrite: bool = False, tmp_dir: Path | None = None,
+            show_progress: bool = True) -> list[Path]:
+    """Writes `num_shards` shards of near-equal size holding every input sample once, shuffled; pass 2 runs
+    on `workers` processes. The output depends on the inputs and the seed only."""
     if num_shards < 1:
         raise ValueError(f"--shards {num_shards} must be at least 1")
-    total = sum(shard_header(p).samples for p in inputs)
+    counts = [shard_header(p).samples for p in inputs]
+    total = sum(counts)
     if total < num_shards:
         raise ValueError(f"{len(inputs)} input shard(s) hold {total} samples, fewer than --shards {num_shards}")
     _claim_folder(out_dir, inputs, overwrite)
@@ -126,57 +137,66 @@ def reshard(inputs: list[Path], out_dir: Path, num_shards: int, seed: int, form:
         lacking = near_equal_sizes(total, num_shards)
         vocab_bound = 0
         with progress_bar("reshard: deal", total, "samples", show_progress) as advance:
-            for path in inputs:
-                samples = read_shard(path)
-                _check_fits(path, samples, max_seq_length, max_predictions)
-                vocab_bound = max(vocab_bound, int(samples.tokens.max(initial=0)) + 1,
-                                  int(samples.masked_ids.max(initial=0)) + 1)
-                deal(samples, lacking, buckets, rng)
-                advance(len(samples))
-        written = []
+            for path, count in zip(inputs, counts):
+                for rows in row_blocks(count, READ_BLOCK):
+                    samples = read_shard(path, rows)
+                    _check_fits(path, samples, shape)
+                    vocab_bound = max(vocab_bound, samples.id_bound)
+                    deal(samples, lacking, buckets, rng)
+                    advance(len(samples))
+        write = _BucketWriter(buckets, out_dir, seed, shape, vocab_bound)
         with progress_bar("reshard: write", total, "samples", show_progress) as advance:
-            for k in range(num_shards):
-                bucket = buckets.read(k, max_predictions)
-                bucket = bucket.take(np.random.default_rng([seed, k]).permutation(len(bucket)))
-                path = out_dir / f"part-{k:05d}-of-{num_shards:05d}.hdf5"
-                _write(path, bucket, form, max_seq_length, max_predictions, vocab_bound, advance)
-                written.append(path)
-        return written
+            return run_parallel(write, range(num_shards), workers, advance)
     finally:
         buckets.remove()
 
 
-def _write(path: Path, samples: Samples, form: str, max_seq_length: int, max_predictions: int, vocab_bound: int,
-           advance: Callable[[float], None]) -> None:
-    with ShardWriter(path, form, max_seq_length, max_predictions, vocab_bound) as writer:
+@dataclass(frozen=True)
+class _BucketWriter:
+    """Pass 2 for one bucket: read it, shuffle it, write it as output shard k."""
+
+    buckets: Buckets
+    out_dir: Path
+    seed: int
+    shape: OutputShape
+    vocab_bound: int
+
+    def __call__(self, k: int, report: Advance) -> Path:
+        bucket = self.buckets.read(k, self.shape.max_predictions)
+        bucket = bucket.take(np.random.default_rng([self.seed, k]).permutation(len(bucket)))
+        path = self.out_dir / f"part-{k:05d}-of-{self.buckets.count:05d}.hdf5"
+        _write(path, bucket, self.shape, self.vocab_bound, report)
+        return path
+
+
+def _write(path: Path, samples: Samples, shape: OutputShape, vocab_bound: int, report: Advance) -> None:
+    with ShardWriter(path, shape.form, shape.max_seq_length, shape.max_predictions, vocab_bound) as writer:
         for first in range(0, len(samples), WRITE_BLOCK):
             block = samples.take(np.arange(first, min(first + WRITE_BLOCK, len(samples))))
             writer.append(block)
-            advance(len(block))
+            report(len(block))
 
 
-def pick_eval_set(inputs: list[Path], out_path: Path, num_samples: int, form: str = "fixed",
-                  max_seq_length: int = 512, max_predictions: int = 76, overwrite: bool = False,
-                  show_progress: bool = True) -> int:
+def pick_eval_set(inputs: list[Path], out_path: Path, num_samples: int, shape: OutputShape = OutputShape(),
+                  overwrite: bool = False, show_progress: bool = True) -> int:
     """Writes the first `num_samples` samples of the inputs, in order, to one file; returns the count."""
-    available = sum(shard_header(p).samples for p in inputs)
-    if available < num_samples:
-        raise ValueError(f"{inputs[0]}{' ...' if len(inputs) > 1 else ''}: {available} samples in "
+    counts = [shard_header(p).samples for p in inputs]
+    if sum(counts) < num_samples:
+        raise ValueError(f"{inputs[0]}{' ...' if len(inputs) > 1 else ''}: {sum(counts)} samples in "
                          f"{len(inputs)} shard(s), fewer than --samples {num_samples}")
     if out_path.exists() and not overwrite:
         raise FileExistsError(f"{out_path}: already exists; pass --overwrite to replace it")
     out_path.parent.mkdir(parents=True, exist_ok=True)
     vocab_bound, picked, count = 0, [], 0
     with progress_bar("eval-set", num_samples, "samples", show_progress) as advance:
-        for path in inputs:
-            samples = read_shard(path)
-            _check_fits(path, samples, max_seq_length, max_predictions)
-            picked.append(samples.take(np.arange(min(len(samples), num_samples - count))))
-            vocab_bound = max(vocab_bound, int(samples.tokens.max(initial=0)) + 1,
-                              int(samples.masked_ids.max(initial=0)) + 1)
-            count += len(picked[-1])
-            advance(len(picked[-1]))
+        for path, available in zip(inputs, counts):
+            samples = read_shard(path, slice(0, min(available, num_samples - count)))
+            _check_fits(path, samples, shape)
+            picked.append(samples)
+            vocab_bound = max(vocab_bound, samples.id_bound)
+            count += len(samples)
+            advance(len(samples))
             if count == num_samples:
                 break
-    _write(out_path, Samples.concat(picked), form, max_seq_length, max_predictions, vocab_bound, lambda n: None)
+    _write(out_path, Samples.concat(picked), shape, vocab_bound, lambda n: None)
     return count

@@ -48,6 +48,11 @@ class Samples:
     def max_predictions(self) -> int:
         return self.masked_positions.shape[1]
 
+    @property
+    def id_bound(self) -> int:
+        """One more than the largest token or masked id (the variable-length form stores 16-bit ids below 2**15)."""
+        return max(int(self.tokens.max(initial=0)), int(self.masked_ids.max(initial=0))) + 1
+
     def take(self, indices: np.ndarray) -> Samples:
         """The samples at `indices`, in that order."""
         indices = np.asarray(indices, dtype=np.int64)
@@ -75,7 +80,7 @@ class Samples:
         )
 
     def padded(self, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(input_ids, input_mask, segment_ids), each [N, length], zero-padded."""
+        """(input_ids, input_mask, segment_ids), each [N, length], zero-padded; no sample may be longer."""
         n, lengths = len(self), self.lengths
         # Row i's tokens go to flat places i*length .. i*length + lengths[i] - 1.
         places = concat_ranges(np.arange(n, dtype=np.int64) * length, lengths)
@@ -113,8 +118,8 @@ def _is_varlen(dataset: h5py.Dataset) -> bool:
     return h5py.check_vlen_dtype(dataset.dtype) is not None
 
 
-def read_arrays(path: str | os.PathLike) -> tuple[str, dict[str, np.ndarray]]:
-    """(form, every required key's array as stored); raises ShardError naming the file and the problem."""
+def read_arrays(path: str | os.PathLike, rows: slice = slice(None)) -> tuple[str, dict[str, np.ndarray]]:
+    """(form, the `rows` of every required key, as stored); raises ShardError naming the file and the problem."""
     path = Path(path)
     if not path.is_file():
         raise ShardError(f"{path}: no such shard file")
@@ -123,7 +128,7 @@ def read_arrays(path: str | os.PathLike) -> tuple[str, dict[str, np.ndarray]]:
             form = "varlen" if "input_ids" in f and _is_varlen(f["input_ids"]) else "fixed"
             keys = VARLEN_KEYS if form == "varlen" else FIXED_KEYS
             _check_keys(path, f, keys, "variable-length" if form == "varlen" else "fixed-length")
-            return form, {k: f[k][:] for k in keys}
+            return form, {k: f[k][rows] for k in keys}
     except OSError as e:
         raise ShardError(f"{path}: not a readable HDF5 file ({e})") from e
 
@@ -132,10 +137,15 @@ def samples_from_arrays(path: Path, form: str, arrays: dict[str, np.ndarray]) ->
     return _read_varlen(path, arrays) if form == "varlen" else _read_fixed(path, arrays)
 
 
-def read_shard(path: str | os.PathLike) -> Samples:
-    """Reads one shard of either form; raises ShardError naming the file and the problem."""
-    form, arrays = read_arrays(path)
+def read_shard(path: str | os.PathLike, rows: slice = slice(None)) -> Samples:
+    """Reads one shard of either form (or only its `rows`); raises ShardError naming the file and the problem."""
+    form, arrays = read_arrays(path, rows)
     return samples_from_arrays(Path(path), form, arrays)
+
+
+def row_blocks(samples: int, block: int) -> list[slice]:
+    """Row ranges of at most `block` rows covering `samples` rows: to read a large shard a piece at a time."""
+    return [slice(first, min(first + block, samples)) for first in range(0, samples, block)]
 
 
 def _read_fixed(path: Path, arrays: dict[str, np.ndarray]) -> Samples:
@@ -234,9 +244,16 @@ class ShardWriter:
         self.rows = 0
         self._tmp = self.path.with_name(f".{self.path.name}.tmp{os.getpid()}")
         self._file = h5py.File(self._tmp, "w")
-        id_type = np.int16 if vocab_size is not None and vocab_size <= 2**15 else np.int32
-        for key, dtype, width in self._columns(id_type):
-            if form == "fixed":
+        self._id_type = np.int16 if vocab_size is not None and vocab_size <= 2**15 else np.int32
+        try:
+            self._create_datasets()
+        except BaseException:
+            self.abort()
+            raise
+
+    def _create_datasets(self) -> None:
+        for key, dtype, width in self._columns():
+            if self.form == "fixed":
                 shape = (0, width) if width else (0,)
                 chunk_rows = _chunk_rows(np.dtype(dtype).itemsize * (width or 1))
                 self._file.create_dataset(key, shape=shape, maxshape=(None, *shape[1:]), dtype=dtype,
@@ -246,15 +263,15 @@ class ShardWriter:
                 self._file.create_dataset(key, shape=(0,), maxshape=(None,), chunks=(4096,), track_times=False,
                                           dtype=h5py.vlen_dtype(dtype) if width else dtype)
 
-    def _columns(self, id_type: type) -> list[tuple[str, type, int]]:
+    def _columns(self) -> list[tuple[str, type, int]]:
         """(key, dtype, row width or 0 for a scalar per sample); varlen rows are cut to their length."""
         length, width = self.max_seq_length, self.max_predictions
         if self.form == "fixed":
             return [("input_ids", np.int32, length), ("input_mask", np.int8, length),
                     ("segment_ids", np.int8, length), ("masked_lm_positions", np.int32, width),
                     ("masked_lm_ids", np.int32, width), ("next_sentence_labels", np.int8, 0)]
-        return [("input_ids", id_type, length), ("segment_ids", np.int8, length),
-                ("masked_lm_positions", np.int16, width), ("masked_lm_ids", id_type, width),
+        return [("input_ids", self._id_type, length), ("segment_ids", np.int8, length),
+                ("masked_lm_positions", np.int16, width), ("masked_lm_ids", self._id_type, width),
                 ("next_sentence_labels", np.int8, 0)]
 
     def append(self, samples: Samples) -> None:
@@ -288,9 +305,11 @@ class ShardWriter:
 
         listed = np.arange(s.max_predictions)[None, :] < counts[:, None]
         mask_offsets = np.concatenate([[0], np.cumsum(counts)])
-        return {"input_ids": rows(s.tokens, s.offsets), "segment_ids": rows(s.segments, s.offsets),
-                "masked_lm_positions": rows(s.masked_positions[listed], mask_offsets),
-                "masked_lm_ids": rows(s.masked_ids[listed], mask_offsets), "next_sentence_labels": s.nsp_labels}
+        return {"input_ids": rows(s.tokens.astype(self._id_type), s.offsets),
+                "segment_ids": rows(s.segments, s.offsets),
+                "masked_lm_positions": rows(s.masked_positions[listed].astype(np.int16), mask_offsets),
+                "masked_lm_ids": rows(s.masked_ids[listed].astype(self._id_type), mask_offsets),
+                "next_sentence_labels": s.nsp_labels}
 
     def close(self) -> Path:
         self._file.close()
@@ -319,6 +338,5 @@ def _chunk_rows(row_bytes: int) -> int:
 def write_shard(path: str | os.PathLike, samples: Samples, form: str, max_seq_length: int,
                 max_predictions: int) -> None:
     """Writes `samples` as one shard (see ShardWriter)."""
-    vocab_bound = max(int(samples.tokens.max(initial=0)), int(samples.masked_ids.max(initial=0))) + 1
-    with ShardWriter(path, form, max_seq_length, max_predictions, vocab_bound) as writer:
+    with ShardWriter(path, form, max_seq_length, max_predictions, samples.id_bound) as writer:
         writer.append(samples)

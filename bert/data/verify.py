@@ -19,7 +19,7 @@ import numpy as np
 
 from bert.data.manifest import ManifestEntry, sha256_of, shard_files, write_manifest
 from bert.data.progress import progress_bar
-from bert.data.shards import Samples, ShardError, read_arrays, samples_from_arrays
+from bert.data.shards import Samples, ShardError, read_arrays, row_blocks, samples_from_arrays, shard_header
 from bert.data.vocab import Vocab, load_vocab
 
 MIN_SAMPLE_TOKENS = 5  # [CLS] A [SEP] B [SEP] with one token in each segment
@@ -105,22 +105,26 @@ def verify_dataset(root: Path, vocab_path: Path | None = None, max_seq_length: i
 
 
 def verify_shard(path: Path, vocab: Vocab, max_seq_length: int | None = None) -> tuple[str, Stats, list[str]]:
-    """(form, statistics, problems) of one shard."""
-    findings = Findings(path)
+    """(form, statistics, problems) of one shard, read a block of samples at a time."""
+    findings, stats = Findings(path), Stats()
     try:
-        form, arrays = read_arrays(path)
-        problems = _dtype_problems(path) + _layout_problems(findings, form, arrays)
-        if problems or findings.first:
-            return form, Stats(), problems + findings.lines()
-        samples = samples_from_arrays(path, form, arrays)
+        header = shard_header(path)  # the file opens, has the keys of its form and one sample count
+        problems = _dtype_problems(path)
+        for rows in [] if problems else row_blocks(header.samples, CHECK_BLOCK):
+            form, arrays = read_arrays(path, rows)
+            problems, rows_ok = _layout_problems(findings, arrays, rows.start) if form == "fixed" else ([], True)
+            if problems:
+                break
+            if not rows_ok:
+                continue  # a broken input_mask makes the samples of this block meaningless
+            samples = samples_from_arrays(path, form, arrays)
+            _check_samples(findings, samples, rows.start, vocab, max_seq_length)
+            stats.add(_stats(samples))
     except ShardError as e:
         return "unreadable", Stats(), [str(e)]
-    if len(samples) == 0:
-        return form, Stats(), [f"{path}: holds no samples"]
-    for first in range(0, len(samples), CHECK_BLOCK):
-        block = samples.take(np.arange(first, min(first + CHECK_BLOCK, len(samples))))
-        _check_samples(findings, block, first, vocab, max_seq_length)
-    return form, _stats(samples), findings.lines()
+    if header.samples == 0:
+        problems = [*problems, f"{path}: holds no samples"]
+    return header.form, stats, problems + findings.lines()
 
 
 def _dtype_problems(path: Path) -> list[str]:
@@ -133,25 +137,21 @@ def _dtype_problems(path: Path) -> list[str]:
     return problems
 
 
-def _layout_problems(findings: Findings, form: str, arrays: dict[str, np.ndarray]) -> list[str]:
+def _layout_problems(findings: Findings, arrays: dict[str, np.ndarray], first: int) -> tuple[list[str], bool]:
+    """Shapes and padding of the fixed form: (problems that stop the check, whether every input_mask is good)."""
     path = findings.path
-    rows = {k: len(a) for k, a in arrays.items()}
-    if len(set(rows.values())) != 1:
-        return [f"{path}: keys have different sample counts {rows}"]
-    if form == "varlen":
-        return []
     ids, mask, seg = arrays["input_ids"], arrays["input_mask"], arrays["segment_ids"]
     if ids.ndim != 2 or mask.shape != ids.shape or seg.shape != ids.shape:
-        return [f"{path}: input_ids {ids.shape}, input_mask {mask.shape} and segment_ids {seg.shape} must be "
-                "[samples, max_seq_length] alike"]
+        return [f"{path}: input_ids {ids.shape[1:]}, input_mask {mask.shape[1:]} and segment_ids "
+                f"{seg.shape[1:]} per sample must be [max_seq_length] alike"], False
     if arrays["masked_lm_positions"].shape != arrays["masked_lm_ids"].shape:
-        return [f"{path}: masked_lm_positions {arrays['masked_lm_positions'].shape} and masked_lm_ids "
-                f"{arrays['masked_lm_ids'].shape} differ in shape"]
-    findings.flag(~np.isin(mask, (0, 1)).all(1) | (mask[:, 1:] > mask[:, :-1]).any(1),
-                  "input_mask is not a run of 1s followed by 0s")
-    findings.flag(((ids != 0) & (mask == 0)).any(1) | ((seg != 0) & (mask == 0)).any(1),
-                  "input_ids or segment_ids are not 0 where input_mask is 0")
-    return []
+        return [f"{path}: masked_lm_positions {arrays['masked_lm_positions'].shape[1:]} and masked_lm_ids "
+                f"{arrays['masked_lm_ids'].shape[1:]} per sample differ in shape"], False
+    bad_mask = ~np.isin(mask, (0, 1)).all(1) | (mask[:, 1:] > mask[:, :-1]).any(1)
+    bad_padding = ((ids != 0) & (mask == 0)).any(1) | ((seg != 0) & (mask == 0)).any(1)
+    findings.flag(bad_mask, "input_mask is not a run of 1s followed by 0s", first)
+    findings.flag(bad_padding & ~bad_mask, "input_ids or segment_ids are not 0 where input_mask is 0", first)
+    return [], not bad_mask.any()
 
 
 def _stats(s: Samples) -> Stats:

@@ -127,3 +127,13 @@ def test_a_vocabulary_without_mask_is_refused_before_any_work(text_corpus, tmp_p
     options = PrepareOptions(tmp_path / "vocab.txt", tmp_path / "out", SPEC)
     with pytest.raises(VocabError, match=r"vocab\.txt: has no \[MASK\] line"):
         prepare(sorted((text_corpus / "train").iterdir()), options, 1, show_progress=False)
+
+
+def test_a_bad_part_in_a_worker_pool_stops_the_run_with_its_message(text_corpus, tmp_path):
+    (tmp_path / "bad.txt").write_bytes(b"Good.\n\nBad \xff byte.\n")
+    texts = [tmp_path / "bad.txt", *sorted((text_corpus / "train").iterdir())]
+    options = PrepareOptions(text_corpus / "vocab.txt", tmp_path / "out", SPEC, dupe_factor=1)
+    with pytest.raises(TextError, match=r"bad\.txt: line 3: not UTF-8"):
+        prepare(texts, options, 2, show_progress=False)
+    assert not list((tmp_path / "out").glob(".*"))  # parts that were running finished or cleaned up
+    assert all(len(read_shard(p)) > 0 for p in (tmp_path / "out").glob("*.hdf5"))  # what is there is whole

@@ -3,8 +3,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from bert.data.reshard import Buckets, deal, near_equal_sizes, pick_eval_set, reshard
+from bert.data.reshard import Buckets, OutputShape, deal, near_equal_sizes, pick_eval_set, reshard
 from bert.data.shards import Samples, ShardError, read_shard, write_shard
+
+SHAPE = OutputShape(max_seq_length=64, max_predictions=10)
 
 
 def _keys(samples: Samples) -> Counter:
@@ -19,10 +21,12 @@ def _inputs(small_dataset):
     return sorted((small_dataset / "train").glob("*.hdf5"))
 
 
-def test_every_sample_lands_in_exactly_one_shard_of_near_equal_size(small_dataset, tmp_path):
+@pytest.mark.parametrize("read_block", [16384, 100])
+def test_every_sample_lands_in_exactly_one_shard_of_near_equal_size(small_dataset, tmp_path, monkeypatch,
+                                                                    read_block):
+    monkeypatch.setattr("bert.data.reshard.READ_BLOCK", read_block)  # 100: inputs are read in pieces
     inputs = _inputs(small_dataset)
-    written = reshard(inputs, tmp_path / "out", 7, seed=1, max_seq_length=64, max_predictions=10,
-                      show_progress=False)
+    written = reshard(inputs, tmp_path / "out", 7, seed=1, shape=SHAPE, show_progress=False)
     outputs = [read_shard(p) for p in written]
     assert [p.name for p in written] == [f"part-0000{k}-of-00007.hdf5" for k in range(7)]
     assert max(map(len, outputs)) - min(map(len, outputs)) <= 1
@@ -30,12 +34,12 @@ def test_every_sample_lands_in_exactly_one_shard_of_near_equal_size(small_datase
     assert not list((tmp_path / "out").glob(".*"))  # the temporary buckets are gone
 
 
-def test_the_shuffle_mixes_the_inputs_and_follows_the_seed(small_dataset, tmp_path):
+def test_the_shuffle_mixes_the_inputs_and_follows_the_seed_alone(small_dataset, tmp_path):
     inputs = _inputs(small_dataset)
     origin = {key: i for i, p in enumerate(inputs) for key in _keys(read_shard(p))}
     runs = {}
-    for name, seed in (("a", 3), ("b", 3), ("c", 4)):
-        runs[name] = reshard(inputs, tmp_path / name, 2, seed=seed, max_seq_length=64, max_predictions=10,
+    for name, seed, workers in (("a", 3, 1), ("b", 3, 2), ("c", 4, 1)):
+        runs[name] = reshard(inputs, tmp_path / name, 2, seed=seed, shape=SHAPE, workers=workers,
                              show_progress=False)
     first = read_shard(runs["a"][0])
     sources = Counter(origin[key] for key in _keys(first))
@@ -69,22 +73,23 @@ def test_varlen_input_to_fixed_output(small_dataset, tmp_path):
     (tmp_path / "varlen").mkdir()
     for p in inputs:
         write_shard(tmp_path / "varlen" / p.name, read_shard(p), "varlen", 64, 10)
-    written = reshard(sorted((tmp_path / "varlen").iterdir()), tmp_path / "out", 3, seed=0, form="fixed",
-                      max_seq_length=64, max_predictions=10, show_progress=False)
+    written = reshard(sorted((tmp_path / "varlen").iterdir()), tmp_path / "out", 3, seed=0, shape=SHAPE,
+                      show_progress=False)
     assert _keys(Samples.concat([read_shard(p) for p in written])) == _keys(
         Samples.concat([read_shard(p) for p in inputs]))
 
 
 def test_refusals(small_dataset, tmp_path):
     inputs = _inputs(small_dataset)
-    reshard(inputs, tmp_path / "out", 2, seed=0, max_seq_length=64, max_predictions=10, show_progress=False)
+    reshard(inputs, tmp_path / "out", 2, seed=0, shape=SHAPE, show_progress=False)
     with pytest.raises(FileExistsError, match=r"out: already holds 2 shard\(s\) .* pass --overwrite"):
-        reshard(inputs, tmp_path / "out", 2, seed=0, max_seq_length=64, max_predictions=10, show_progress=False)
+        reshard(inputs, tmp_path / "out", 2, seed=0, shape=SHAPE, show_progress=False)
     with pytest.raises(ValueError, match="an input shard is inside the output folder"):
         reshard(sorted((tmp_path / "out").iterdir()), tmp_path, 2, seed=0, overwrite=True, show_progress=False)
     with pytest.raises(ShardError, match=r"part-00000-of-00004\.hdf5: holds samples of 64 tokens, more than "
                                          r"--max-seq-length 32"):
-        reshard(inputs, tmp_path / "short", 2, seed=0, max_seq_length=32, max_predictions=10, show_progress=False)
+        reshard(inputs, tmp_path / "short", 2, seed=0, shape=OutputShape(max_seq_length=32, max_predictions=10),
+                show_progress=False)
     assert not list((tmp_path / "short").iterdir())  # no shard and no bucket left behind
     with pytest.raises(ValueError, match="fewer than --shards 100000"):
         reshard(inputs, tmp_path / "many", 100000, seed=0, show_progress=False)
@@ -93,7 +98,7 @@ def test_refusals(small_dataset, tmp_path):
 def test_eval_set_takes_the_first_samples_in_order(small_dataset, tmp_path):
     inputs = _inputs(small_dataset)
     first, second = read_shard(inputs[0]), read_shard(inputs[1])
-    count = pick_eval_set(inputs, tmp_path / "eval.hdf5", len(first) + 10, max_seq_length=64, max_predictions=10,
+    count = pick_eval_set(inputs, tmp_path / "eval.hdf5", len(first) + 10, shape=SHAPE,
                           show_progress=False)
     picked = read_shard(tmp_path / "eval.hdf5")
     assert count == len(picked) == len(first) + 10
@@ -101,6 +106,6 @@ def test_eval_set_takes_the_first_samples_in_order(small_dataset, tmp_path):
     for field in ("tokens", "offsets", "masked_positions", "masked_ids", "nsp_labels"):
         assert np.array_equal(getattr(picked, field), getattr(expected, field))
     with pytest.raises(FileExistsError, match=r"eval\.hdf5: already exists; pass --overwrite"):
-        pick_eval_set(inputs, tmp_path / "eval.hdf5", 10, max_seq_length=64, show_progress=False)
+        pick_eval_set(inputs, tmp_path / "eval.hdf5", 10, shape=SHAPE, show_progress=False)
     with pytest.raises(ValueError, match=r"2048 samples in 4 shard\(s\), fewer than --samples 10000"):
         pick_eval_set(inputs, tmp_path / "big.hdf5", 10000, show_progress=False)

@@ -117,6 +117,22 @@ def test_each_corruption_is_named_with_the_file_and_the_sample(dataset, name):
     assert any(re.match(prefix + message, p) for p in report.problems), report.problems
 
 
+def test_blocks_of_samples_add_up_and_name_samples_by_their_place_in_the_shard(dataset, monkeypatch):
+    whole = verify_dataset(dataset, show_progress=False).stats
+    monkeypatch.setattr("bert.data.verify.CHECK_BLOCK", 64)
+    (dataset / MANIFEST_FILE).unlink()
+    pieces = verify_dataset(dataset, show_progress=False).stats
+    assert (pieces.samples, pieces.masked, pieces.random_next) == (whole.samples, whole.masked, whole.random_next)
+    assert np.array_equal(pieces.length_counts, whole.length_counts)
+    with h5py.File(dataset / SHARD, "r+") as f:
+        mask = f["input_mask"][:]
+        mask[[100, 300], 1] = 0
+        f["input_mask"][...] = mask
+    problems = verify_dataset(dataset, show_progress=False).problems
+    assert problems == [f"{dataset / SHARD}: sample 100: input_mask is not a run of 1s followed by 0s "
+                        "(and 1 more sample(s))"]
+
+
 @pytest.mark.parametrize("corrupt, message", [
     (lambda f: _replace(f, "segment_ids", f["segment_ids"][:].astype(np.float32)), "segment_ids has dtype float32"),
     (lambda f: _replace(f, "next_sentence_labels", f["next_sentence_labels"][:-1]), "different sample counts"),

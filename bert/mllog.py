@@ -22,7 +22,11 @@ MAX_PREDICTIONS_PER_SEQ = "max_predictions_per_seq"  # no constant in mlperf_log
 
 
 def hyperparameters(system: System) -> dict[str, object]:
-    """The tunable hyperparameter keys of the closed division and their values, in the reference order."""
+    """The tunable hyperparameter keys of the closed division and their values, in the reference order.
+
+    The keys are LAMB's; an open-division ADAM run logs its betas, epsilon and weight decay under the same
+    names (the rules name no ADAM keys, and the checker requires none), which its descriptor's notes say.
+    """
     run, opt = system.run, system.run.optimizer
     return {
         C.GLOBAL_BATCH_SIZE: run.global_batch_size,

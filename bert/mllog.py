@@ -19,6 +19,10 @@ from bert.tf_names import TensorName
 
 BENCHMARK = "bert"
 MAX_PREDICTIONS_PER_SEQ = "max_predictions_per_seq"  # no constant in mlperf_logging for this key
+# What an ADAM descriptor's notes say about its log (see hyperparameters).
+ADAM_KEYS_NOTE = (f"Optimizer ADAM (AdamW, open division): its betas, epsilon and weight decay are logged under the "
+                  f"LAMB key names {C.OPT_LAMB_BETA_1}, {C.OPT_LAMB_BETA_2}, {C.OPT_LAMB_EPSILON} and "
+                  f"{C.OPT_LAMB_WEIGHT_DECAY}.")
 
 
 def hyperparameters(system: System) -> dict[str, object]:

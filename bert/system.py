@@ -260,7 +260,7 @@ def with_run_values(data: dict, values: dict[str, object]) -> dict:
     return data
 
 
-def _field_type(path: str) -> object:
+def run_field_type(path: str) -> object:
     """The type of the run field at `path`, or None where there is no such field."""
     cls: object = RunSpec
     for name in path.split("."):
@@ -274,7 +274,7 @@ def _field_type(path: str) -> object:
 def _check_search_param(where: str, key: str, param: SearchParam) -> list[object]:
     """Checks the shape of one distribution; returns the values that bound it (range ends or choices)."""
     field_name = f"run.search.{key}"
-    tp = _field_type(key)
+    tp = run_field_type(key)
     searchable = key in SEARCHABLE_FIELDS or key.startswith("optimizer.")
     if not searchable or tp not in (int, float) and typing.get_origin(tp) is not Literal:
         raise ConfigError(where, field_name, "not a searchable run field; search global_batch_size, "

@@ -66,7 +66,10 @@ def train(system_name: str, seed: int | None, log_path: Path | None, data_dir: P
 def hpo(system_name: str, trials: int, storage: str | None, study_name: str | None, seed: int | None,
         data_dir: Path | None, log_dir: Path | None, show: bool, top: int, out: Path | None) -> None:
     """Hyperparameter search (Optuna) over the descriptor's run.search: samples to reach the target."""
-    from bert import hpo as search
+    try:
+        from bert import hpo as search
+    except ModuleNotFoundError as e:
+        raise click.ClickException(f"mlperf-bert hpo needs {e.name}: pip install -e '.[hpo]'") from None
 
     system = _load(system_name)
     seed = seed if seed is not None else system.run.seed if system.run.seed is not None else 1

@@ -15,7 +15,8 @@ def write_results(path: Path, lines: list[str], argv: list[str], setting: str = 
     header = [
         f"# {path.stem.removesuffix('_results')} results", "",
         f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}",
-        f"- machine: {platform.node()}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        f"- machine: {platform.node()}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"load average at the end {' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min)",
         f"- torch {torch.__version__}{setting}",
         f"- command: python benchmarks/{path.stem.removesuffix('_results')}.py {' '.join(argv)}", "", "```",
     ]

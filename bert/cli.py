@@ -76,11 +76,7 @@ def hpo(system_name: str, trials: int, storage: str | None, study_name: str | No
     request = search.StudyRequest(system, storage or f"sqlite:///hpo_{system.name}.db", study_name or system.name,
                                   seed, data_dir, log_dir)
     try:
-        study = search.open_study(request) if show else search.run_study(request, trials)
-        click.echo(search.summary(study, system, top))
-        if show:
-            written = search.write_best(study, system, out or search.default_out(system))
-            click.echo(f"wrote {written}")
+        click.echo(search.hpo_command(request, trials, show, top, out))
     except (search.StudyError, ConfigError) as e:
         raise click.ClickException(str(e)) from None
     except KeyboardInterrupt:

@@ -69,7 +69,7 @@ def _suggest(trial: Trial, key: str, param: SearchParam) -> object:
     return trial.suggest_float(key, param.low, param.high, step=param.step, log=param.log)
 
 
-def _objective(request: StudyRequest, data: dict, trial: Trial) -> float:
+def trial_objective(request: StudyRequest, data: dict, trial: Trial) -> float:
     values = {key: _suggest(trial, key, param) for key, param in request.system.run.search.items()}
     system = system_from_data(single_process(with_run_values(data, values)), request.system.path, search=False)
     evals: list[tuple[int, float]] = []
@@ -139,7 +139,7 @@ def run_study(request: StudyRequest, trials: int) -> optuna.Study:
     if missing > 0:
         _ensure_dataset(request)
         data = descriptor_data(request.system)
-        study.optimize(lambda trial: _objective(request, data, trial), n_trials=missing,
+        study.optimize(lambda trial: trial_objective(request, data, trial), n_trials=missing,
                        callbacks=[optuna.study.MaxTrialsCallback(trials, states=FINISHED)])
     return study
 
@@ -163,7 +163,8 @@ def tuned_notes(system: System, study: optuna.Study, best: FrozenTrial, adam: bo
     reached = (f"{best.value:.0f} training samples to the target" if best.value < system.run.max_samples else
                f"the target not reached within the cap of {system.run.max_samples} samples")
     note = f"Tuned by mlperf-bert hpo (study {study.study_name}, trial {best.number}: {reached}, in one process)."
-    return " ".join(part for part in (system.run.notes, note, ADAM_KEYS_NOTE if adam else "") if part)
+    adam_note = ADAM_KEYS_NOTE if adam and ADAM_KEYS_NOTE not in system.run.notes else ""
+    return " ".join(part for part in (system.run.notes, note, adam_note) if part)
 
 
 def write_best(study: optuna.Study, system: System, out: Path) -> Path:
@@ -176,17 +177,23 @@ def write_best(study: optuna.Study, system: System, out: Path) -> Path:
     data = with_run_values(descriptor_data(system), best.params)
     adam = data["run"]["optimizer"].get("name") == "adam"
     data["run"]["notes"] = tuned_notes(system, study, best, adam)
+    system_from_data(data, out)  # an invalid descriptor never reaches `out`
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
     partial.write_text(json.dumps(data, indent=2) + "\n")
-    try:
-        system_from_data(json.loads(partial.read_text()), out)
-    except Exception:
-        partial.unlink()
-        raise
     os.replace(partial, out)
     return out
 
 
 def default_out(system: System) -> Path:
     return system.path.with_name(f"{system.name}_tuned.json")
+
+
+def hpo_command(request: StudyRequest, trials: int, show: bool, top: int, out: Path | None) -> str:
+    """`mlperf-bert hpo`: runs (or resumes) the study, or with `show` writes the best trial's descriptor;
+    returns the report to print."""
+    if not show:
+        return summary(run_study(request, trials), request.system, top)
+    study = open_study(request)
+    written = write_best(study, request.system, out or default_out(request.system))
+    return f"{summary(study, request.system, top)}\nwrote {written}"

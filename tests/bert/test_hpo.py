@@ -13,7 +13,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from bert.hpo import StudyError, StudyRequest, open_study, run_study, single_process
+from bert.hpo import StudyError, StudyRequest, descriptor_data, open_study, run_study, single_process, trial_objective
 from bert.system import load_system
 from compliance.checkers import compliance_check
 from tests.bert.test_train import _mllog
@@ -113,3 +113,15 @@ def test_empty_space_and_foreign_study_are_refused(tmp_path):
     with pytest.raises(StudyError, match="searches system 'searching', not 'other'"):
         other = load_system(write_descriptor(tmp_path, "other", json.loads(searching.path.read_text())))
         open_study(StudyRequest(other, storage, "shared", seed=1))
+
+
+def test_a_pruned_trial_stops_its_run_after_the_eval(tmp_path, small_dataset):
+    system = load_system(_search_system(tmp_path))
+    request = StudyRequest(system, "sqlite:///:memory:", "pruned", seed=1, data_dir=small_dataset, log_dir=tmp_path)
+    study = optuna.create_study(pruner=optuna.pruners.ThresholdPruner(upper=0.5))  # any error above 0.5 prunes
+    study.optimize(lambda trial: trial_objective(request, descriptor_data(system), trial), n_trials=1)
+    assert study.trials[0].state == optuna.trial.TrialState.PRUNED
+    assert list(study.trials[0].intermediate_values) == [1024]
+    stop = _mllog(tmp_path / "trial_0.txt")[-1]
+    assert stop["metadata"] == {**stop["metadata"], "status": "aborted",
+                                "reason": "stopped by the caller after the eval at 1024 samples"}

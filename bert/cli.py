@@ -47,6 +47,44 @@ def train(system_name: str, seed: int | None, log_path: Path | None, data_dir: P
     sys.exit(run(RunRequest(system, seed, log_path, data_dir, cache_cleared)))
 
 
+@main.command()
+@click.option("--system", "system_name", default="cpu_tiny", show_default=True,
+              help="Descriptor whose run.search declares the space: a path or a name in systems/.")
+@click.option("--trials", type=int, default=20, show_default=True,
+              help="Finished (complete or pruned) trials the study should hold; a resumed study, or one that "
+                   "other workers share, runs only the missing ones.")
+@click.option("--storage", default=None, help="Optuna RDB storage URL [default: sqlite:///hpo_<system>.db].")
+@click.option("--study", "study_name", default=None, help="Study name [default: the system name].")
+@click.option("--seed", type=int, default=None, help="Run seed of every trial [default: run.seed, else 1].")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Dataset directory, overriding run.dataset.dir.")
+@click.option("--log-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write each trial's MLPerf log to DIR/trial_<number>.txt.")
+@click.option("--show", is_flag=True, help="Run nothing: print the best trials and write the best as a descriptor.")
+@click.option("--top", type=int, default=5, show_default=True, help="With --show: how many trials to print.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --show: the descriptor to write [default: <system>_tuned.json beside the descriptor].")
+def hpo(system_name: str, trials: int, storage: str | None, study_name: str | None, seed: int | None,
+        data_dir: Path | None, log_dir: Path | None, show: bool, top: int, out: Path | None) -> None:
+    """Hyperparameter search (Optuna) over the descriptor's run.search: samples to reach the target."""
+    try:
+        from bert import hpo as search
+    except ModuleNotFoundError as e:
+        raise click.ClickException(f"mlperf-bert hpo needs {e.name}: pip install -e '.[hpo]'") from None
+
+    system = _load(system_name)
+    seed = seed if seed is not None else system.run.seed if system.run.seed is not None else 1
+    request = search.StudyRequest(system, storage or f"sqlite:///hpo_{system.name}.db", study_name or system.name,
+                                  seed, data_dir, log_dir)
+    try:
+        click.echo(search.hpo_command(request, trials, show, top, out))
+    except (search.StudyError, ConfigError) as e:
+        raise click.ClickException(str(e)) from None
+    except KeyboardInterrupt:
+        raise click.ClickException(f"interrupted; run the same command again to resume study {request.study_name!r} "
+                                   f"in {request.storage}") from None
+
+
 @main.group()
 def data() -> None:
     """Dataset tools."""

@@ -16,7 +16,6 @@ growing with the input. Results go to data_pipeline_results.md beside this file.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import platform
 import re
@@ -26,6 +25,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from results_file import write_results
 
 REFERENCE_SAMPLES_PER_S = 525.0  # create_pretraining_data.py, one process, one core (from the issue)
 REFERENCE_PEAK_MB = 700.0
@@ -127,31 +128,13 @@ def measure(work: Path, megabytes: float, parts: int, workers: int) -> list[str]
     return lines
 
 
-def write_results(path: Path, lines: list[str], argv: list[str]) -> None:
+def _versions() -> str:
     import h5py
     import numpy
     import tokenizers
 
-    header = [
-        f"# {path.stem} ", "",
-        f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}",
-        f"- machine: {platform.node()}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"load average at the end {' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min)",
-        f"- python {platform.python_version()}, tokenizers {tokenizers.__version__}, h5py {h5py.__version__}, "
-        f"numpy {numpy.__version__}, torch {_torch_version()}",
-        f"- command: python benchmarks/data_pipeline.py {' '.join(argv)}", "", "```", *lines, "```", "",
-    ]
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text("\n".join(header))
-    os.replace(partial, path)
-
-
-def _torch_version() -> str:
-    try:
-        import torch
-        return torch.__version__
-    except ImportError:
-        return "not installed"
+    return (f", python {platform.python_version()}, tokenizers {tokenizers.__version__}, h5py {h5py.__version__}, "
+            f"numpy {numpy.__version__}")
 
 
 def main() -> None:
@@ -171,7 +154,7 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
     print("\n".join(lines))
     if not args.no_record:
-        write_results(Path(__file__).with_name("data_pipeline_results.md"), lines, sys.argv[1:])
+        write_results(Path(__file__).with_name("data_pipeline_results.md"), lines, sys.argv[1:], _versions())
 
 
 if __name__ == "__main__":

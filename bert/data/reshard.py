@@ -131,7 +131,10 @@ def reshard(inputs: list[Path], out_dir: Path, num_shards: int, seed: int, shape
     if total < num_shards:
         raise ValueError(f"{len(inputs)} input shard(s) hold {total} samples, fewer than --shards {num_shards}")
     _claim_folder(out_dir, inputs, overwrite)
-    buckets = Buckets((tmp_dir or out_dir) / f".reshard-{os.getpid()}", num_shards)
+    scratch = tmp_dir or out_dir
+    for stale in scratch.glob(".reshard-*"):  # the buckets of a run that was killed
+        shutil.rmtree(stale)
+    buckets = Buckets(scratch / f".reshard-{os.getpid()}", num_shards)
     try:
         rng = np.random.default_rng(seed)
         lacking = near_equal_sizes(total, num_shards)

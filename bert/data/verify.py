@@ -18,12 +18,13 @@ import h5py
 import numpy as np
 
 from bert.data.manifest import ManifestEntry, sha256_of, shard_files, write_manifest
-from bert.data.progress import progress_bar
+from bert.data.pool import run_parallel
+from bert.data.progress import Advance, progress_bar
 from bert.data.shards import Samples, ShardError, read_arrays, row_blocks, samples_from_arrays, shard_header
 from bert.data.vocab import Vocab, load_vocab
 
 MIN_SAMPLE_TOKENS = 5  # [CLS] A [SEP] B [SEP] with one token in each segment
-CHECK_BLOCK = 8192  # samples checked at a time: memory stays a small multiple of the shard
+CHECK_BLOCK = 8192  # samples checked at a time: memory stays a small multiple of one block
 
 
 @dataclass
@@ -75,8 +76,9 @@ class Findings:
 
 
 def verify_dataset(root: Path, vocab_path: Path | None = None, max_seq_length: int | None = None,
-                   show_progress: bool = True) -> VerifyReport:
-    """Checks every shard below `root`; writes root/manifest.json when nothing is wrong."""
+                   workers: int = 1, show_progress: bool = True) -> VerifyReport:
+    """Checks every shard below `root` (on `workers` processes); writes root/manifest.json when nothing is
+    wrong."""
     if not root.is_dir():
         raise ShardError(f"{root}: no such dataset directory")
     vocab_path = vocab_path or root / "vocab.txt"
@@ -87,21 +89,34 @@ def verify_dataset(root: Path, vocab_path: Path | None = None, max_seq_length: i
     if not files:
         raise ShardError(f"{root}: no shards (*.hdf5) in it or below it")
     report = VerifyReport(root, [], [], Stats(), max_seq_length)
+    check = _FileCheck(root, vocab, max_seq_length)
     with progress_bar("verify", sum(p.stat().st_size for p in files), "bytes", show_progress) as advance:
-        for path in files:
-            form, stats, problems = verify_shard(path, vocab, max_seq_length)
-            report.problems += problems
+        for entry, stats, problems in run_parallel(check, files, workers, advance):
+            report.entries.append(entry)
             report.stats.add(stats)
-            size = path.stat().st_size
-            report.entries.append(ManifestEntry(path.relative_to(root).as_posix(), size, sha256_of(path),
-                                                stats.samples, form))
-            advance(size)
+            report.problems += problems
     if root.resolve() in vocab_path.resolve().parents:
         report.entries.append(ManifestEntry(vocab_path.resolve().relative_to(root.resolve()).as_posix(),
                                             vocab_path.stat().st_size, sha256_of(vocab_path), None, "vocab"))
     if not report.problems:
         report.manifest = write_manifest(root, report.entries)
     return report
+
+
+@dataclass(frozen=True)
+class _FileCheck:
+    """One shard's manifest entry, statistics and problems."""
+
+    root: Path
+    vocab: Vocab
+    max_seq_length: int | None
+
+    def __call__(self, path: Path, report: Advance) -> tuple[ManifestEntry, Stats, list[str]]:
+        form, stats, problems = verify_shard(path, self.vocab, self.max_seq_length)
+        size = path.stat().st_size
+        entry = ManifestEntry(path.relative_to(self.root).as_posix(), size, sha256_of(path), stats.samples, form)
+        report(size)
+        return entry, stats, problems
 
 
 def verify_shard(path: Path, vocab: Vocab, max_seq_length: int | None = None) -> tuple[str, Stats, list[str]]:

@@ -69,14 +69,14 @@ def test_the_whole_chain_and_verify_failures(text_corpus, tmp_path):
                      "--shards", 5, "--max-seq-length", 64, "--max-predictions", 10, "--quiet")
     assert resharded.exit_code == 0 and "wrote 5 shards" in resharded.output
     # The vocabulary learnt here (600 pieces) is not the one the shards were made with (1500): verify says so.
-    bad = _run("verify", data, "--quiet")
+    bad = _run("verify", data, "--workers", 1, "--quiet")
     assert bad.exit_code == 1 and "token id outside the vocabulary of 600" in bad.output
     (data / "vocab.txt").write_bytes((text_corpus / "vocab.txt").read_bytes())
     good = _run("verify", data, "--quiet")
     assert good.exit_code == 0 and f"manifest: {data / 'manifest.json'}" in good.output
     with h5py.File(data / "eval.hdf5", "r+") as f:
         f["next_sentence_labels"][0] = 3
-    broken = _run("verify", data, "--quiet")
+    broken = _run("verify", data, "--workers", 1, "--quiet")
     assert broken.exit_code == 1
     assert f"{data / 'eval.hdf5'}: sample 0: next_sentence_labels is not 0 or 1" in broken.output
     assert "Error: 1 problem(s) found; no manifest written" in broken.output

@@ -26,12 +26,13 @@ def test_every_sample_lands_in_exactly_one_shard_of_near_equal_size(small_datase
                                                                     read_block):
     monkeypatch.setattr("bert.data.reshard.READ_BLOCK", read_block)  # 100: inputs are read in pieces
     inputs = _inputs(small_dataset)
+    (tmp_path / "out" / ".reshard-1" / "bucket-000000.npy").parent.mkdir(parents=True)  # from a killed run
     written = reshard(inputs, tmp_path / "out", 7, seed=1, shape=SHAPE, show_progress=False)
     outputs = [read_shard(p) for p in written]
     assert [p.name for p in written] == [f"part-0000{k}-of-00007.hdf5" for k in range(7)]
     assert max(map(len, outputs)) - min(map(len, outputs)) <= 1
     assert _keys(Samples.concat(outputs)) == _keys(Samples.concat([read_shard(p) for p in inputs]))
-    assert not list((tmp_path / "out").glob(".*"))  # the temporary buckets are gone
+    assert not list((tmp_path / "out").glob(".*"))  # the temporary buckets are gone, stale ones too
 
 
 def test_the_shuffle_mixes_the_inputs_and_follows_the_seed_alone(small_dataset, tmp_path):

@@ -93,8 +93,10 @@ def dataset(small_dataset, tmp_path):
 
 
 def test_a_good_dataset_passes_and_gets_a_manifest(dataset):
-    report = verify_dataset(dataset, show_progress=False)
+    report = verify_dataset(dataset, workers=2, show_progress=False)
     assert report.problems == [] and report.manifest == dataset / MANIFEST_FILE
+    in_parallel = report.manifest.read_text()
+    assert verify_dataset(dataset, show_progress=False).manifest.read_text() == in_parallel
     entries = {e["path"]: e for e in json.loads(report.manifest.read_text())["files"]}
     assert set(entries) == {f"train/part-0000{i}-of-00004.hdf5" for i in range(4)} | {"eval.hdf5", "vocab.txt"}
     shard = entries[SHARD]

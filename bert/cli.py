@@ -337,15 +337,19 @@ def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
               help="Vocabulary to check token ids against (default: DIRECTORY/vocab.txt).")
 @click.option("--max-seq-length", type=click.IntRange(min=5), default=None,
               help="Also require every sample to fit this length (the descriptor's run.max_seq_length).")
+@click.option("--max-predictions", type=click.IntRange(min=1), default=None,
+              help="Also require at most this many masked positions (run.max_predictions_per_seq).")
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
               show_default="one per core", help="Shards checked at once, each by its own process.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def verify(directory: Path, vocab_path: Path | None, max_seq_length: int | None, workers: int, quiet: bool) -> None:
+def verify(directory: Path, vocab_path: Path | None, max_seq_length: int | None, max_predictions: int | None,
+           workers: int, quiet: bool) -> None:
     """Check every shard below DIRECTORY (keys, shapes, dtypes, token ids, masked positions, segment ids,
     sample counts), print a summary and write DIRECTORY/manifest.json, which training checks at start-up."""
-    from bert.data.verify import summary_lines, verify_dataset
+    from bert.data.verify import Limits, summary_lines, verify_dataset
 
-    report = _data_errors(lambda: verify_dataset(directory, vocab_path, max_seq_length, workers, not quiet))
+    limits = Limits(max_seq_length, max_predictions)
+    report = _data_errors(lambda: verify_dataset(directory, vocab_path, limits, workers, not quiet))
     for line in summary_lines(report):
         click.echo(line)
     if report.problems:

@@ -3,8 +3,9 @@
 Each shard must open, hold the keys of its form with integer dtypes and agreeing shapes (fixed form: an
 input_mask that is a prefix of ones, zero padding), and every sample must be a reference sample:
 `[CLS] A [SEP] B [SEP]` with segment ids 0 up to and including the first [SEP] and 1 after it, token ids
-inside the vocabulary, between 1 and max_predictions masked positions, strictly increasing, inside the
-sequence and never on [CLS] or a [SEP], masked ids inside the vocabulary, next-sentence labels 0 or 1.
+inside the vocabulary, at least one masked position, strictly increasing, inside the sequence and never on a
+[SEP] (0 ends the list, so never on [CLS]), masked ids inside the vocabulary, next-sentence labels 0 or 1;
+optionally at most --max-seq-length tokens and --max-predictions masked positions (the descriptor's limits).
 Problems are reported one line each, naming the file and the first sample concerned; the manifest is
 written only when there are none.
 """
@@ -45,13 +46,22 @@ class Stats:
         self.random_next += other.random_next
 
 
+@dataclass(frozen=True)
+class Limits:
+    """Limits every sample must keep, when given (a training descriptor's max_seq_length and
+    max_predictions_per_seq)."""
+
+    max_seq_length: int | None = None
+    max_predictions: int | None = None
+
+
 @dataclass
 class VerifyReport:
     root: Path
     entries: list[ManifestEntry]
     problems: list[str]
     stats: Stats
-    max_seq_length: int | None
+    limits: Limits
     manifest: Path | None = None
 
 
@@ -75,8 +85,8 @@ class Findings:
                 for what in self.first]
 
 
-def verify_dataset(root: Path, vocab_path: Path | None = None, max_seq_length: int | None = None,
-                   workers: int = 1, show_progress: bool = True) -> VerifyReport:
+def verify_dataset(root: Path, vocab_path: Path | None = None, limits: Limits = Limits(), workers: int = 1,
+                   show_progress: bool = True) -> VerifyReport:
     """Checks every shard below `root` (on `workers` processes); writes root/manifest.json when nothing is
     wrong."""
     if not root.is_dir():
@@ -88,8 +98,8 @@ def verify_dataset(root: Path, vocab_path: Path | None = None, max_seq_length: i
     files = shard_files(root)
     if not files:
         raise ShardError(f"{root}: no shards (*.hdf5) in it or below it")
-    report = VerifyReport(root, [], [], Stats(), max_seq_length)
-    check = _FileCheck(root, vocab, max_seq_length)
+    report = VerifyReport(root, [], [], Stats(), limits)
+    check = _FileCheck(root, vocab, limits)
     with progress_bar("verify", sum(p.stat().st_size for p in files), "bytes", show_progress) as advance:
         for entry, stats, problems in run_parallel(check, files, workers, advance):
             report.entries.append(entry)
@@ -109,17 +119,17 @@ class _FileCheck:
 
     root: Path
     vocab: Vocab
-    max_seq_length: int | None
+    limits: Limits
 
     def __call__(self, path: Path, report: Advance) -> tuple[ManifestEntry, Stats, list[str]]:
-        form, stats, problems = verify_shard(path, self.vocab, self.max_seq_length)
+        form, stats, problems = verify_shard(path, self.vocab, self.limits)
         size = path.stat().st_size
         entry = ManifestEntry(path.relative_to(self.root).as_posix(), size, sha256_of(path), stats.samples, form)
         report(size)
         return entry, stats, problems
 
 
-def verify_shard(path: Path, vocab: Vocab, max_seq_length: int | None = None) -> tuple[str, Stats, list[str]]:
+def verify_shard(path: Path, vocab: Vocab, limits: Limits = Limits()) -> tuple[str, Stats, list[str]]:
     """(form, statistics, problems) of one shard, read a block of samples at a time."""
     findings, stats = Findings(path), Stats()
     try:
@@ -133,7 +143,7 @@ def verify_shard(path: Path, vocab: Vocab, max_seq_length: int | None = None) ->
             if not rows_ok:
                 continue  # a broken input_mask makes the samples of this block meaningless
             samples = samples_from_arrays(path, form, arrays)
-            _check_samples(findings, samples, rows.start, vocab, max_seq_length)
+            _check_samples(findings, samples, rows.start, vocab, limits)
             stats.add(_stats(samples))
     except ShardError as e:
         return "unreadable", Stats(), [str(e)]
@@ -175,7 +185,7 @@ def _stats(s: Samples) -> Stats:
                  int(lengths.sum() - 3 * len(s)), int(s.nsp_labels.sum()))
 
 
-def _check_samples(findings: Findings, s: Samples, first: int, vocab: Vocab, max_seq_length: int | None) -> None:
+def _check_samples(findings: Findings, s: Samples, first: int, vocab: Vocab, limits: Limits) -> None:
     def flag(bad: np.ndarray, what: str) -> None:
         findings.flag(bad, what, first)
 
@@ -187,8 +197,8 @@ def _check_samples(findings: Findings, s: Samples, first: int, vocab: Vocab, max
 
     short = lengths < MIN_SAMPLE_TOKENS
     flag(short, f"fewer than {MIN_SAMPLE_TOKENS} tokens, too few for [CLS] A [SEP] B [SEP]")
-    if max_seq_length is not None:
-        flag(lengths > max_seq_length, f"more than --max-seq-length {max_seq_length} tokens")
+    if limits.max_seq_length is not None:
+        flag(lengths > limits.max_seq_length, f"more than --max-seq-length {limits.max_seq_length} tokens")
     flag(any_token((tokens < 0) | (tokens >= len(vocab))), f"token id outside the vocabulary of {len(vocab)}")
     if short.any():  # the structure checks below need whole samples
         return
@@ -206,6 +216,9 @@ def _check_samples(findings: Findings, s: Samples, first: int, vocab: Vocab, max
          "segment_ids are not 0 through the first [SEP] and 1 after it")
     positions, listed = s.masked_positions.astype(np.int64), s.masked_positions > 0
     flag(listed.sum(1) == 0, "no masked position")
+    if limits.max_predictions is not None:
+        flag(listed.sum(1) > limits.max_predictions, f"more than --max-predictions {limits.max_predictions} "
+             "masked positions")
     flag(((np.diff(positions, axis=1) <= 0) & listed[:, 1:]).any(1), "masked positions are not increasing")
     flag((listed & (positions >= lengths[:, None])).any(1), "a masked position points past the sequence")
     on_sep = (positions == (a_tokens - 1)[:, None]) | (positions == (lengths - 1)[:, None])
@@ -222,7 +235,7 @@ def summary_lines(report: VerifyReport, bins: int = 8) -> list[str]:
              f"{st.samples:,} samples ({', '.join(forms)})"]
     if st.samples == 0:
         return lines
-    longest = report.max_seq_length or len(st.length_counts) - 1
+    longest = report.limits.max_seq_length or len(st.length_counts) - 1
     edges = np.unique(np.linspace(0, longest, bins + 1).round().astype(int))
     cumulative = np.concatenate([[0], np.cumsum(st.length_counts)])
     lines.append("sequence length:")

@@ -27,7 +27,7 @@ def test_text_to_verified_shards_to_a_compliant_run(tmp_path, text_corpus):
           tmp_path / "eval_shards", *SHAPE, "--dupe-factor", 1, "--workers", 1)
     _data("eval-set", "--input", tmp_path / "eval_shards", "--out", data / "eval.hdf5", "--samples", 256, *SHAPE)
     (data / "train" / "prepare.json").unlink()  # the dataset holds shards, the eval file and the vocabulary
-    _data("verify", data, "--max-seq-length", 64)
+    _data("verify", data, "--max-seq-length", 64, "--max-predictions", 10)
     run = descriptor("cpu_micro", dataset={"dir": str(data)},
                      notes="cpu_micro's shape on a text corpus prepared by the data pipeline.")
     system = write_descriptor(tmp_path / "systems", "prepared_micro", run)

@@ -12,7 +12,7 @@ from bert.data.pretraining import SampleSpec
 from bert.data.shards import read_shard
 from bert.data.synth_text import TextCorpusSpec, write_text_corpus
 from bert.data.text import TextError
-from bert.data.verify import verify_shard
+from bert.data.verify import Limits, verify_shard
 from bert.data.vocab import VocabError, load_vocab
 
 SPEC = SampleSpec(max_seq_length=128, max_predictions=20)
@@ -37,7 +37,7 @@ def test_one_shard_per_part_with_reference_samples(text_corpus, tmp_path):
     assert [r.shard.name for r in results] == [f"part-0000{i}-of-00003.hdf5" for i in range(3)]
     vocab = load_vocab(text_corpus / "vocab.txt")
     for r in results:
-        form, stats, problems = verify_shard(r.shard, vocab, 128)  # layout, segments, [SEP]s, masked positions
+        form, stats, problems = verify_shard(r.shard, vocab, Limits(128, 20))  # layout, segments, masking
         assert form == "fixed" and problems == [] and stats.samples == r.samples > 500
     s = _all(tmp_path / "out")
     assert abs((s.masked_positions > 0).sum() / (len(s.tokens) - 3 * len(s)) - 0.15) < 0.01

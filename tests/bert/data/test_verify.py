@@ -10,7 +10,7 @@ import pytest
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.manifest import MANIFEST_FILE
 from bert.data.shards import ShardError, read_shard, write_shard
-from bert.data.verify import summary_lines, verify_dataset
+from bert.data.verify import Limits, summary_lines, verify_dataset
 from bert.system import load_system
 from tests.conftest import copy_dataset, descriptor, write_descriptor
 
@@ -137,6 +137,10 @@ def test_blocks_of_samples_add_up_and_name_samples_by_their_place_in_the_shard(d
 
 @pytest.mark.parametrize("corrupt, message", [
     (lambda f: _replace(f, "segment_ids", f["segment_ids"][:].astype(np.float32)), "segment_ids has dtype float32"),
+    (lambda f: _replace(f, "input_mask", f["input_mask"][:, :-1]), r"input_mask \(63,\) .* must be \[max_seq_length\] "
+                                                                    "alike"),
+    (lambda f: _replace(f, "masked_lm_ids", f["masked_lm_ids"][:, :-1]), r"masked_lm_positions \(10,\) and "
+                                                                        r"masked_lm_ids \(9,\) per sample differ"),
     (lambda f: _replace(f, "next_sentence_labels", f["next_sentence_labels"][:-1]), "different sample counts"),
     (lambda f: f.__delitem__("masked_lm_ids"), r"missing key\(s\) masked_lm_ids"),
 ])
@@ -157,6 +161,17 @@ def test_unreadable_and_varlen_row_mismatches_are_named(dataset):
     problems = verify_dataset(dataset, show_progress=False).problems
     assert problems[0].startswith(f"{dataset / SHARD}: not a readable HDF5 file")
     assert problems[1] == f"{varlen}: segment_ids rows do not match input_ids rows"
+
+
+def test_the_descriptor_limits_and_an_empty_shard(dataset):
+    write_shard(dataset / "train" / "empty.hdf5", read_shard(dataset / SHARD).take(np.arange(0)), "fixed", 64, 10)
+    limits = Limits(max_seq_length=60, max_predictions=8)
+    problems = verify_dataset(dataset, limits=limits, show_progress=False).problems
+    assert f"{dataset / 'train' / 'empty.hdf5'}: holds no samples" in problems
+    shard = re.escape(str(dataset / SHARD))
+    assert any(re.match(rf"{shard}: sample \d+: more than --max-seq-length 60 tokens \(and", p) for p in problems)
+    assert any(re.match(rf"{shard}: sample \d+: more than --max-predictions 8 masked positions \(and", p)
+               for p in problems)
 
 
 def _check(dataset, tmp_path):

@@ -26,9 +26,9 @@ SEARCH = {
 }
 
 
-def _search_system(tmp_path: Path) -> Path:
+def _search_system(tmp_path: Path, target: float = 0.045) -> Path:
     data = descriptor(max_samples=3072, log_weights_initialization=False, search=SEARCH)
-    data["run"]["eval"].update(target_accuracy=0.045, interval_samples=1024)
+    data["run"]["eval"].update(target_accuracy=target, interval_samples=1024)
     return write_descriptor(tmp_path, "micro_search", data)
 
 
@@ -116,7 +116,7 @@ def test_empty_space_and_foreign_study_are_refused(tmp_path):
 
 
 def test_a_pruned_trial_stops_its_run_after_the_eval(tmp_path, small_dataset):
-    system = load_system(_search_system(tmp_path))
+    system = load_system(_search_system(tmp_path, target=0.9))  # far off: the first eval does not end the run
     request = StudyRequest(system, "sqlite:///:memory:", "pruned", seed=1, data_dir=small_dataset, log_dir=tmp_path)
     study = optuna.create_study(pruner=optuna.pruners.ThresholdPruner(upper=0.5))  # any error above 0.5 prunes
     study.optimize(lambda trial: trial_objective(request, descriptor_data(system), trial), n_trials=1)

@@ -26,8 +26,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from results_file import write_results
-
 REFERENCE_SAMPLES_PER_S = 525.0  # create_pretraining_data.py, one process, one core (from the issue)
 REFERENCE_PEAK_MB = 700.0
 SHAPE = ["--max-seq-length", "512", "--max-predictions", "76"]
@@ -154,6 +152,10 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
     print("\n".join(lines))
     if not args.no_record:
+        # Imported only now: it loads torch, and a child's peak RSS starts at its parent's (Linux keeps the
+        # high-water mark across fork and exec), so the measuring process must stay small.
+        from results_file import write_results
+
         write_results(Path(__file__).with_name("data_pipeline_results.md"), lines, sys.argv[1:], _versions())
 
 

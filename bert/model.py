@@ -45,7 +45,15 @@ class Embeddings(nn.Module):
     def forward(self, input_ids: torch.Tensor, segment_ids: torch.Tensor, positions: torch.Tensor):
         x = self.word_embeddings(input_ids) + self.position_embeddings(positions)
         x = x + self.token_type_embeddings(segment_ids)
-        return self.dropout(self.layer_norm(x))
+        return self.dropout(self.layer_norm(x).to(_activation_dtype(x)))
+
+
+def _activation_dtype(x: torch.Tensor) -> torch.dtype:
+    """Under autocast the residual stream is kept in the autocast dtype, as apex's mixed precision keeps it:
+    an fp32 stream would make every residual sum fp32 and every following matmul cast its input back. The
+    LayerNorms still accumulate in fp32 inside their kernels, and the weights stay fp32."""
+    device = x.device.type
+    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
 
 
 class SelfAttention(nn.Module):

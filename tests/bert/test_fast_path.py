@@ -60,6 +60,39 @@ def test_unpadded_fast_path_matches_transformers_in_fp32(config_name, overrides,
         torch.testing.assert_close(grad, peer_grad, rtol=1e-4, atol=1e-6 * scale, msg=name)
 
 
+def test_unpadded_path_equals_the_padded_path_in_fp32(small_dataset):
+    """The fast (unpadded) layout against the plain padded one of the same model: loss and every gradient."""
+    torch.manual_seed(0)
+    model = BertForPreTraining(named_config("tiny"))
+    (batch,) = _batches(small_dataset, 8, 1)
+    results = []
+    for padded in (True, False):
+        model.zero_grad()
+        out = model(**batch.model_inputs(padded))
+        out.loss.backward()
+        results.append((out.loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}))
+    (plain_loss, plain), (fast_loss, fast) = results
+    torch.testing.assert_close(fast_loss, plain_loss, rtol=1e-6, atol=1e-6)
+    scale = max(g.abs().max().item() for g in plain.values())
+    for name, grad in plain.items():
+        torch.testing.assert_close(fast[name], grad, rtol=1e-5, atol=1e-6 * scale, msg=name)
+
+
+def test_bf16_autocast_keeps_the_residual_stream_in_bf16_and_weights_in_fp32(small_dataset):
+    torch.manual_seed(0)
+    model = BertForPreTraining(named_config("micro"))
+    (batch,) = _batches(small_dataset, 8, 1)
+    seen = []
+    model.bert.encoder[0].register_forward_hook(lambda module, args, out: seen.append((args[0].dtype, out.dtype)))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(**batch.model_inputs(padded=False))
+    out.loss.backward()
+    assert seen == [(torch.bfloat16, torch.bfloat16)] and out.loss.dtype == torch.float32
+    assert all(p.dtype == p.grad.dtype == torch.float32 for p in model.parameters())
+    model(**batch.model_inputs(padded=False))  # without autocast the stream stays fp32
+    assert seen[-1] == (torch.float32, torch.float32)
+
+
 def _step(precision: str, **run_changes) -> tuple[TrainStep, BertForPreTraining]:
     system = load_system("cpu_micro")
     run = dataclasses.replace(system.run, precision=precision, processes_per_node=1, **run_changes)

@@ -3,21 +3,26 @@
 #
 #   benchmarks/gpu_check.sh OUTDIR
 #
-#   1. env         GPU, driver, torch, transformers, apex; installs carried wheels (.whl/*.whl, e.g.
-#                  mlperf-logging, which the image lacks) into a private folder when an import is missing
-#   2. throughput  benchmarks/throughput.py --preset large: BERT-large, seq 512, bf16, ours vs transformers
-#   3. data        a synthetic corpus at seq 512 in the MLPerf shard format (on the CPU, beside stages 2-3)
-#   4. gpu tests   the tests that need CUDA: no host synchronisation in the step, varlen attention agrees
-#   5. train       a short run from random initialisation with systems/h200_1x1.json's batch (448 = 8 x 56)
-#   6. compile     stage 2 with torch.compile of our encoder layers, if the time left allows
+#   1. wheels      the Python packages the check imports, from the machine's own site-packages; when one is
+#                  missing (mlperf-logging: the H200 image lacks it), the wheels carried in .whl/, installed
+#                  into a private folder
+#   2. env         GPU, driver, torch, transformers, apex
+#   3. throughput  benchmarks/throughput.py --preset large: BERT-large, seq 512, bf16, ours vs transformers
+#   4. data        a synthetic corpus at seq 512 in the MLPerf shard format (on the CPU, beside stages 3-5)
+#   5. gpu tests   the tests that need CUDA: no host synchronisation in the step, varlen attention agrees
+#   6. train       a short run from random initialisation with systems/h200_1x1.json's batch (448 = 8 x 56)
+#   7. compile     stage 3 with torch.compile of our encoder layers, if the time left allows
 #
 # Everything lands in OUTDIR (8 files: env.txt, throughput.log, throughput_results.md, gpu_tests.log,
-# train.log, result_0.txt, check_system.json, summary.md). Every stage has its own time limit; a failed or timed-out
-# stage is recorded in summary.md and the check goes on. Exit status: 0 when stages 2 and 4 succeeded.
+# train.log, result_0.txt, check_system.json, summary.md). Every stage has its own time limit, cut to what is
+# left of the budget (GPU_CHECK_BUDGET_S seconds, default 450: 8 minutes less a margin for start-up and for
+# copying OUTDIR back), so the whole check ends within it; a failed or timed-out stage is recorded in
+# summary.md and the check goes on. Exit status: 0 when every stage but compile succeeded.
 #
 # Wheels travel with the working tree: in the repository root run
 #   python3 -m pip download --no-deps --only-binary=:all: -d .whl mlperf-logging==4.1.68
-# and carry `.whl`. GPU_CHECK_DEVICE=cpu makes a dry run of every stage at toy sizes on a CPU.
+# and carry `.whl`. GPU_CHECK_DEVICE=cpu makes a dry run of every stage at toy sizes on a CPU; PYTHON names
+# the interpreter (default python3).
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -33,7 +38,8 @@ cd "$repo"
 export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 python="${PYTHON:-python3}"
 device="${GPU_CHECK_DEVICE:-cuda}"
-budget_s=470  # 8 minutes less a margin for start-up and copying OUTDIR back
+budget_s="${GPU_CHECK_BUDGET_S:-450}"
+grace_s=10  # how long a stage may take to stop after its limit (SIGINT, then SIGKILL)
 summary="$out/summary.md"
 
 if [[ "$device" == cpu ]]; then
@@ -52,14 +58,23 @@ else
     cap_json='{"max_samples": 26880, "interval_samples": 13440, "eval_samples": 1000}'
 fi
 
+limit() {  # limit WANT [RESERVE]: WANT seconds, or less so that RESERVE seconds stay for later stages
+    local left=$((budget_s - SECONDS - grace_s - ${2:-0}))
+    echo $(( $1 < left ? $1 : left ))
+}
+
 stage() {  # stage NAME LIMIT_S LOG COMMAND...: runs COMMAND (a command or an exported function) under a limit
     local name=$1 limit=$2 log=$3 start=$SECONDS status=0 verdict
     shift 3
+    if (( limit < 10 )); then
+        echo "- $name: SKIPPED, the time budget is spent" >>"$summary"
+        return 1
+    fi
     echo "== $name: $* (limit ${limit} s)" >>"$log"
-    timeout -s INT -k 20 "$limit" bash -c '"$@"' "$name" "$@" >>"$log" 2>&1 || status=$?
+    timeout -s INT -k "$grace_s" "$limit" bash -c '"$@"' "$name" "$@" >>"$log" 2>&1 || status=$?
     if [[ $status == 0 ]]; then
         verdict="ok"
-    elif [[ $status == 124 ]]; then
+    elif [[ $status == 124 || $status == 137 ]]; then
         verdict="FAILED (timed out)"
     else
         verdict="FAILED (exit $status)"
@@ -76,15 +91,37 @@ stage() {  # stage NAME LIMIT_S LOG COMMAND...: runs COMMAND (a command or an ex
     echo "## Stages"
 } >"$summary"
 
-environment() {
-    if ! "$python" -c "import mlperf_logging" 2>/dev/null; then
-        if compgen -G "$repo/.whl/*.whl" >/dev/null; then
-            "$python" -m pip install -q --no-index --no-deps --no-compile --target "$work/site" "$repo"/.whl/*.whl
-        else
-            echo "mlperf_logging is missing and no wheels were carried in .whl/" >&2
-            return 1
-        fi
+missing_modules() {  # the modules the check imports that this Python cannot find, space-separated
+    "$python" -c 'import importlib.util
+needed = ["torch", "numpy", "h5py", "yaml", "click", "tokenizers", "rich", "transformers", "mlperf_logging",
+          "pytest", "pandas", "scipy"]
+print(" ".join(m for m in needed if importlib.util.find_spec(m) is None))'
+}
+
+wheels() {  # installs the carried wheels when a module the check imports is missing here
+    local missing
+    missing=$(missing_modules) || return 1
+    if [[ -z "$missing" ]]; then
+        echo "every module the check imports is installed"
+        return 0
     fi
+    echo "missing here: $missing"
+    if ! compgen -G "$repo/.whl/*.whl" >/dev/null; then
+        echo "no wheels were carried in .whl/: on a machine with network access run" \
+             "python3 -m pip download --no-deps --only-binary=:all: -d .whl PACKAGE==VERSION for each" >&2
+        return 1
+    fi
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$work/site" \
+        "$repo"/.whl/*.whl
+    echo "installed into $work/site: $(ls "$work/site" | tr '\n' ' ')"
+    missing=$(missing_modules) || return 1
+    if [[ -n "$missing" ]]; then
+        echo "still missing after installing the carried wheels: $missing (carry their wheels in .whl/)" >&2
+        return 1
+    fi
+}
+
+environment() {
     "$python" - <<'EOF'
 import importlib.util, platform, torch, transformers
 print(f"python {platform.python_version()}, torch {torch.__version__} (CUDA {torch.version.cuda}), "
@@ -95,6 +132,7 @@ if torch.cuda.is_available():
 import mlperf_logging
 print("mlperf_logging from", mlperf_logging.__file__)
 EOF
+    [[ $? == 0 ]] || return 1
     if command -v nvidia-smi >/dev/null; then
         nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,power.limit --format=csv
     fi
@@ -133,41 +171,39 @@ short_run() {
 }
 
 export python repo work out run_changes corpus cap_json
-export -f environment check_system short_run
+export -f missing_modules wheels environment check_system short_run
+# After the repository: the private folder only adds what is missing (site-packages come after PYTHONPATH,
+# so a carried wheel of a package the machine has would win; `wheels` installs only when one is missing).
+export PYTHONPATH="$PYTHONPATH:$work/site"
 failed=0
-stage env 60 "$out/env.txt" environment || failed=1
-if [[ -d "$work/site" ]]; then
-    export PYTHONPATH="$PYTHONPATH:$work/site"
-fi
-stage descriptor 30 "$out/train.log" check_system || failed=1
+stage wheels "$(limit 60)" "$out/env.txt" wheels || failed=1
+stage env "$(limit 60)" "$out/env.txt" environment || failed=1
+stage descriptor "$(limit 30)" "$out/train.log" check_system || failed=1
 
 # The corpus is made on the CPU while the GPU runs the throughput benchmark.
-stage data 150 "$work/data.log" "$python" -m bert.cli data synth --system "$out/check_system.json" &
+stage data "$(limit 150)" "$work/data.log" "$python" -m bert.cli data synth --system "$out/check_system.json" &
 data_pid=$!
-stage throughput 180 "$out/throughput.log" "$python" benchmarks/throughput.py "${throughput_args[@]}" \
+# The throughput stage leaves room for the tests and a training run of at least 2 minutes.
+stage throughput "$(limit 180 240)" "$out/throughput.log" "$python" benchmarks/throughput.py "${throughput_args[@]}" \
     --results "$out/throughput_results.md" --note "gpu_check" || failed=1
 gpu_tests=(-k cuda)
 if [[ "$device" == cpu ]]; then
     gpu_tests=(-k "cuda or transformers")  # on a CPU the CUDA tests skip; these show the stage works
 fi
-stage "gpu tests" 120 "$out/gpu_tests.log" "$python" -m pytest -q -rs -p no:cacheprovider \
+stage "gpu tests" "$(limit 120 120)" "$out/gpu_tests.log" "$python" -m pytest -q -rs -p no:cacheprovider \
     tests/bert/test_fast_path.py "${gpu_tests[@]}" || failed=1
 data_status=0
 wait "$data_pid" || data_status=$?
 cat "$work/data.log" >>"$out/train.log"
 
 if [[ $data_status == 0 ]]; then
-    train_limit=$((budget_s - SECONDS - 30))
-    if (( train_limit < 60 )); then
-        train_limit=60
-    fi
-    stage train "$train_limit" "$out/train.log" short_run || failed=1
+    stage train "$(limit 300)" "$out/train.log" short_run || failed=1
 else
     echo "- train: skipped, no data (see train.log)" >>"$summary"
     failed=1
 fi
 
-left=$((budget_s - SECONDS))
+left=$(limit 240)
 if (( left >= 90 )); then
     stage compile "$left" "$out/throughput.log" "$python" benchmarks/throughput.py "${throughput_args[@]}" \
         --compile --results "$out/throughput_results.md" --note "gpu_check" || true
@@ -179,7 +215,7 @@ fi
     echo
     echo "## Figures"
     echo
-    grep -h -E "^(ours|transformers|peak|speedup_vs_transformers)" "$out/throughput.log" | sed 's/^/    /' || true
+    grep -h -E "^(preset|ours|transformers|peak|speedup_vs_transformers)" "$out/throughput.log" | sed 's/^/    /' || true
     echo
     grep -h -E "seq/s|mlm accuracy|error" "$out/train.log" | tail -n 8 | sed 's/^/    /' || true
     echo

@@ -17,8 +17,10 @@ and otherwise a measured large matmul in the compute dtype (printed, with how it
     python benchmarks/throughput.py --preset base            # CPU, BERT-base, seq 128
     python benchmarks/throughput.py --preset large           # GPU, BERT-large, seq 512
 
-Appends a row to benchmarks/throughput_results.md (unless --no-record); the last line printed is
-`speedup_vs_transformers=<ours / transformers>`.
+The results file (benchmarks/throughput_results.md, written through results_file.py; --no-record skips it)
+holds this run's figures, the table of every recorded run (the rows already there are kept, this run's is
+added) with the load average it ran under, and the status of the issue's goals derived from that table. The
+last line printed is `speedup_vs_transformers=<ours / transformers>`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import dataclasses
 import datetime
 import os
 import platform
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -254,15 +257,64 @@ def machine_name(device: torch.device) -> str:
     return f"{model}, {torch.get_num_threads()} threads"
 
 
-def record(path: Path, row: list[str]) -> None:
-    header = ("| date | machine | torch | transformers | preset | precision | batch x seq | ours seq/s | "
-              "transformers seq/s | speedup | MFU ours | MFU transformers | peak TFLOP/s | notes |")
-    text = path.read_text() if path.is_file() else ""
-    if header not in text:
-        text += ("\n" if text else "") + header + "\n" + "|---" * (header.count("|") - 1) + "|\n"
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text + "| " + " | ".join(row) + " |\n")
-    os.replace(partial, path)  # the results file is never left half written
+COLUMNS = ("date", "device", "machine", "torch", "transformers", "preset", "precision", "batch x seq",
+           "mean length", "ours seq/s", "transformers seq/s", "speedup", "MFU ours", "MFU transformers",
+           "peak TFLOP/s", "load 1/5 min", "notes")
+CPU_GOAL, GPU_GOAL_SPEEDUP, GPU_GOAL_MFU = 1.5, 2.0, 0.45
+
+
+def recorded_rows(path: Path) -> list[dict[str, str]]:
+    """The table rows already in the results file (one dict per run), oldest first."""
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| 20") and len(cells) == len(COLUMNS):
+            rows.append(dict(zip(COLUMNS, cells)))
+    return rows
+
+
+def goal_status(rows: list[dict[str, str]]) -> list[str]:
+    """Where the issue's goals stand, from the latest matching row: measured, or not yet."""
+    cpu = [r for r in rows if r["device"] == "cpu" and r["preset"] == "base"]
+    gpu = [r for r in rows if r["device"] == "cuda" and r["preset"] == "large" and "H200" in r["machine"]]
+    lines = ["Goals (from the latest matching row):"]
+    if cpu:
+        r = cpu[-1]
+        met = "met" if float(r["speedup"]) >= CPU_GOAL else "NOT met"
+        lines.append(f"- CPU, base preset: at least {CPU_GOAL}x transformers: {met}, {r['speedup']}x on {r['date']} "
+                     f"({r['machine']}, load {r['load 1/5 min']}; {r['notes'].split(';')[0]}). Re-measure on a quiet "
+                     f"machine with: python benchmarks/throughput.py --preset base")
+    else:
+        lines.append("- CPU, base preset: not yet measured (python benchmarks/throughput.py --preset base)")
+    if gpu:
+        r = gpu[-1]
+        lines.append(f"- H200, BERT-large seq 512 bf16: MFU {r['MFU ours']} (goal {GPU_GOAL_MFU:.0%}), "
+                     f"{r['speedup']}x transformers (goal {GPU_GOAL_SPEEDUP}x), on {r['date']}")
+    else:
+        lines.append(f"- H200, BERT-large seq 512 bf16 (goals: MFU at least {GPU_GOAL_MFU:.0%}, at least "
+                     f"{GPU_GOAL_SPEEDUP}x transformers): NOT YET MEASURED. No H200 row is recorded: "
+                     f"benchmarks/gpu_check.sh has not been run on an H200. Run it there and copy the rows of "
+                     f"OUTDIR/throughput_results.md into the table below.")
+    return lines
+
+
+def record(path: Path, figures: list[str], row: dict[str, str], argv: list[str], setting: str) -> None:
+    from results_file import write_results  # beside this script
+
+    rows = [*recorded_rows(path), row]
+    table = ["| " + " | ".join(COLUMNS) + " |", "|---" * len(COLUMNS) + "|",
+             *("| " + " | ".join(r[c] for c in COLUMNS) + " |" for r in rows)]
+    write_results(path, [*figures, "", *goal_status(rows), "", *table], argv, setting)
+
+
+def load_average() -> tuple[str, str]:
+    """The 1- and 5-minute load averages, and a note when other processes were competing for the cores."""
+    one, five, _ = os.getloadavg()
+    busy = max(one, five) > 0.75 * (os.cpu_count() or 1)
+    note = "UNDER LOAD (other processes used the cores)" if busy else ""
+    return f"{one:.1f}/{five:.1f} on {os.cpu_count()} cores", note
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -280,8 +332,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=3, help="timed steps per side per round")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's choice)")
     p.add_argument("--peak-tflops", type=float, default=None, help="peak to measure utilisation against")
-    p.add_argument("--results", type=Path, default=RESULTS, help="Markdown file the result row is appended to")
-    p.add_argument("--no-record", action="store_true", help="print only; append nothing")
+    p.add_argument("--results", type=Path, default=RESULTS, help="the results file (its table rows are kept)")
+    p.add_argument("--no-record", action="store_true", help="print only; write no results file")
     p.add_argument("--note", default="", help="free text for the notes column")
     return p.parse_args(argv)
 
@@ -315,16 +367,29 @@ def main(argv: list[str] | None = None) -> float:
     sides = [Side("ours", ours_step, Feed([b.to(device) for b in batches], flops)),
              Side("transformers", peer_step, Feed([to_hf_batch(b).to(device) for b in batches], flops))]
 
+    mean_length = float(samples.lengths.mean())
     print(f"preset {args.preset}: BERT-{preset.model} ({config.num_layers} layers, hidden {config.hidden_size}), "
-          f"batch {run.global_batch_size}, max length {seq_len} (mean real length {samples.lengths.mean():.1f}), "
+          f"batch {run.global_batch_size}, max length {seq_len} (mean real length {mean_length:.1f}), "
           f"{run.precision}, {machine_name(device)}, torch {torch.__version__}, transformers "
           f"{transformers.__version__}{', compiled encoder' if run.compile else ''}", flush=True)
     alternate(sides, args, device)
     peak, peak_source = peak_flops(device, DTYPES[run.precision], args.peak_tflops)
-    return report(sides, args, peak, peak_source, [
-        datetime.date.today().isoformat(), machine_name(device), torch.__version__, transformers.__version__,
-        args.preset, run.precision, f"{run.global_batch_size} x {seq_len}"],
-        "compiled encoder" if run.compile else "")
+    figures, measured, speedup = report(sides, peak, peak_source)
+    if not args.no_record:
+        load, busy = load_average()
+        notes = "; ".join(filter(None, [
+            busy, "compiled encoder" if run.compile else "", args.note,
+            f"{args.rounds} rounds of {args.steps} step(s), ratio {measured.pop('ratio range')}",
+            f"peak {peak_source}"]))
+        row = {"date": datetime.date.today().isoformat(), "device": device.type, "machine": machine_name(device),
+               "torch": torch.__version__, "transformers": transformers.__version__, "preset": args.preset,
+               "precision": run.precision, "batch x seq": f"{run.global_batch_size} x {seq_len}",
+               "mean length": f"{mean_length:.1f}", **measured, "load 1/5 min": load, "notes": notes}
+        record(args.results, figures, row, sys.argv[1:] if argv is None else argv,
+               f", transformers {transformers.__version__}, {machine_name(device)}")
+        print(f"results written to {args.results}")
+    print(f"speedup_vs_transformers={speedup:.3f}")
+    return speedup
 
 
 def alternate(sides: list[Side], args: argparse.Namespace, device: torch.device) -> None:
@@ -342,30 +407,27 @@ def alternate(sides: list[Side], args: argparse.Namespace, device: torch.device)
               f"{args.steps} step(s): ratio {peer / ours:.3f}", flush=True)
 
 
-def report(sides: list[Side], args: argparse.Namespace, peak: float, peak_source: str, row: list[str],
-           note: str) -> float:
-    """Prints the figures, appends the row (unless --no-record) and returns ours / transformers."""
+def report(sides: list[Side], peak: float, peak_source: str) -> tuple[list[str], dict[str, str], float]:
+    """Prints the figures; returns them, the measured cells of the results table (and the ratio range) and
+    ours / transformers."""
     rates = [s.feed.sequences / s.seconds for s in sides]
     mfu = [s.feed.model_flops / s.seconds / peak for s in sides]
     speedup = rates[0] / rates[1]
     # A busy machine shows as spread between rounds; each round pairs the two sides under the same load.
     paired = sorted(b / a for a, b in zip(*(s.round_seconds for s in sides)))
-    print(f"peak {peak / 1e12:.2f} TFLOP/s ({peak_source})")
-    for side, rate, u in zip(sides, rates, mfu):
-        print(f"{side.name}: {rate:.2f} sequences/s, model FLOP utilisation {100 * u:.1f}%")
-    print(f"ratio per round: median {paired[len(paired) // 2]:.3f}, range {paired[0]:.3f} to {paired[-1]:.3f}")
+    figures = [f"peak {peak / 1e12:.2f} TFLOP/s ({peak_source})"]
+    figures += [f"{side.name}: {rate:.2f} sequences/s, model FLOP utilisation {100 * u:.1f}%"
+                for side, rate, u in zip(sides, rates, mfu)]
+    figures.append(f"ratio per round: median {paired[len(paired) // 2]:.3f}, range {paired[0]:.3f} to {paired[-1]:.3f}")
     if sides[0].step.ctx.device.type == "cpu":
-        print(f"ratio of CPU time (less disturbed by other processes on a shared machine): "
-              f"{sides[1].cpu_seconds / sides[0].cpu_seconds:.3f}")
-    if not args.no_record:
-        notes = "; ".join(filter(None, [
-            note, args.note, f"{args.rounds} rounds of {args.steps} step(s), ratio {paired[0]:.2f}-{paired[-1]:.2f}",
-            f"peak {peak_source}"]))
-        record(args.results, [*row, f"{rates[0]:.2f}", f"{rates[1]:.2f}", f"{speedup:.2f}", f"{100 * mfu[0]:.1f}%",
-                              f"{100 * mfu[1]:.1f}%", f"{peak / 1e12:.2f}", notes])
-        print(f"appended to {args.results}")
-    print(f"speedup_vs_transformers={speedup:.3f}")
-    return speedup
+        figures.append(f"ratio of CPU time (less disturbed by other processes on a shared machine): "
+                       f"{sides[1].cpu_seconds / sides[0].cpu_seconds:.3f}")
+    figures.append(f"speedup {speedup:.3f}")
+    print("\n".join(figures))
+    measured = {"ours seq/s": f"{rates[0]:.2f}", "transformers seq/s": f"{rates[1]:.2f}", "speedup": f"{speedup:.2f}",
+                "MFU ours": f"{100 * mfu[0]:.1f}%", "MFU transformers": f"{100 * mfu[1]:.1f}%",
+                "peak TFLOP/s": f"{peak / 1e12:.2f}", "ratio range": f"{paired[0]:.2f}-{paired[-1]:.2f}"}
+    return figures, measured, speedup
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 
 On CPU, attention without dropout runs in fp32 through torch's fused kernel, whose bf16 backward is slower
 than its fp32 one; attention with dropout runs as plain matmuls and softmax in the input's precision, faster
-than torch's own fallback (measurements in benchmarks/throughput_results.md).
+than torch's own fallback (measurements in benchmarks/throughput_notes.md).
 """
 
 from __future__ import annotations

@@ -242,3 +242,22 @@ def test_cpu_attention_with_dropout_keeps_the_mask_and_the_expectation():
     # Inverted dropout keeps the expectation: the mean of many draws approaches the exact attention.
     torch.testing.assert_close(draws.mean(0), exact, atol=0.1, rtol=0)
     assert not torch.equal(draws[0], draws[1])
+
+
+def test_the_step_reads_nothing_back_from_the_device(small_dataset, monkeypatch):
+    """On CPU the CUDA sync detector cannot run; instead every read of a tensor back to Python fails inside the
+    step (reads inside torch's C++ code are the CUDA test's to catch)."""
+    torch.manual_seed(0)
+    step, _ = _step("bf16", clip="after_allreduce")
+    batches = iter(_batches(small_dataset, 16, 2))
+
+    def host_read(self, *args, **kwargs):
+        raise AssertionError("the step read a tensor back to the host")
+
+    with monkeypatch.context() as patch:
+        for name in ("item", "tolist", "__bool__", "__int__", "__float__", "nonzero", "numpy"):
+            patch.setattr(torch.Tensor, name, host_read)
+        step(batches, 10)
+        step(batches, 11)
+    loss, _ = step.take_window()  # the only read, at the print interval
+    assert np.isfinite(loss)

@@ -295,8 +295,9 @@ def goal_status(rows: list[dict[str, str]]) -> list[str]:
     else:
         lines.append(f"- H200, BERT-large seq 512 bf16 (goals: MFU at least {GPU_GOAL_MFU:.0%}, at least "
                      f"{GPU_GOAL_SPEEDUP}x transformers): NOT YET MEASURED. No H200 row is recorded: "
-                     f"benchmarks/gpu_check.sh has not been run on an H200. Run it there and copy the rows of "
-                     f"OUTDIR/throughput_results.md into the table below.")
+                     f"benchmarks/gpu_check.sh has not been run on an H200. Run it there (carrying .whl with the "
+                     f"mlperf-logging wheel, see its header) and copy the rows of OUTDIR/throughput_results.md "
+                     f"into the table below.")
     return lines
 
 

@@ -40,7 +40,7 @@ def test_throughput_benchmark_runs_both_sides_and_records_a_row(small_dataset, t
     assert float(row["speedup"]) == pytest.approx(ratio, abs=0.01)
     assert float(row["ours seq/s"]) == pytest.approx(ours, abs=0.01) and row["peak TFLOP/s"] == "1.00"
     assert re.fullmatch(r"[0-9.]+/[0-9.]+ on \d+ cores", row["load 1/5 min"])
-    assert "test; 2 rounds of 1 step(s), ratio " in row["notes"]
+    assert "test; 2 rounds of 1 step(s), ratio " in row["notes"] and "; CPU-time ratio " in row["notes"]
     assert row["notes"].endswith("; peak given with --peak-tflops")
     text = results.read_text()
     assert "- command: python benchmarks/throughput.py --preset tiny" in text and "load average" in text
@@ -55,5 +55,7 @@ def test_goal_status_reads_the_latest_matching_rows():
             "MFU ours": "47.0%"}
     cpu_line, gpu_line = goal_status([EARLIER, slow, h200])[1:]
     assert "NOT met, 1.21x on 2026-02-03" in cpu_line
+    loaded = {**EARLIER, "notes": "UNDER LOAD (other processes used the cores); 4 rounds"}
+    assert "met (measured under load: indicative only), 1.62x" in goal_status([loaded])[1]
     assert gpu_line.startswith("- H200, BERT-large seq 512 bf16: MFU 47.0% (goal 45%), 2.30x transformers (goal 2.0x)")
     assert "not yet measured" in goal_status([])[1]

@@ -7,9 +7,13 @@ runs. Everything here is numpy on the host.
 
 from __future__ import annotations
 
+import typing
+
 import numpy as np
 
-STRATEGIES = ("none", "stratified", "stratified+local_presort", "global_presort", "packed")
+from bert.system import Balance
+
+STRATEGIES: tuple[str, ...] = typing.get_args(Balance)
 PAPER_BINS = (128, 256, 384, 512)  # the seed paper's four bins: 1-128, 129-256, 257-384, 385-512
 MAX_PER_ROW = 3  # sequences per packed row, as in NVIDIA's packed data
 

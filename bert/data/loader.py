@@ -25,7 +25,7 @@ from bert.data.balance import PAPER_BINS, equal_bins
 from bert.data.batch import Batch, collate, collate_packed
 from bert.data.samplers import epochs, sample_order
 from bert.data.shards import Samples, read_shard
-from bert.data.stratified import plan_from_shard, stratified_batches
+from bert.data.stratified import binned_batches, binned_shards, plan_from_bins, plan_from_shard, stratified_batches
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,8 @@ class TrainLoader:
         self._thread = threading.Thread(target=self._produce, name=f"train-loader-{rank}", daemon=True)
         self._thread.start()
 
-    def _shards(self) -> Iterator[tuple[int, Samples]]:
-        for epoch, part in epochs(self.paths, self.rank, self.world_size, self.seed):
+    def _shards(self, paths: list[Path] | None = None) -> Iterator[tuple[int, Samples]]:
+        for epoch, part in epochs(paths or self.paths, self.rank, self.world_size, self.seed):
             shard = read_shard(part.path)
             yield epoch, shard.take(sample_order(len(shard), part, self.seed, epoch))
 
@@ -71,10 +71,13 @@ class TrainLoader:
             leftover = pool.take(np.arange(full, len(pool)))
 
     def _sample_batches(self) -> Iterator[tuple[int, Samples]]:
-        if self.balance.strategy.startswith("stratified"):
-            plan = plan_from_shard(self.paths[0], self.balance.edges, self.batch_size)
-            return stratified_batches(self._shards(), plan)
-        return self._random_batches()
+        if not self.balance.strategy.startswith("stratified"):
+            return self._random_batches()
+        bins = binned_shards(self.paths)
+        if bins is not None:  # shard sets of `data stratify`: the folders' bins, one stream each
+            return binned_batches([self._shards(paths) for _, paths in bins], plan_from_bins(bins, self.batch_size))
+        plan = plan_from_shard(self.paths[0], self.balance.edges, self.batch_size)
+        return stratified_batches(self._shards(), plan)
 
     def _collate(self, samples: Samples) -> Batch:
         if self.balance.strategy == "packed":

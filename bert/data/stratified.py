@@ -5,14 +5,20 @@ the MLPerf mix), measured on the first training shard, which every rank reads, s
 same counts and every rank and node sees the same mix. A bin too rare to get one draw per batch is merged
 into its neighbour, so that no bin's samples pile up unused.
 
-Each rank streams its own shards (bert.data.samplers, already shuffled), splits them by bin and keeps one
-pool per bin; a batch takes the next counts[k] samples of pool k, so the order inside a bin is random and no
-sample is drawn twice. The fixed counts draw each bin at a rate a little off its share, so the pool of a bin
-drawn slower than it arrives grows by that difference (a fraction of a percent of the samples read).
+On shard sets written by `mlperf-bert data stratify` (one folder per bin), every rank reads its own shards
+of every bin (the paper's layout), one stream per bin, and refills a bin's pool from its own stream when it
+runs short, so nothing piles up; the counts then come from the shard headers alone.
+
+On any other shards, each rank streams its own shards (bert.data.samplers, already shuffled), splits them by
+bin and keeps one pool per bin; a batch takes the next counts[k] samples of pool k, so the order inside a
+bin is random and no sample is drawn twice. The fixed counts draw each bin at a rate a little off its share,
+so the pool of a bin drawn slower than it arrives grows by that difference (a fraction of a percent of the
+samples read).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +26,26 @@ from pathlib import Path
 import numpy as np
 
 from bert.data.balance import bin_counts, bin_of
-from bert.data.shards import Samples, read_shard
+from bert.data.shards import Samples, read_shard, shard_header
+
+BIN_FOLDER = re.compile(r"len-(\d+)-(\d+)")
+
+
+def bin_folder(low: int, high: int) -> str:
+    """The folder of bin (low, high] in the output of `data stratify`."""
+    return f"len-{low + 1:04d}-{high:04d}"
+
+
+def binned_shards(paths: list[Path]) -> list[tuple[int, list[Path]]] | None:
+    """(upper edge, shards) per bin when every shard lies in a `len-<low>-<high>` folder (the output of
+    `data stratify`), in increasing order; None for any other layout."""
+    groups: dict[int, list[Path]] = {}
+    for path in paths:
+        match = BIN_FOLDER.fullmatch(path.parent.name)
+        if match is None:
+            return None
+        groups.setdefault(int(match.group(2)), []).append(path)
+    return sorted(groups.items()) if groups else None
 
 
 @dataclass(frozen=True)
@@ -58,3 +83,30 @@ def stratified_batches(shards: Iterator[tuple[int, Samples]], plan: StratifiedPl
         for j in range(ready):
             yield epoch, Samples.concat([p.take(np.arange(j * c, (j + 1) * c)) for p, c in zip(pools, plan.counts)])
         pools = [p.take(np.arange(ready * c, len(p))) for p, c in zip(pools, plan.counts)]
+
+
+def plan_from_bins(bins: list[tuple[int, list[Path]]], batch: int) -> StratifiedPlan:
+    """Counts from the sample totals of stratified shard sets (headers only)."""
+    totals = np.array([sum(shard_header(p).samples for p in paths) for _, paths in bins])
+    return StratifiedPlan(tuple(edge for edge, _ in bins), tuple(int(c) for c in bin_counts(totals, batch)))
+
+
+def binned_batches(streams: list[Iterator[tuple[int, Samples]]], plan: StratifiedPlan
+                   ) -> Iterator[tuple[int, Samples]]:
+    """(epoch, batch) from one stream of shuffled shards per bin; a bin drawn 0 times is never read."""
+    pools: list[Samples | None] = [None] * len(streams)
+    cursors = [0] * len(streams)
+    epoch = 0
+    while True:
+        for k, count in enumerate(plan.counts):
+            while count and (pools[k] is None or len(pools[k]) - cursors[k] < count):
+                epoch_k, shard = next(streams[k])
+                epoch = max(epoch, epoch_k)
+                rest = [] if pools[k] is None else [pools[k].take(np.arange(cursors[k], len(pools[k])))]
+                pools[k], cursors[k] = Samples.concat([*rest, shard]), 0
+        parts = []
+        for k, count in enumerate(plan.counts):
+            if count:
+                parts.append(pools[k].take(np.arange(cursors[k], cursors[k] + count)))
+                cursors[k] += count
+        yield epoch, Samples.concat(parts)

@@ -72,3 +72,50 @@ def test_the_strategy_picks_the_loaders_batches(small_dataset):
     assert all(b.layout.packed and b.num_samples == 16 and b.input_ids.shape[1] == 64 for b in packed)
     plain, _ = _first_batches(small_dataset, LoaderBalance())
     assert not plain[0].layout.packed and plain[0].num_samples == 16
+
+
+def test_stratify_writes_each_sample_once_into_its_bin_and_the_loader_reads_every_bin(small_dataset, tmp_path):
+    from click.testing import CliRunner
+
+    from bert.cli import main
+    from bert.data.shards import read_shard
+    from bert.data.stratified import binned_shards
+
+    out = tmp_path / "strat"
+    result = CliRunner().invoke(main, ["data", "stratify", "--input", str(small_dataset / "train"), "--out",
+                                       str(out), "--bins", "48,63,64", "--shards", "2", "--max-seq-length", "64",
+                                       "--max-predictions", "10", "--workers", "1", "--quiet"])
+    assert result.exit_code == 0, result.output
+    bins = binned_shards(sorted(out.glob("len-*/*.hdf5")))
+    assert [edge for edge, _ in bins] == [48, 63, 64] and all(len(paths) == 2 for _, paths in bins)
+
+    def key(s):  # a sample's identity: its tokens
+        return [tuple(s.tokens[s.offsets[i]:s.offsets[i + 1]]) for i in range(len(s))]
+
+    written, low = [], 0
+    for edge, paths in bins:
+        sizes = [len(read_shard(p)) for p in paths]
+        assert max(sizes) - min(sizes) <= 1
+        for p in paths:
+            shard = read_shard(p)
+            assert ((shard.lengths > low) & (shard.lengths <= edge)).all()
+            written += key(shard)
+        low = edge
+    original = [k for p in sorted((small_dataset / "train").glob("*.hdf5")) for k in key(read_shard(p))]
+    assert sorted(written) == sorted(original)
+
+    again = CliRunner().invoke(main, ["data", "stratify", "--input", str(small_dataset / "train"), "--out",
+                                      str(out), "--shards", "2", "--bins", "48,63,64", "--max-seq-length", "64"])
+    assert again.exit_code != 0 and "--overwrite" in again.output
+
+    paths = sorted(out.glob("len-*/*.hdf5"))
+    loader = TrainLoader(paths, 0, 1, 5, 16, torch.device("cpu"), prefetch=2,
+                         balance=LoaderBalance("stratified", None, 64))
+    try:
+        batch = next(loader)
+    finally:
+        loader.close()
+    lengths = (batch.layout.cu_seqlens[1:] - batch.layout.cu_seqlens[:-1]).numpy()
+    from bert.data.stratified import plan_from_bins
+    plan = plan_from_bins(bins, 16)
+    assert np.bincount(bin_of(lengths, plan.edges), minlength=3).tolist() == list(plan.counts)

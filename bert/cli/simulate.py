@@ -21,10 +21,11 @@ def _bins(value: str | None) -> list[int] | None:
     return edges
 
 
-def format_stats(stats) -> str:
+def format_stats(stats, label: str | None = None) -> str:
     counts = f"  bins/rank {'/'.join(map(str, stats.bin_counts))}" if stats.bin_counts else ""
-    return (f"{stats.strategy:<26} max/mean {stats.max_over_mean:6.3f}  padding waste {stats.padding_waste:6.1%}"
-            f"  step time x{stats.step_time_ratio:6.3f}  tokens/rank {stats.tokens_per_rank:8.0f}{counts}")
+    return (f"{label or stats.strategy:<34} max/mean {stats.max_over_mean:6.3f}  "
+            f"padding waste {stats.padding_waste:6.1%}  step time x{stats.step_time_ratio:6.3f}  "
+            f"tokens/rank {stats.tokens_per_rank:8.0f}{counts}")
 
 
 @click.command("simulate-balance")

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.balance import PAPER_BINS, STRATEGIES, bin_counts, bin_of, pack_rows, snake_deal
+from bert.data.balance import PAPER_BINS, STRATEGIES, bin_of, pack_rows, snake_deal
 from bert.data.shards import read_shard, row_blocks, shard_header
+from bert.data.stratified import stratified_plan
 
 NAMED_DISTRIBUTIONS = ("mlperf-wiki",)
 BERT_LARGE_ATTENTION_WIDTH = 6 * 1024
@@ -38,7 +39,7 @@ class BalanceStats:
     step_time_ratio: float  # expected step time / perfect balance, under the cost model
     tokens_per_rank: float  # computed tokens per rank and step, on average
     real_tokens_per_rank: float  # real tokens per rank and step, on average
-    bin_counts: tuple[int, ...] | None = None  # per-rank draws from each bin (stratified strategies)
+    bin_counts: tuple[int, ...] | None = None  # per-rank draws from each bin in use (stratified strategies)
 
 
 def named_lengths(name: str, count: int = 200_000, seed: int = 0, max_len: int = 512) -> np.ndarray:
@@ -80,10 +81,10 @@ def _draw(lengths: np.ndarray, shape: tuple[int, int, int], strategy: str, bins:
     """[steps, ranks, batch] lengths as the strategy's sampler draws them, and the per-bin counts."""
     if not strategy.startswith("stratified"):
         return rng.choice(lengths, size=shape), None
-    which = bin_of(lengths, bins)
-    counts = bin_counts(np.bincount(which, minlength=len(bins)), shape[2])
-    parts = [rng.choice(lengths[which == k], size=(*shape[:2], c)) for k, c in enumerate(counts) if c]
-    return np.concatenate(parts, axis=2), counts
+    plan = stratified_plan(lengths, bins, shape[2])  # as the sampler plans it: too-rare bins merged
+    which = bin_of(lengths, plan.edges)
+    parts = [rng.choice(lengths[which == k], size=(*shape[:2], c)) for k, c in enumerate(plan.counts)]
+    return np.concatenate(parts, axis=2), np.array(plan.counts)
 
 
 def _presort(drawn: np.ndarray, groups: int) -> np.ndarray:

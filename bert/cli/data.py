@@ -91,6 +91,19 @@ def _shape_options(f):
                         "an input_mask; varlen: rows cut to their length (no input_mask).")(f)
 
 
+def _bucket_options(overwrite_help: str):
+    """The options of the two-pass bucket commands (reshard, stratify) after the shape options."""
+    def wrap(f):
+        f = click.option("--quiet", is_flag=True, help="No progress bars.")(f)
+        f = click.option("--overwrite", is_flag=True, help=overwrite_help)(f)
+        f = click.option("--tmp", "tmp_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                         help="Folder for the temporary buckets (about the input's size; default: inside --out).")(f)
+        return click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
+                            show_default="one per core", help="Processes writing the output shards (the second "
+                            "pass).")(f)
+    return wrap
+
+
 _INPUT_HELP = "A shard or a folder of shards (*.hdf5); repeat it, or list more paths after it."
 
 
@@ -233,12 +246,7 @@ def eval_set(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
 @click.option("--shards", type=click.IntRange(min=1), required=True, help="How many shards to write (K).")
 @click.option("--seed", type=int, default=12345, show_default=True, help="Seed of the sample-level shuffle.")
 @_shape_options
-@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
-              show_default="one per core", help="Processes writing the output shards (the second pass).")
-@click.option("--tmp", "tmp_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Folder for the temporary buckets (about the input's size; default: inside --out).")
-@click.option("--overwrite", is_flag=True, help="Delete the shards already in --out.")
-@click.option("--quiet", is_flag=True, help="No progress bars.")
+@_bucket_options("Delete the shards already in --out.")
 def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, shards: int, seed: int, form: str,
             max_seq_length: int, max_predictions: int, workers: int, tmp_dir: Path | None, overwrite: bool,
             quiet: bool) -> None:
@@ -267,12 +275,7 @@ def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
               help="Shards per bin (K); at least the number of ranks lets every rank read its own.")
 @click.option("--seed", type=int, default=12345, show_default=True, help="Seed of the sample-level shuffle.")
 @_shape_options
-@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
-              show_default="one per core", help="Processes writing the output shards.")
-@click.option("--tmp", "tmp_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Folder for the temporary buckets (about the input's size; default: inside --out).")
-@click.option("--overwrite", is_flag=True, help="Delete the shards already in the bin folders.")
-@click.option("--quiet", is_flag=True, help="No progress bars.")
+@_bucket_options("Delete the shards already in the bin folders.")
 def stratify(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, bins_text: str, shards: int,
              seed: int, form: str, max_seq_length: int, max_predictions: int, workers: int, tmp_dir: Path | None,
              overwrite: bool, quiet: bool) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from bert.cli import data, systems, training
+from bert.cli import data, simulate, systems, training
 
 
 @click.group()
@@ -14,6 +14,6 @@ def main() -> None:
     """MLPerf Training BERT: train, prepare data, check and package submissions."""
 
 
-for _module in (training, data, systems):
+for _module in (training, data, systems, simulate):
     for _command in _module.COMMANDS:
         main.add_command(_command)

@@ -101,6 +101,31 @@ class SearchParam:
     choices: list[str | int | float] | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class LaunchSpec:
+    """How run_and_time.sh starts the ranks (srun under Slurm, torchrun elsewhere); see bert.distributed.plan."""
+
+    env: dict[str, str] = field(default_factory=dict)  # exported to every rank, e.g. NCCL_* settings
+    master_port: int = 29500
+
+
+@dataclass(frozen=True, kw_only=True)
+class PerformanceSpec:
+    """Declared hardware figures for `mlperf-bert simulate` (bert.simulate.time_to_train); the notes say where
+    each comes from."""
+
+    gpu_samples_per_s: float  # training sequences/s of one accelerator (a published or measured figure)
+    eval_speedup: float = 3.0  # eval throughput / training throughput (forward only: about 3x)
+    hbm_gb_s: float  # accelerator memory bandwidth: the optimizer step is memory-bound
+    intra_node_gb_s: float  # per-accelerator allreduce bus bandwidth inside a node (NVLink)
+    inter_node_gb_s: float = 0.0  # per-node network bandwidth, all NICs together (0: single node)
+    link_latency_us: float = 5.0  # per hop of an allreduce step
+    allreduce: Literal["ring", "tree"] = "ring"  # the inter-node algorithm (NCCL_ALGO)
+    gradient_bytes: int = 2  # per parameter on the wire (fp16/bf16 gradients: 2)
+    optimizer_bytes_per_param: int = 30  # memory traffic of one LAMB/Adam update (fp32 state + copies)
+    samples_to_converge: int | None = None  # null: the reference convergence point of the global batch
+
+
 # Run fields a search may vary, besides those of run.optimizer; the rest fix the benchmark or the launch.
 SEARCHABLE_FIELDS = ("global_batch_size", "gradient_accumulation_steps", "clip")
 
@@ -129,7 +154,13 @@ class RunSpec:
     print_interval_steps: int = 10
     dist_timeout_s: float = 300.0
     log_weights_initialization: bool = True
+    # A checkpoint to start from (`mlperf-bert checkpoint convert` output, or any layout it reads); relative
+    # paths are relative to the repository root. null: random initialisation. Its eval accuracy is measured
+    # before run_start, outside the timed region, as a check that it loaded (phase-1: about 0.34).
+    init_checkpoint: str | None = None
     dataset: DatasetSpec
+    launch: LaunchSpec = field(default_factory=LaunchSpec)
+    performance: PerformanceSpec | None = None  # set: `mlperf-bert simulate` can predict this system
     notes: str = ""
     search: dict[str, SearchParam] = field(default_factory=dict)  # the space of `mlperf-bert hpo`
 
@@ -169,6 +200,12 @@ class System:
 
     def model_config(self) -> BertConfig:
         return named_config(self.run.model, **self.run.model_overrides)
+
+    def init_checkpoint_path(self) -> Path | None:
+        if self.run.init_checkpoint is None:
+            return None
+        p = Path(self.run.init_checkpoint)
+        return p if p.is_absolute() else repository_root(self.path) / p
 
     def dataset_dir(self, override: str | os.PathLike | None = None) -> Path:
         d = Path(override) if override is not None else Path(self.run.dataset.dir)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from bert.checkpoint import load_into
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.loader import TrainLoader
 from bert.distributed.launch import DistContext, init_distributed, shutdown
@@ -71,10 +72,15 @@ def run(request: RunRequest) -> int:
         config = system.model_config()
         torch.manual_seed(request.seed)
         model = BertForPreTraining(config).to(ctx.device)
+        checkpoint = system.init_checkpoint_path()
+        if checkpoint is not None:
+            load_into(model, checkpoint, config)
         if run_spec.log_weights_initialization:
             log.weights_initialization(tensor_names(config))
         step_fn = TrainStep(system, ctx, model, build_optimizer(model, run_spec.optimizer),
                             build_schedule(run_spec.optimizer))
+        if checkpoint is not None:
+            _checkpoint_eval(ctx, files.eval_file, system, step_fn, log)
         log.init_stop()
 
         log.run_start()
@@ -94,6 +100,16 @@ def run(request: RunRequest) -> int:
         log.close()
         shutdown(ctx)
     return 0 if status == SUCCESS else 1
+
+
+def _checkpoint_eval(ctx: DistContext, eval_file: Path, system: System, step_fn: TrainStep, log: RunLog) -> None:
+    """The loaded checkpoint's eval accuracy, before run_start: a wrong conversion or eval set shows here
+    (the MLPerf phase-1 checkpoint scores about 0.34), not after the timed run."""
+    run_spec = system.run
+    eval_set = EvalSet(eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size)
+    accuracy = eval_set.accuracy(step_fn.model, step_fn.padded, step_fn.autocast)
+    log.checkpoint_eval(accuracy)
+    _say(ctx, f"init checkpoint {system.init_checkpoint_path()}: mlm accuracy {accuracy:.4f} before training")
 
 
 def _train(system, ctx, step_fn, loader, eval_set, log, progress, on_eval) -> tuple[str, str | None]:

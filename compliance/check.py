@@ -8,7 +8,9 @@ passed, and (for a folder or a package) at most one run does not count, as olymp
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,12 +109,16 @@ def find_package(path: Path) -> Path | None:
     return children[0] if len(children) == 1 else None
 
 
-def _check_log(label: str, log: ResultLog, division: str | None, ruleset: str, progress: Progress) -> LogRow:
-    findings = tuple(log_findings(log, division))
-    if any(f.blocks for f in findings):
-        return LogRow(label, log, findings, None)
-    progress(f"compliance checker: {label}")
-    return LogRow(label, log, findings, compliance_check(log.path, ruleset))
+def _check_logs(logs: list[ResultLog], labels: list[str], division: str | None, ruleset: str,
+                progress: Progress) -> list[LogRow]:
+    """A row per log: its own findings and the compliance checker's verdict (several checkers at a time: each
+    is a short process that mostly waits on Python's start-up)."""
+    findings = [tuple(log_findings(log, division)) for log in logs]
+    checkable = [log.path for log, found in zip(logs, findings) if not any(f.blocks for f in found)]
+    progress(f"compliance checker: {len(checkable)} log(s)")
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
+        verdicts = dict(zip(checkable, pool.map(lambda path: compliance_check(path, ruleset), checkable)))
+    return [LogRow(label, log, found, verdicts.get(log.path)) for label, log, found in zip(labels, logs, findings)]
 
 
 def _logged_division(logs: list[ResultLog]) -> str | None:
@@ -125,7 +131,7 @@ def _check_runs(report: CheckReport, folder: Path, division: str | None, label_p
     """The logs of one folder: a row per log, the folder's findings and the RCP checker where it applies."""
     logs = [read_result_log(p) for p in result_logs_in(folder)]
     division = division or _logged_division(logs)
-    rows = [_check_log(label_prefix + log.path.name, log, division, report.ruleset, progress) for log in logs]
+    rows = _check_logs(logs, [label_prefix + log.path.name for log in logs], division, report.ruleset, progress)
     found = folder_findings(folder, logs, division, report.ruleset)
     failing = {row.label: row.why_not_counted for row in rows if row.why_not_counted is not None}
     report.rows += rows
@@ -189,7 +195,7 @@ def check(path: str | Path, ruleset: str = "5.0.0", division: str | None = None,
     if path.is_file():
         report = CheckReport(path, "log", ruleset, division)
         log = read_result_log(path)
-        report.rows.append(_check_log(path.name, log, division, ruleset, progress))
+        report.rows += _check_logs([log], [path.name], division, ruleset, progress)
         return report
     if not path.exists():
         raise TargetError(f"{path}: no such file or folder")

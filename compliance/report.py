@@ -108,7 +108,8 @@ def _system_section(org: Path, bench: Path, result: ScoreReport, out: Path) -> t
     desc = _read_description(org / "systems" / f"{name}.json")
     rcp_mean, rcp_sentence = _rcp_text(logs, result.check.ruleset)
     timed = [log for log in logs if log.run_minutes is not None]
-    figures = [plots.accuracy_plot(logs, rcp_mean, "reference convergence mean", out / f"{name}_accuracy.png"),
+    rcp_label = f"reference convergence mean, {rcp_mean:,.0f} samples" if rcp_mean is not None else ""
+    figures = [plots.accuracy_plot(logs, rcp_mean, rcp_label, out / f"{name}_accuracy.png"),
                plots.run_times_plot([log.path.stem for log in timed], [log.run_minutes for log in timed],
                                     out / f"{name}_run_times.png"),
                plots.throughput_plot(logs, out / f"{name}_throughput.png")]

@@ -23,7 +23,8 @@ def test_events_and_figures_of_a_run(tmp_path):
                                                             (3 * INTERVAL, 0.07)]
     assert log.samples_to_converge == 3 * INTERVAL
     assert log.run_minutes is not None and log.run_minutes >= 0
-    assert [p.samples for p in log.throughput()] in ([], [INTERVAL, 2 * INTERVAL, 3 * INTERVAL])
+    # Blocks that took under a millisecond have no measurable rate and are left out.
+    assert {p.samples for p in log.throughput()} <= {INTERVAL, 2 * INTERVAL, 3 * INTERVAL}
 
 
 def test_aborted_run_has_no_samples_to_converge(tmp_path):

@@ -13,7 +13,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$repo"
 # shellcheck source=bootstrap.sh
-source "$repo/bootstrap.sh"
+source "$repo/bootstrap.sh" ""  # an explicit (empty) argument: a bare `source` would pass on our $1
 
 system="${1:-cpu_tiny}"
 eval "$(mlperf-bert system env "$system")"

@@ -19,10 +19,18 @@ from bert.tf_names import TensorName
 
 BENCHMARK = "bert"
 MAX_PREDICTIONS_PER_SEQ = "max_predictions_per_seq"  # no constant in mlperf_logging for this key
+# What an ADAM descriptor's notes say about its log (see hyperparameters).
+ADAM_KEYS_NOTE = (f"Optimizer ADAM (AdamW, open division): its betas, epsilon and weight decay are logged under the "
+                  f"LAMB key names {C.OPT_LAMB_BETA_1}, {C.OPT_LAMB_BETA_2}, {C.OPT_LAMB_EPSILON} and "
+                  f"{C.OPT_LAMB_WEIGHT_DECAY}.")
 
 
 def hyperparameters(system: System) -> dict[str, object]:
-    """The tunable hyperparameter keys of the closed division and their values, in the reference order."""
+    """The tunable hyperparameter keys of the closed division and their values, in the reference order.
+
+    The keys are LAMB's; an open-division ADAM run logs its betas, epsilon and weight decay under the same
+    names (the rules name no ADAM keys, and the checker requires none), which its descriptor's notes say.
+    """
     run, opt = system.run, system.run.optimizer
     return {
         C.GLOBAL_BATCH_SIZE: run.global_batch_size,

@@ -1,17 +1,17 @@
-"""One optimizer step: micro-batches under autocast, backward (DDP averages the gradients), clipping, update.
+"""One optimizer step: micro-batches under autocast, backward, clipping and averaging over the ranks (in
+the order the descriptor's run.clip says, bert.distributed.clipping), update.
 
 Nothing here waits for the device: the loss is accumulated on the device and read only when asked for.
 """
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from bert.distributed.clipping import clip_global_norm
+from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
+from bert.distributed.clipping import AfterAllreduce, BeforeAllreduce
 from bert.distributed.launch import DistContext
 from bert.optim.factory import set_learning_rate
 from bert.optim.schedule import LrSchedule
@@ -29,13 +29,13 @@ class TrainStep:
                  schedule: LrSchedule):
         run = system.run
         self.model, self.optimizer, self.schedule, self.ctx = model, optimizer, schedule, ctx
-        self.trained = DistributedDataParallel(model) if ctx.distributed else model
+        self.trained = DistributedDataParallel(model, bucket_cap_mb=run.bucket_cap_mb) if ctx.distributed else model
         self.padded = not run.unpadded
         self.accumulate = run.gradient_accumulation_steps
-        self.clip_norm = run.clip_norm
         self.autocast = autocast_for(system, ctx)
         self.scaler = torch.amp.GradScaler(ctx.device.type, enabled=run.precision == "fp16")
         self.params = [p for p in model.parameters() if p.requires_grad]
+        self.clipping = self._clipping(run.clip, run.clip_norm)
         self.loss_sum = torch.zeros((), device=ctx.device)
         self.micro_batches = 0
         self.tokens = 0
@@ -46,20 +46,24 @@ class TrainStep:
         for micro in range(self.accumulate):
             batch = next(loader)
             self.tokens += batch.num_tokens
-            last = micro == self.accumulate - 1
-            # Gradients of earlier micro-batches stay local; DDP reduces once, after the last one.
-            sync = contextlib.nullcontext() if last or not self.ctx.distributed else self.trained.no_sync()
-            with sync:
+            with self.clipping.micro_batch(last=micro == self.accumulate - 1):
                 with self.autocast:
                     out = self.trained(**batch.model_inputs(self.padded))
                 self.scaler.scale(out.loss / self.accumulate).backward()
             self.loss_sum += out.loss.detach()
             self.micro_batches += 1
-        self.scaler.unscale_(self.optimizer)
-        clip_global_norm(self.params, self.clip_norm)
-        self.scaler.step(self.optimizer)
+        self.clipping.finish(self.optimizer)  # .grad: averaged over ranks, clipped, unscaled
+        self.scaler.step(self.optimizer)  # skipped when the gradient has an inf or NaN
         self.scaler.update()
-        self.optimizer.zero_grad(set_to_none=True)
+        self.optimizer.zero_grad()  # apex's optimizers take no set_to_none; they and torch's set None
+
+    def _clipping(self, mode: str, clip_norm: float) -> AfterAllreduce:
+        ddp = self.trained if self.ctx.distributed else None
+        if mode == "after_allreduce":
+            return AfterAllreduce(ddp, self.params, clip_norm, self.scaler)
+        if mode == "bucketwise_before_allreduce" and ddp is not None:
+            return BucketwiseBeforeAllreduce(ddp, self.params, clip_norm, self.scaler, self.accumulate)
+        return BeforeAllreduce(ddp, self.params, clip_norm, self.scaler)  # one process: the gradient is one bucket
 
     def take_window(self) -> tuple[float, int]:
         """(mean loss, real tokens of this rank) since the last call; reads the loss from the device."""

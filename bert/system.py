@@ -7,9 +7,11 @@ ConfigError naming the file, the field and the fix.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -64,7 +66,9 @@ class DatasetSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class OptimizerSpec:
-    name: Literal["lamb"] = "lamb"
+    # lamb: the closed-division optimizer. adam: AdamW (decoupled weight decay), open division only; its
+    # betas, epsilon and weight decay are logged under the LAMB key names (bert.mllog.hyperparameters).
+    name: Literal["lamb", "adam"] = "lamb"
     base_learning_rate: float
     epsilon: float = 1e-6
     beta_1: float = 0.9
@@ -86,6 +90,22 @@ class EvalSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SearchParam:
+    """The distribution of one run field in a hyperparameter search (`mlperf-bert hpo`): a range
+    (`low`..`high`, optionally on a log scale or in steps; whole numbers for integer fields) or `choices`."""
+
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    step: float | None = None
+    choices: list[str | int | float] | None = None
+
+
+# Run fields a search may vary, besides those of run.optimizer; the rest fix the benchmark or the launch.
+SEARCHABLE_FIELDS = ("global_batch_size", "gradient_accumulation_steps", "clip")
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunSpec:
     model: str = "large"
     model_overrides: dict[str, int | float] = field(default_factory=dict)
@@ -97,8 +117,11 @@ class RunSpec:
     max_seq_length: int = 512
     max_predictions_per_seq: int = 76
     optimizer: OptimizerSpec
-    clip: Literal["after_allreduce"] = "after_allreduce"
+    # Where the gradient is clipped to clip_norm (bert.distributed.clipping): the reference global norm after
+    # DDP's allreduce, each rank's whole gradient before one allreduce, or each DDP bucket before its own.
+    clip: Literal["after_allreduce", "before_allreduce", "bucketwise_before_allreduce"] = "after_allreduce"
     clip_norm: float = 1.0
+    bucket_cap_mb: float = 25.0  # DDP's gradient bucket size, the unit of bucket-wise clipping
     unpadded: bool = True
     eval: EvalSpec = field(default_factory=EvalSpec)
     max_samples: int  # the sample cap: a run that has not reached the target by then stops as aborted
@@ -108,6 +131,7 @@ class RunSpec:
     log_weights_initialization: bool = True
     dataset: DatasetSpec
     notes: str = ""
+    search: dict[str, SearchParam] = field(default_factory=dict)  # the space of `mlperf-bert hpo`
 
 
 @dataclass(frozen=True)
@@ -219,10 +243,91 @@ def _check_run(where: str, system: System) -> None:
         (run.device == "cuda" or run.precision != "fp16", "run.precision",
          "fp16 needs device cuda; use fp32 or bf16 on cpu"),
         (run.clip_norm > 0, "run.clip_norm", "must be positive"),
+        (run.bucket_cap_mb > 0, "run.bucket_cap_mb", "must be positive"),
+        (system.division == "open" or run.optimizer.name == "lamb", "run.optimizer.name",
+         f"{run.optimizer.name!r} is open-division only: the closed division requires \"lamb\"; use it, or "
+         "set system.division to \"open\""),
     ]
     for ok, name, problem in checks:
         if not ok:
             raise ConfigError(where, name, problem)
+
+
+def with_run_values(data: dict, values: dict[str, object]) -> dict:
+    """A copy of descriptor JSON `data` with run fields set, each named by its path below the run block
+    (`global_batch_size`, `optimizer.beta_1`)."""
+    data = copy.deepcopy(data)
+    for path, value in values.items():
+        *parents, name = path.split(".")
+        block = data["run"]
+        for parent in parents:
+            block = block.setdefault(parent, {})
+        block[name] = value
+    return data
+
+
+def run_field_type(path: str) -> object:
+    """The type of the run field at `path`, or None where there is no such field."""
+    cls: object = RunSpec
+    for name in path.split("."):
+        hints = typing.get_type_hints(cls) if isinstance(cls, type) else {}
+        if name not in hints:
+            return None
+        cls = hints[name]
+    return cls
+
+
+def _check_search_param(where: str, key: str, param: SearchParam) -> list[object]:
+    """Checks the shape of one distribution; returns the values that bound it (range ends or choices)."""
+    field_name = f"run.search.{key}"
+    tp = run_field_type(key)
+    searchable = key in SEARCHABLE_FIELDS or key.startswith("optimizer.")
+    if not searchable or tp not in (int, float) and typing.get_origin(tp) is not Literal:
+        raise ConfigError(where, field_name, "not a searchable run field; search global_batch_size, "
+                          "gradient_accumulation_steps, clip or a field of run.optimizer")
+    if param.choices is not None:
+        if param.low is not None or param.high is not None or param.log or param.step is not None:
+            raise ConfigError(where, field_name, "give either choices or a range (low, high, log, step), not both")
+        if not param.choices:
+            raise ConfigError(where, field_name, "choices is empty; list at least one value")
+        return list(param.choices)
+    if tp not in (int, float):
+        raise ConfigError(where, field_name, 'has a fixed set of values; search it with "choices"')
+    if param.low is None or param.high is None or not param.low < param.high:
+        raise ConfigError(where, field_name, "a range needs low < high (or give choices)")
+    if param.log and (param.low <= 0 or param.step is not None):
+        raise ConfigError(where, field_name, "a log range needs low > 0 and no step")
+    bounds = [param.low, param.high, *([param.step] if param.step is not None else [])]
+    if tp is int and any(v != int(v) for v in bounds):
+        raise ConfigError(where, field_name, f"run.{key} is an integer field; low, high and step must be whole")
+    return [tp(param.low), tp(param.high)]
+
+
+def _check_search(where: str, data: dict, system: System) -> None:
+    """Every searched value must make a valid descriptor: checked at the ends of each range and for each
+    choice, one field at a time, so that a study fails here rather than trials later."""
+    for key, param in system.run.search.items():
+        for value in _check_search_param(where, key, param):
+            try:
+                system_from_data(with_run_values(data, {key: value}), system.path, search=False)
+            except ConfigError as e:
+                raise ConfigError(where, f"run.search.{key}", f"the value {value!r} makes the descriptor invalid: "
+                                  f"{e.field}: {e.problem}") from None
+
+
+def system_from_data(data: object, path: Path, search: bool = True) -> System:
+    """Validates descriptor JSON `data` (of the file `path`, whose stem names the system)."""
+    where = str(path)
+    if not isinstance(data, dict) or set(data) != {"system", "run"}:
+        keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise ConfigError(where, "", f'expected exactly the top-level fields "system" and "run", got {keys}')
+    description = _check_description(where, data["system"])
+    run = from_dict(RunSpec, data["run"], where, "run")
+    system = System(path.stem, path.resolve(), description, run)
+    _check_run(where, system)
+    if search:
+        _check_search(where, data, system)
+    return system
 
 
 def load_system(path: str | os.PathLike) -> System:
@@ -239,11 +344,4 @@ def load_system(path: str | os.PathLike) -> System:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise ConfigError(where, "", f"not valid JSON: {e}") from None
-    if not isinstance(data, dict) or set(data) != {"system", "run"}:
-        keys = sorted(data) if isinstance(data, dict) else type(data).__name__
-        raise ConfigError(where, "", f'expected exactly the top-level fields "system" and "run", got {keys}')
-    description = _check_description(where, data["system"])
-    run = from_dict(RunSpec, data["run"], where, "run")
-    system = System(path.stem, path.resolve(), description, run)
-    _check_run(where, system)
-    return system
+    return system_from_data(data, path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,8 @@ class RunRequest:
     log_path: Path | None
     data_dir: Path | None = None
     cache_cleared: bool = False
+    # Called after each eval with (training samples, accuracy); returning True stops the run (hpo pruning).
+    on_eval: Callable[[int, float], bool] | None = None
 
 
 @dataclass
@@ -79,7 +82,7 @@ def run(request: RunRequest) -> int:
         eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size)
         loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, request.seed,
                              system.per_process_batch, ctx.device)
-        status, reason = _train(system, ctx, step_fn, loader, eval_set, log, progress)
+        status, reason = _train(system, ctx, step_fn, loader, eval_set, log, progress, request.on_eval)
     except Exception as e:  # the log must still end with run_stop, and the reason must reach the user
         reason = f"{type(e).__name__}: {e}"
         print(f"error (rank {ctx.rank}): {reason}", file=sys.stderr, flush=True)
@@ -93,7 +96,7 @@ def run(request: RunRequest) -> int:
     return 0 if status == SUCCESS else 1
 
 
-def _train(system, ctx, step_fn, loader, eval_set, log, progress) -> tuple[str, str | None]:
+def _train(system, ctx, step_fn, loader, eval_set, log, progress, on_eval) -> tuple[str, str | None]:
     run_spec = system.run
     interval = system.eval_interval_samples
     next_eval, block_first = interval, 0
@@ -121,11 +124,14 @@ def _train(system, ctx, step_fn, loader, eval_set, log, progress) -> tuple[str, 
             progress.accuracy = eval_set.accuracy(step_fn.model, step_fn.padded, step_fn.autocast)
             log.eval_result(progress.samples, progress.accuracy)
             _say(ctx, f"eval at {progress.samples} samples: mlm accuracy {progress.accuracy:.4f}")
+            stop = on_eval is not None and on_eval(progress.samples, progress.accuracy)
             if progress.accuracy >= run_spec.eval.target_accuracy:
                 return SUCCESS, None
             if capped:
                 return ABORTED, (f"sample cap run.max_samples = {run_spec.max_samples} reached at accuracy "
                                  f"{progress.accuracy:.4f} < target {run_spec.eval.target_accuracy}")
+            if stop:
+                return ABORTED, f"stopped by the caller after the eval at {progress.samples} samples"
             while next_eval <= progress.samples:
                 next_eval += interval
             block_first = progress.samples

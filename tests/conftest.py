@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from bert.data.synth import synthesize
+from bert.data.synth_text import TextCorpusSpec, write_text_corpus
+from bert.data.wordpiece import train_vocab
 from bert.system import SyntheticDataSpec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,6 +23,16 @@ SMALL_SYNTH = SyntheticDataSpec(train_samples=2048, eval_samples=256, shards=4, 
 def small_dataset(tmp_path_factory) -> Path:
     """A small synthetic corpus (fixed-length form), shared by the whole session; do not modify it."""
     return synthesize(tmp_path_factory.mktemp("small_dataset"), SMALL_SYNTH)
+
+
+@pytest.fixture(scope="session")
+def text_corpus(tmp_path_factory) -> Path:
+    """Synthetic text in the reference layout (train/part-*.txt, eval.txt) and a vocab.txt learnt from it,
+    shared by the whole session; do not modify it."""
+    root = tmp_path_factory.mktemp("text_corpus")
+    write_text_corpus(root, TextCorpusSpec(megabytes=0.6, parts=3, eval_megabytes=0.15, seed=3))
+    train_vocab(sorted((root / "train").iterdir()), 1500, show_progress=False).write(root / "vocab.txt")
+    return root
 
 
 def descriptor(base: str = "cpu_micro", **run_changes) -> dict:

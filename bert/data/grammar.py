@@ -3,10 +3,10 @@
 The language is built so that masked-LM accuracy measures learning, not memorisation of frequencies:
 - words are spelled in 1-3 word pieces (`kalo ##mi ##re`), as WordPiece splits real text, so a masked piece
   is often given away by its neighbours, but only to a model that learnt the spellings;
-- nouns belong to one of several noun classes, and determiners agree with the noun's class and number
-  (definite for the document's recurring entities);
-- each noun has a companion adjective and a preferred preposition, each verb prefers some objects and an
-  adverb, and a document keeps one tense and one topic whose nouns and verbs recur;
+- nouns belong to one of several noun classes and have a grammatical number; the determiner agrees with the
+  class, plural nouns take ##s, and the verb agrees with its subject's number and the document's tense;
+- each noun has a companion adjective (placed after it) and a preferred preposition, each verb prefers some
+  objects and an adverb, and a document keeps one tense and one topic whose nouns and verbs recur;
 - a topic has a small lexicon, word choice inside it is Zipf-distributed, and 5% of nouns and verbs come
   from the whole (large) lexicon, so most pieces are rare and a few hundred are common, as in real text.
 No piece is frequent enough to be a good blind guess (the most frequent masked piece is well under 25%).
@@ -41,11 +41,12 @@ class Lexicon:
     adjectives: list[tuple[int, ...]]
     adverbs: list[tuple[int, ...]]
     noun_class: list[int]
+    noun_plural: list[bool]
     companion_adjective: list[int]  # per noun, an adjective index
     preferred_preposition: list[int]  # per noun, an id
     verb_objects: list[tuple[int, ...]]  # per verb, preferred noun indices
     verb_adverb: list[int]  # per verb, an adverb index
-    determiners: dict[tuple[int, bool, bool], int]  # (class, plural, definite) -> id
+    determiners: list[int]  # per noun class, an id
     topics: list[tuple[list[int], list[int]]] = field(default_factory=list)  # (noun, verb) indices
 
 
@@ -61,13 +62,13 @@ def build_lexicon(vocab_size: int, seed: int = 0, num_topics: int = 12) -> Lexic
     rng = random.Random(seed)
     sylls = _syllables(rng)
     fixed = [*SPECIAL_TOKENS, *PUNCTUATION, *PREPOSITIONS, *CONJUNCTIONS, *AUXILIARIES.values(), *INFLECTIONS]
-    determiners = sylls[: NUM_NOUN_CLASSES * 4]
+    determiners = sylls[:NUM_NOUN_CLASSES]
     # Continuation pieces are common enough that a following piece mostly gives away the word it ends.
     num_continuations = vocab_size // 3
     num_initial = vocab_size - len(fixed) - len(determiners) - num_continuations
     if num_initial < 400:
         raise ValueError(f"vocab_size {vocab_size} is too small for the grammar; use at least 1024")
-    rest = sylls[NUM_NOUN_CLASSES * 4:]
+    rest = sylls[NUM_NOUN_CLASSES:]
     pairs = [a + b for a in rest for b in rest if a + b not in fixed]
     rng.shuffle(pairs)
     continuations = ["##" + p for p in pairs[:num_continuations]]
@@ -83,16 +84,15 @@ def build_lexicon(vocab_size: int, seed: int = 0, num_topics: int = 12) -> Lexic
     n = len(words)
     nouns, verbs = words[: n * 50 // 100], words[n * 50 // 100: n * 75 // 100]
     adjectives, adverbs = words[n * 75 // 100: n * 92 // 100], words[n * 92 // 100:]
-    dets = iter(determiners)
     lex = Lexicon(
         vocab=Vocab(pieces), ids=ids, nouns=nouns, verbs=verbs, adjectives=adjectives, adverbs=adverbs,
         noun_class=[rng.randrange(NUM_NOUN_CLASSES) for _ in nouns],
+        noun_plural=[rng.random() < 0.3 for _ in nouns],
         companion_adjective=[rng.randrange(len(adjectives)) for _ in nouns],
         preferred_preposition=[ids[rng.choice(PREPOSITIONS)] for _ in nouns],
         verb_objects=[tuple(rng.sample(range(len(nouns)), 3)) for _ in verbs],
         verb_adverb=[rng.randrange(len(adverbs)) for _ in verbs],
-        determiners={(c, p, d): ids[next(dets)] for c in range(NUM_NOUN_CLASSES)
-                     for p in (False, True) for d in (False, True)},
+        determiners=[ids[d] for d in determiners],
     )
     # Topics use a small common lexicon; the rest of the words are rare (see DocumentWriter.RARE).
     noun_order, verb_order = list(range(len(nouns))), list(range(len(verbs)))
@@ -148,7 +148,7 @@ class DocumentWriter:
         if form < 0.15:
             noun = self._noun(nouns, entities)
             out.append(self.lex.preferred_preposition[noun])
-            self._noun_phrase(out, noun, rng.random() < 0.3, nested=True, nouns=nouns, entities=entities)
+            self._noun_phrase(out, noun, nested=True, nouns=nouns, entities=entities)
             out.append(self.comma)
         self._clause(out, nouns, verbs, entities, tense)
         if form > 0.85:
@@ -163,27 +163,25 @@ class DocumentWriter:
             return self.rng.randrange(len(self.lex.nouns))
         return self.rng.choice(entities) if draw < 0.45 else self._pick(nouns)
 
-    def _noun_phrase(self, out: list[int], noun: int, plural: bool, nested: bool,
-                     nouns: list[int], entities: list[int]) -> None:
+    def _noun_phrase(self, out: list[int], noun: int, nested: bool, nouns: list[int], entities: list[int]):
         rng, lex = self.rng, self.lex
-        # Recurring entities take the definite article, as in text that has introduced them.
-        out.append(lex.determiners[(lex.noun_class[noun], plural, noun in entities)])
+        out.append(lex.determiners[lex.noun_class[noun]])
+        out.extend(lex.nouns[noun])
+        if lex.noun_plural[noun]:
+            out.append(self.plural_s)
         if rng.random() < 0.5:
             adjective = lex.companion_adjective[noun] if rng.random() < 0.85 else rng.randrange(
                 len(lex.adjectives))
             out.extend(lex.adjectives[adjective])
-        out.extend(lex.nouns[noun])
-        if plural:
-            out.append(self.plural_s)
         if not nested and rng.random() < 0.25:
-            other = self._noun(nouns, entities)
             out.append(lex.preferred_preposition[noun])
-            self._noun_phrase(out, other, rng.random() < 0.3, nested=True, nouns=nouns, entities=entities)
+            self._noun_phrase(out, self._noun(nouns, entities), nested=True, nouns=nouns, entities=entities)
 
     def _clause(self, out: list[int], nouns: list[int], verbs: list[int], entities: list[int], tense: str):
         rng, lex = self.rng, self.lex
-        plural = rng.random() < 0.3
-        self._noun_phrase(out, self._noun(nouns, entities), plural, nested=False, nouns=nouns, entities=entities)
+        subject = self._noun(nouns, entities)
+        plural = lex.noun_plural[subject]
+        self._noun_phrase(out, subject, nested=False, nouns=nouns, entities=entities)
         verb = self.rng.randrange(len(lex.verbs)) if rng.random() < self.RARE else self._pick(verbs)
         if tense.startswith("progressive"):
             out.append(self.aux[(tense.split("_")[1], plural)])
@@ -197,6 +195,6 @@ class DocumentWriter:
                 out.append(self.third_person)
         objects = lex.verb_objects[verb]
         obj = rng.choice(objects) if rng.random() < 0.6 else self._noun(nouns, entities)
-        self._noun_phrase(out, obj, rng.random() < 0.3, nested=False, nouns=nouns, entities=entities)
+        self._noun_phrase(out, obj, nested=False, nouns=nouns, entities=entities)
         if rng.random() < 0.3:
             out.extend(lex.adverbs[lex.verb_adverb[verb]])

@@ -1,23 +1,32 @@
 """Pre-training samples from documents, with the reference `create_pretraining_data` semantics.
 
-A document is a list of sentences; a sentence is a list of word-piece ids. From each document the reference
-cuts chunks up to a target length (shorter with probability `short_seq_prob`), splits a chunk into segment A
-and B (B replaced by text from another document half of the time: the next-sentence label), truncates the
-longer segment from a random end, writes `[CLS] A [SEP] B [SEP]`, and masks word pieces: round(15% of the
-sequence), at least 1, at most `max_predictions`; 80% [MASK], 10% unchanged, 10% a random vocabulary word.
-The random draws happen in the reference's order, so one seed gives one corpus.
+A document is a run of sentences; a sentence a run of word-piece ids. From each document the reference cuts
+chunks up to a target length (drawn once per document pass: shorter with probability `short_seq_prob`),
+splits a chunk into segment A and B (B replaced by text from another document half of the time: the
+next-sentence label), truncates the longer segment from a random end one token at a time, writes
+`[CLS] A [SEP] B [SEP]`, and masks word pieces: round(15% of the sequence), at least 1, at most
+`max_predictions`, chosen uniformly among the non-special tokens; 80% [MASK], 10% unchanged, 10% a random
+vocabulary word. The dupe factor repeats the pass over the documents, and the instances are shuffled.
+
+The work is split in two so that it runs at array speed: `plan_instances` walks the sentences in Python
+and records each instance as four token offsets (A and B are contiguous runs of the flat token array) and
+its label; `build_samples` truncates, assembles and masks a block of planned instances with numpy. The
+draws are those of the reference in distribution (one truncation coin per dropped token becomes a binomial
+count of front drops; a shuffle of the candidates becomes a uniform subset), not in order. One seed gives
+one corpus.
 """
 
 from __future__ import annotations
 
 import random
+from bisect import bisect_left
 from dataclasses import dataclass
 
 import numpy as np
 
-from bert.data.shards import Samples
+from bert.data.shards import Samples, concat_ranges
 
-Document = list[list[int]]
+PLAN_COLUMNS = 5  # a_start, a_end, b_start, b_end (offsets into the flat tokens), is_random_next
 
 
 @dataclass(frozen=True)
@@ -26,6 +35,18 @@ class SampleSpec:
     max_predictions: int = 76
     masked_lm_prob: float = 0.15
     short_seq_prob: float = 0.1
+
+    def check(self) -> None:
+        """Raises ValueError naming the option that is out of range."""
+        if self.max_seq_length < 5:
+            raise ValueError(f"max_seq_length {self.max_seq_length} is too short: [CLS] A [SEP] B [SEP] "
+                             "needs at least 5 tokens")
+        if self.max_predictions < 1:
+            raise ValueError(f"max_predictions {self.max_predictions} must be at least 1")
+        if not 0.0 < self.masked_lm_prob < 1.0:
+            raise ValueError(f"masked_lm_prob {self.masked_lm_prob} must be between 0 and 1")
+        if not 0.0 <= self.short_seq_prob <= 1.0:
+            raise ValueError(f"short_seq_prob {self.short_seq_prob} must be between 0 and 1")
 
 
 @dataclass(frozen=True)
@@ -37,103 +58,152 @@ class SpecialIds:
 
 
 @dataclass
-class Instance:
-    tokens: list[int]
-    segment_ids: list[int]
-    masked_positions: list[int]
-    masked_labels: list[int]
-    is_random_next: bool
+class Documents:
+    """Tokenised documents as flat arrays: sentence s is tokens[sentence_offsets[s]:sentence_offsets[s+1]],
+    document d holds sentences document_offsets[d] to document_offsets[d+1]. No sentence is empty."""
+
+    tokens: np.ndarray  # [T] int32
+    sentence_offsets: np.ndarray  # [S+1] int64
+    document_offsets: np.ndarray  # [D+1] int64
+
+    def __len__(self) -> int:
+        return len(self.document_offsets) - 1
+
+    @staticmethod
+    def from_lengths(tokens: np.ndarray, sentence_lengths: np.ndarray, document_sentences: np.ndarray
+                     ) -> Documents:
+        """Drops empty sentences, then documents left without sentences."""
+        sentence_lengths = np.asarray(sentence_lengths, dtype=np.int64)
+        document_of = np.repeat(np.arange(len(document_sentences)), document_sentences)
+        kept = sentence_lengths > 0
+        sentences_per_document = np.bincount(document_of[kept], minlength=len(document_sentences))
+        sentences_per_document = sentences_per_document[sentences_per_document > 0]
+        return Documents(np.asarray(tokens, dtype=np.int32), _offsets(sentence_lengths[kept]),
+                         _offsets(sentences_per_document))
+
+    @staticmethod
+    def from_lists(documents: list[list[list[int]]]) -> Documents:
+        sentences = [s for d in documents for s in d]
+        tokens = np.fromiter((t for s in sentences for t in s), dtype=np.int32)
+        return Documents.from_lengths(tokens, np.array([len(s) for s in sentences], dtype=np.int64),
+                                      np.array([len(d) for d in documents], dtype=np.int64))
 
 
-def truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: random.Random) -> None:
-    """Drops tokens from the longer segment, at a random end each time, until the pair fits."""
-    while len(a) + len(b) > max_tokens:
-        longer = a if len(a) > len(b) else b
-        if rng.random() < 0.5:
-            del longer[0]
-        else:
-            longer.pop()
-
-
-def mask_tokens(tokens: list[int], spec: SampleSpec, special: SpecialIds, rng: random.Random
-                ) -> tuple[list[int], list[int], list[int]]:
-    """Returns (masked tokens, sorted masked positions, original ids at those positions)."""
-    candidates = [i for i, t in enumerate(tokens) if t != special.cls and t != special.sep]
-    rng.shuffle(candidates)
-    count = min(spec.max_predictions, max(1, int(round(len(tokens) * spec.masked_lm_prob))))
-    output = list(tokens)
-    chosen = sorted(candidates[:count])
-    # The reference draws the replacement for each position in shuffled order; keep that order.
-    for i in candidates[:count]:
-        if rng.random() < 0.8:
-            output[i] = special.mask
-        elif rng.random() >= 0.5:
-            output[i] = rng.randint(0, special.vocab_size - 1)
-    return output, chosen, [tokens[i] for i in chosen]
-
-
-def _random_next(documents: list[Document], index: int, target: int, rng: random.Random) -> list[int]:
-    other = index
-    for _ in range(10):
-        other = rng.randint(0, len(documents) - 1)
-        if other != index:
-            break
-    document = documents[other]
-    tokens: list[int] = []
-    for sentence in document[rng.randint(0, len(document) - 1):]:
-        tokens.extend(sentence)
-        if len(tokens) >= target:
-            break
-    return tokens
-
-
-def instances_from_document(documents: list[Document], index: int, spec: SampleSpec,
-                            special: SpecialIds, rng: random.Random) -> list[Instance]:
-    document = documents[index]
-    max_tokens = spec.max_seq_length - 3
-    target = max_tokens
-    if rng.random() < spec.short_seq_prob:
-        target = rng.randint(2, max_tokens)
-    instances: list[Instance] = []
-    chunk: list[list[int]] = []
-    chunk_len = 0
-    i = 0
-    while i < len(document):
-        chunk.append(document[i])
-        chunk_len += len(document[i])
-        if i == len(document) - 1 or chunk_len >= target:
-            a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
-            a = [t for s in chunk[:a_end] for t in s]
-            is_random_next = len(chunk) == 1 or rng.random() < 0.5
-            if is_random_next:
-                b = _random_next(documents, index, target - len(a), rng)
-                i -= len(chunk) - a_end  # the unused sentences start the next chunk
-            else:
-                b = [t for s in chunk[a_end:] for t in s]
-            truncate_pair(a, b, max_tokens, rng)
-            if a and b:
-                tokens = [special.cls, *a, special.sep, *b, special.sep]
-                segments = [0] * (len(a) + 2) + [1] * (len(b) + 1)
-                masked, positions, labels = mask_tokens(tokens, spec, special, rng)
-                instances.append(Instance(masked, segments, positions, labels, is_random_next))
-            chunk, chunk_len = [], 0
-        i += 1
-    return instances
-
-
-def instances_to_samples(instances: list[Instance], max_predictions: int) -> Samples:
-    n = len(instances)
-    lengths = np.fromiter((len(x.tokens) for x in instances), dtype=np.int64, count=n)
-    offsets = np.zeros(n + 1, dtype=np.int64)
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    positions = np.zeros((n, max_predictions), dtype=np.int32)
-    labels = np.zeros((n, max_predictions), dtype=np.int32)
-    for row, x in enumerate(instances):
-        positions[row, : len(x.masked_positions)] = x.masked_positions
-        labels[row, : len(x.masked_labels)] = x.masked_labels
-    return Samples(
-        np.fromiter((t for x in instances for t in x.tokens), dtype=np.int32, count=int(offsets[-1])),
-        np.fromiter((s for x in instances for s in x.segment_ids), dtype=np.int8, count=int(offsets[-1])),
-        offsets, positions, labels,
-        np.fromiter((x.is_random_next for x in instances), dtype=np.int8, count=n),
-    )
+    return offsets
+
+
+def plan_instances(documents: Documents, spec: SampleSpec, rng: random.Random, dupe_factor: int = 1
+                   ) -> np.ndarray:
+    """[N, 5] int64 rows (a_start, a_end, b_start, b_end, is_random_next), in document order."""
+    if len(documents) < 2:
+        raise ValueError("random next sentences need at least 2 documents")
+    sent, docs = documents.sentence_offsets.tolist(), documents.document_offsets.tolist()
+    max_tokens = spec.max_seq_length - 3
+    plans: list[int] = []
+    for _ in range(dupe_factor):
+        for d in range(len(docs) - 1):
+            target = max_tokens
+            if rng.random() < spec.short_seq_prob:
+                target = rng.randint(2, max_tokens)
+            _plan_document(sent, docs, d, target, rng, plans)
+    return np.array(plans, dtype=np.int64).reshape(-1, PLAN_COLUMNS)
+
+
+def _plan_document(sent: list[int], docs: list[int], d: int, target: int, rng: random.Random,
+                   plans: list[int]) -> None:
+    first, end = docs[d], docs[d + 1]
+    chunk, i = first, first  # the chunk holds sentences chunk..i
+    while i < end:
+        if i < end - 1 and sent[i + 1] - sent[chunk] < target:
+            i += 1
+            continue
+        count = i + 1 - chunk
+        a_end = chunk + (rng.randint(1, count - 1) if count >= 2 else 1)
+        if count == 1 or rng.random() < 0.5:
+            b_start, b_end = _random_next(sent, docs, d, max(1, target - (sent[a_end] - sent[chunk])), rng)
+            plans += (sent[chunk], sent[a_end], b_start, b_end, 1)
+            chunk = i = a_end  # the sentences that B did not use start the next chunk
+        else:
+            plans += (sent[chunk], sent[a_end], sent[a_end], sent[i + 1], 0)
+            chunk = i = i + 1
+
+
+def _random_next(sent: list[int], docs: list[int], d: int, want: int, rng: random.Random) -> tuple[int, int]:
+    """Sentences of another document, from a random one on, until `want` tokens or the document's end."""
+    other = d
+    for _ in range(10):
+        other = rng.randint(0, len(docs) - 2)
+        if other != d:
+            break
+    start = rng.randint(docs[other], docs[other + 1] - 1)
+    stop = bisect_left(sent, sent[start] + want, start + 1, docs[other + 1])
+    return sent[start], sent[stop]
+
+
+def truncated_lengths(a: np.ndarray, b: np.ndarray, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """The lengths the reference's truncation leaves: it drops from the longer segment (B on a tie) until the
+    pair fits, so the longer first comes down to the shorter, then the two alternate, B first."""
+    excess = np.maximum(a + b - max_tokens, 0)
+    from_longer = np.minimum(excess, np.abs(a - b))
+    rest = excess - from_longer
+    a_longer = a > b
+    a_cut = np.where(a_longer, from_longer, 0) + rest // 2
+    b_cut = np.where(a_longer, 0, from_longer) + rest - rest // 2
+    return a - a_cut, b - b_cut
+
+
+def build_samples(tokens: np.ndarray, plans: np.ndarray, spec: SampleSpec, special: SpecialIds,
+                  rng: np.random.Generator) -> Samples:
+    """Truncates, assembles `[CLS] A [SEP] B [SEP]` and masks the planned instances, in the given order."""
+    a_start, a_end, b_start, b_end, random_next = (plans[:, k] for k in range(PLAN_COLUMNS))
+    a_len, b_len = truncated_lengths(a_end - a_start, b_end - b_start, spec.max_seq_length - 3)
+    # Each dropped token came off the front or the back with a fair coin.
+    a_start = a_start + rng.binomial(a_end - a_start - a_len, 0.5)
+    b_start = b_start + rng.binomial(b_end - b_start - b_len, 0.5)
+    n = len(plans)
+    cls_at, sep_at = len(tokens), len(tokens) + 1  # the two special ids, appended to the source
+    one = np.ones(n, dtype=np.int64)
+    starts = np.stack([np.full(n, cls_at), a_start, np.full(n, sep_at), b_start, np.full(n, sep_at)], 1)
+    lengths = np.stack([one, a_len, one, b_len, one], 1)
+    source = np.concatenate([tokens, np.array([special.cls, special.sep], dtype=tokens.dtype)])
+    assembled = source[concat_ranges(starts.ravel(), lengths.ravel())].astype(np.int32)
+    segments = np.repeat(np.tile(np.array([0, 0, 0, 1, 1], dtype=np.int8), n), lengths.ravel())
+    offsets = _offsets(a_len + b_len + 3)
+    positions, labels = _mask(assembled, offsets, a_len, b_len, spec, special, rng)
+    return Samples(assembled, segments, offsets, positions, labels, random_next.astype(np.int8))
+
+
+def _mask(tokens: np.ndarray, offsets: np.ndarray, a_len: np.ndarray, b_len: np.ndarray, spec: SampleSpec,
+          special: SpecialIds, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Masks `tokens` in place; returns (positions, original ids), [N, max_predictions], sorted, 0-padded."""
+    n, width = len(a_len), spec.max_predictions
+    candidates = a_len + b_len
+    count = np.rint((candidates + 3) * spec.masked_lm_prob).astype(np.int64)
+    count = np.minimum(np.minimum(np.maximum(count, 1), width), candidates)
+    # A uniform subset of `count` candidates: the candidates with the smallest random keys.
+    keys = rng.random((n, int(candidates.max())), dtype=np.float32)
+    keys[np.arange(keys.shape[1])[None, :] >= candidates[:, None]] = 2.0
+    if keys.shape[1] > width:
+        keys_part = np.argpartition(keys, width - 1, axis=1)[:, :width]
+    else:
+        keys_part = np.broadcast_to(np.arange(keys.shape[1]), (n, keys.shape[1]))
+    ranked = np.take_along_axis(keys_part, np.argsort(np.take_along_axis(keys, keys_part, 1), axis=1), 1)
+    chosen = np.arange(ranked.shape[1])[None, :] < count[:, None]
+    # Candidate c is position c + 1 in segment A ([CLS] first), c + 2 in segment B (after A's [SEP]).
+    position = np.where(ranked < a_len[:, None], ranked + 1, ranked + 2)
+    position = np.sort(np.where(chosen, position, np.iinfo(np.int64).max), axis=1)[:, :width]
+    chosen = np.arange(position.shape[1])[None, :] < count[:, None]
+    rows, cols = np.nonzero(chosen)
+    flat = offsets[rows] + position[rows, cols]
+    labels = np.zeros((n, width), dtype=np.int32)
+    positions = np.zeros((n, width), dtype=np.int32)
+    labels[rows, cols] = tokens[flat]
+    positions[rows, cols] = position[rows, cols]
+    draw = rng.random(len(flat))
+    replacement = np.where(draw < 0.8, special.mask, rng.integers(0, special.vocab_size, len(flat)))
+    replace = (draw < 0.8) | (draw >= 0.9)  # the 10% in between keeps the original word
+    tokens[flat[replace]] = replacement[replace]
+    return positions, labels

@@ -20,6 +20,7 @@ import numpy as np
 
 FIXED_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
               "next_sentence_labels")
+FORMS = ("fixed", "varlen")
 VARLEN_KEYS = ("input_ids", "segment_ids", "masked_lm_positions", "masked_lm_ids", "next_sentence_labels")
 
 
@@ -47,13 +48,18 @@ class Samples:
     def max_predictions(self) -> int:
         return self.masked_positions.shape[1]
 
+    @property
+    def id_bound(self) -> int:
+        """One more than the largest token or masked id (the variable-length form stores 16-bit ids below 2**15)."""
+        return max(int(self.tokens.max(initial=0)), int(self.masked_ids.max(initial=0))) + 1
+
     def take(self, indices: np.ndarray) -> Samples:
         """The samples at `indices`, in that order."""
         indices = np.asarray(indices, dtype=np.int64)
         lengths = self.lengths[indices]
         offsets = np.zeros(len(indices) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        gather = _ranges(self.offsets[indices], lengths)
+        gather = concat_ranges(self.offsets[indices], lengths)
         return Samples(self.tokens[gather], self.segments[gather], offsets,
                        self.masked_positions[indices], self.masked_ids[indices], self.nsp_labels[indices])
 
@@ -74,17 +80,19 @@ class Samples:
         )
 
     def padded(self, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(input_ids, input_mask, segment_ids), each [N, length], zero-padded."""
-        n = len(self)
-        positions = np.arange(length)[None, :]
-        real = positions < self.lengths[:, None]
-        gather = np.where(real, self.offsets[:-1, None] + positions, 0)
-        ids = np.where(real, self.tokens[gather] if len(self.tokens) else 0, 0).astype(np.int32)
-        seg = np.where(real, self.segments[gather] if len(self.segments) else 0, 0).astype(np.int8)
-        return ids.reshape(n, length), real.astype(np.int8), seg.reshape(n, length)
+        """(input_ids, input_mask, segment_ids), each [N, length], zero-padded; no sample may be longer."""
+        n, lengths = len(self), self.lengths
+        # Row i's tokens go to flat places i*length .. i*length + lengths[i] - 1.
+        places = concat_ranges(np.arange(n, dtype=np.int64) * length, lengths)
+        ids = np.zeros(n * length, dtype=np.int32)
+        seg = np.zeros(n * length, dtype=np.int8)
+        ids[places] = self.tokens
+        seg[places] = self.segments
+        mask = (np.arange(length)[None, :] < lengths[:, None]).astype(np.int8)
+        return ids.reshape(n, length), mask, seg.reshape(n, length)
 
 
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Concatenation of arange(s, s+n) for each (s, n), without a Python loop."""
     total = int(lengths.sum())
     if total == 0:
@@ -110,25 +118,39 @@ def _is_varlen(dataset: h5py.Dataset) -> bool:
     return h5py.check_vlen_dtype(dataset.dtype) is not None
 
 
-def read_shard(path: str | os.PathLike) -> Samples:
-    """Reads one shard of either form; raises ShardError naming the file and the problem."""
+def read_arrays(path: str | os.PathLike, rows: slice = slice(None)) -> tuple[str, dict[str, np.ndarray]]:
+    """(form, the `rows` of every required key, as stored); raises ShardError naming the file and the problem."""
     path = Path(path)
     if not path.is_file():
         raise ShardError(f"{path}: no such shard file")
     try:
         with h5py.File(path, "r") as f:
-            if "input_ids" in f and _is_varlen(f["input_ids"]):
-                _check_keys(path, f, VARLEN_KEYS, "variable-length")
-                return _read_varlen(path, f)
-            _check_keys(path, f, FIXED_KEYS, "fixed-length")
-            return _read_fixed(path, f)
+            form = "varlen" if "input_ids" in f and _is_varlen(f["input_ids"]) else "fixed"
+            keys = VARLEN_KEYS if form == "varlen" else FIXED_KEYS
+            _check_keys(path, f, keys, "variable-length" if form == "varlen" else "fixed-length")
+            return form, {k: f[k][rows] for k in keys}
     except OSError as e:
         raise ShardError(f"{path}: not a readable HDF5 file ({e})") from e
 
 
-def _read_fixed(path: Path, f: h5py.File) -> Samples:
-    ids, mask, seg = f["input_ids"][:], f["input_mask"][:], f["segment_ids"][:]
-    positions, mlm_ids, nsp = f["masked_lm_positions"][:], f["masked_lm_ids"][:], f["next_sentence_labels"][:]
+def samples_from_arrays(path: Path, form: str, arrays: dict[str, np.ndarray]) -> Samples:
+    return _read_varlen(path, arrays) if form == "varlen" else _read_fixed(path, arrays)
+
+
+def read_shard(path: str | os.PathLike, rows: slice = slice(None)) -> Samples:
+    """Reads one shard of either form (or only its `rows`); raises ShardError naming the file and the problem."""
+    form, arrays = read_arrays(path, rows)
+    return samples_from_arrays(Path(path), form, arrays)
+
+
+def row_blocks(samples: int, block: int) -> list[slice]:
+    """Row ranges of at most `block` rows covering `samples` rows: to read a large shard a piece at a time."""
+    return [slice(first, min(first + block, samples)) for first in range(0, samples, block)]
+
+
+def _read_fixed(path: Path, arrays: dict[str, np.ndarray]) -> Samples:
+    ids, mask, seg = arrays["input_ids"], arrays["input_mask"], arrays["segment_ids"]
+    positions, mlm_ids, nsp = arrays["masked_lm_positions"], arrays["masked_lm_ids"], arrays["next_sentence_labels"]
     n = len(ids)
     for key, a in (("input_mask", mask), ("segment_ids", seg), ("masked_lm_positions", positions),
                    ("masked_lm_ids", mlm_ids), ("next_sentence_labels", nsp)):
@@ -150,75 +172,171 @@ def _read_fixed(path: Path, f: h5py.File) -> Samples:
                    positions.astype(np.int32), mlm_ids.astype(np.int32), nsp.reshape(n).astype(np.int8))
 
 
-def _read_varlen(path: Path, f: h5py.File) -> Samples:
-    ids, seg = f["input_ids"][:], f["segment_ids"][:]
-    positions, mlm_ids, nsp = f["masked_lm_positions"][:], f["masked_lm_ids"][:], f["next_sentence_labels"][:]
+def _read_varlen(path: Path, arrays: dict[str, np.ndarray]) -> Samples:
+    ids, seg, positions, mlm_ids = (arrays[k] for k in VARLEN_KEYS[:4])
     n = len(ids)
-    lengths = np.fromiter((len(r) for r in ids), dtype=np.int64, count=n)
-    if len(seg) != n or any(len(a) != len(b) for a, b in zip(ids, seg)):
+    lengths, counts = _row_lengths(ids), _row_lengths(positions)
+    if len(seg) != n or not np.array_equal(_row_lengths(seg), lengths):
         raise ShardError(f"{path}: segment_ids rows do not match input_ids rows")
-    counts = np.fromiter((len(r) for r in positions), dtype=np.int64, count=n)
+    id_counts = _row_lengths(mlm_ids)
+    if len(mlm_ids) != n or not np.array_equal(id_counts, counts):
+        i = int(np.argmax(id_counts != counts)) if len(mlm_ids) == n else min(n, len(mlm_ids))
+        raise ShardError(f"{path}: row {i}: masked_lm_positions and masked_lm_ids differ in length")
     width = int(counts.max()) if n else 0
+    listed = np.arange(width)[None, :] < counts[:, None]
     pos = np.zeros((n, width), dtype=np.int32)
     mid = np.zeros((n, width), dtype=np.int32)
-    for i in range(n):
-        if len(mlm_ids[i]) != counts[i]:
-            raise ShardError(f"{path}: row {i}: {counts[i]} masked positions but {len(mlm_ids[i])} masked ids")
-        pos[i, : counts[i]] = positions[i]
-        mid[i, : counts[i]] = mlm_ids[i]
+    pos[listed], mid[listed] = _flat(positions, np.int32), _flat(mlm_ids, np.int32)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    tokens = np.concatenate(list(ids)).astype(np.int32) if n else np.zeros(0, np.int32)
-    segments = np.concatenate(list(seg)).astype(np.int8) if n else np.zeros(0, np.int8)
-    return Samples(tokens, segments, offsets, pos, mid, np.asarray(nsp).reshape(n).astype(np.int8))
+    nsp = np.asarray(arrays["next_sentence_labels"]).reshape(n).astype(np.int8)
+    return Samples(_flat(ids, np.int32), _flat(seg, np.int8), offsets, pos, mid, nsp)
+
+
+def _row_lengths(rows: np.ndarray) -> np.ndarray:
+    return np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+
+
+def _flat(rows: np.ndarray, dtype: type) -> np.ndarray:
+    return np.concatenate(list(rows)).astype(dtype) if len(rows) else np.zeros(0, dtype)
+
+
+@dataclass(frozen=True)
+class ShardHeader:
+    samples: int
+    form: str  # "fixed" or "varlen"
+    seq_length: int | None  # the fixed form's row width
+    predictions: int | None  # the fixed form's masked-position width
+
+
+def shard_header(path: str | os.PathLike) -> ShardHeader:
+    """The sample count and shapes of a shard, from HDF5 metadata alone (no sample data is read)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ShardError(f"{path}: no such shard file")
+    try:
+        with h5py.File(path, "r") as f:
+            varlen = "input_ids" in f and _is_varlen(f["input_ids"])
+            keys = VARLEN_KEYS if varlen else FIXED_KEYS
+            _check_keys(path, f, keys, "variable-length" if varlen else "fixed-length")
+            rows = {k: f[k].shape[0] for k in keys}
+            if len(set(rows.values())) != 1:
+                raise ShardError(f"{path}: keys have different sample counts {rows}")
+            if varlen:
+                return ShardHeader(rows["input_ids"], "varlen", None, None)
+            return ShardHeader(rows["input_ids"], "fixed", f["input_ids"].shape[1],
+                               f["masked_lm_positions"].shape[1])
+    except OSError as e:
+        raise ShardError(f"{path}: not a readable HDF5 file ({e})") from e
+
+
+class ShardWriter:
+    """Writes one shard, a block of samples at a time, in the fixed or variable-length form. The file appears
+    under its name only when `close` succeeds (it is written to a temporary name, then renamed); used as a
+    context manager, an exception leaves nothing behind. The same samples always give the same bytes."""
+
+    def __init__(self, path: str | os.PathLike, form: str, max_seq_length: int, max_predictions: int,
+                 vocab_size: int | None = None):
+        if form not in FORMS:
+            raise ValueError(f"unknown shard form {form!r}; use 'fixed' or 'varlen'")
+        self.path, self.form = Path(path), form
+        self.max_seq_length, self.max_predictions = max_seq_length, max_predictions
+        self.rows = 0
+        self._tmp = self.path.with_name(f".{self.path.name}.tmp{os.getpid()}")
+        self._file = h5py.File(self._tmp, "w")
+        self._id_type = np.int16 if vocab_size is not None and vocab_size <= 2**15 else np.int32
+        try:
+            self._create_datasets()
+        except BaseException:
+            self.abort()
+            raise
+
+    def _create_datasets(self) -> None:
+        for key, dtype, width in self._columns():
+            if self.form == "fixed":
+                shape = (0, width) if width else (0,)
+                chunk_rows = _chunk_rows(np.dtype(dtype).itemsize * (width or 1))
+                self._file.create_dataset(key, shape=shape, maxshape=(None, *shape[1:]), dtype=dtype,
+                                          chunks=(chunk_rows, *shape[1:]), compression="gzip",
+                                          compression_opts=1, track_times=False)
+            else:
+                self._file.create_dataset(key, shape=(0,), maxshape=(None,), chunks=(4096,), track_times=False,
+                                          dtype=h5py.vlen_dtype(dtype) if width else dtype)
+
+    def _columns(self) -> list[tuple[str, type, int]]:
+        """(key, dtype, row width or 0 for a scalar per sample); varlen rows are cut to their length."""
+        length, width = self.max_seq_length, self.max_predictions
+        if self.form == "fixed":
+            return [("input_ids", np.int32, length), ("input_mask", np.int8, length),
+                    ("segment_ids", np.int8, length), ("masked_lm_positions", np.int32, width),
+                    ("masked_lm_ids", np.int32, width), ("next_sentence_labels", np.int8, 0)]
+        return [("input_ids", self._id_type, length), ("segment_ids", np.int8, length),
+                ("masked_lm_positions", np.int16, width), ("masked_lm_ids", self._id_type, width),
+                ("next_sentence_labels", np.int8, 0)]
+
+    def append(self, samples: Samples) -> None:
+        if len(samples) == 0:
+            return
+        if samples.lengths.max() > self.max_seq_length:
+            raise ValueError(f"{self.path}: a sample has {samples.lengths.max()} tokens > max_seq_length "
+                             f"{self.max_seq_length}")
+        counts = (samples.masked_positions > 0).sum(1)
+        if counts.max() > self.max_predictions:
+            raise ValueError(f"{self.path}: a sample has {counts.max()} masked positions > max_predictions "
+                             f"{self.max_predictions}")
+        columns = self._fixed_rows(samples) if self.form == "fixed" else self._varlen_rows(samples, counts)
+        start, self.rows = self.rows, self.rows + len(samples)
+        for key, values in columns.items():
+            dataset = self._file[key]
+            dataset.resize(self.rows, axis=0)
+            dataset[start:self.rows] = values
+
+    def _fixed_rows(self, s: Samples) -> dict[str, np.ndarray]:
+        ids, mask, seg = s.padded(self.max_seq_length)
+        return {"input_ids": ids, "input_mask": mask, "segment_ids": seg,
+                "masked_lm_positions": _widen(s.masked_positions, self.max_predictions),
+                "masked_lm_ids": _widen(s.masked_ids, self.max_predictions), "next_sentence_labels": s.nsp_labels}
+
+    def _varlen_rows(self, s: Samples, counts: np.ndarray) -> dict[str, np.ndarray]:
+        def rows(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+            column = np.empty(len(offsets) - 1, dtype=object)
+            column[:] = np.split(values, offsets[1:-1])
+            return column
+
+        listed = np.arange(s.max_predictions)[None, :] < counts[:, None]
+        mask_offsets = np.concatenate([[0], np.cumsum(counts)])
+        return {"input_ids": rows(s.tokens.astype(self._id_type), s.offsets),
+                "segment_ids": rows(s.segments, s.offsets),
+                "masked_lm_positions": rows(s.masked_positions[listed].astype(np.int16), mask_offsets),
+                "masked_lm_ids": rows(s.masked_ids[listed].astype(self._id_type), mask_offsets),
+                "next_sentence_labels": s.nsp_labels}
+
+    def close(self) -> Path:
+        self._file.close()
+        os.replace(self._tmp, self.path)
+        return self.path
+
+    def abort(self) -> None:
+        self._file.close()
+        self._tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> ShardWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def _chunk_rows(row_bytes: int) -> int:
+    """Rows per HDF5 chunk: about 256 KiB, a power of two so that blocks of whole chunks are appended."""
+    return 1 << max(0, min(12, (2**18 // row_bytes).bit_length() - 1))
 
 
 def write_shard(path: str | os.PathLike, samples: Samples, form: str, max_seq_length: int,
                 max_predictions: int) -> None:
-    """Writes `samples` in the fixed or variable-length form; the file appears under its name only when
-    complete (written to a temporary name, then renamed)."""
-    path = Path(path)
-    if form not in ("fixed", "varlen"):
-        raise ValueError(f"unknown shard form {form!r}; use 'fixed' or 'varlen'")
-    if len(samples) and samples.lengths.max() > max_seq_length:
-        raise ValueError(f"{path}: a sample has {samples.lengths.max()} tokens > max_seq_length {max_seq_length}")
-    positions = _widen(samples.masked_positions, max_predictions)
-    mlm_ids = _widen(samples.masked_ids, max_predictions)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with h5py.File(tmp, "w") as f:
-            if form == "fixed":
-                _write_fixed(f, samples, positions, mlm_ids, max_seq_length)
-            else:
-                _write_varlen(f, samples)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _write_fixed(f: h5py.File, s: Samples, positions: np.ndarray, mlm_ids: np.ndarray, length: int) -> None:
-    ids, mask, seg = s.padded(length)
-    opts = {"compression": "gzip", "compression_opts": 1}
-    f.create_dataset("input_ids", data=ids, dtype="i4", **opts)
-    f.create_dataset("input_mask", data=mask, dtype="i1", **opts)
-    f.create_dataset("segment_ids", data=seg, dtype="i1", **opts)
-    f.create_dataset("masked_lm_positions", data=positions, dtype="i4", **opts)
-    f.create_dataset("masked_lm_ids", data=mlm_ids, dtype="i4", **opts)
-    f.create_dataset("next_sentence_labels", data=s.nsp_labels, dtype="i1")
-
-
-def _write_varlen(f: h5py.File, s: Samples) -> None:
-    counts = (s.masked_positions > 0).sum(1)
-    rows = [(s.offsets[i], s.offsets[i + 1]) for i in range(len(s))]
-    for key, dtype, values in (
-        ("input_ids", np.int16 if s.tokens.max(initial=0) < 2**15 else np.int32,
-         [s.tokens[a:b] for a, b in rows]),
-        ("segment_ids", np.int8, [s.segments[a:b] for a, b in rows]),
-        ("masked_lm_positions", np.int16, [s.masked_positions[i, : counts[i]] for i in range(len(s))]),
-        ("masked_lm_ids", np.int16 if s.masked_ids.max(initial=0) < 2**15 else np.int32,
-         [s.masked_ids[i, : counts[i]] for i in range(len(s))]),
-    ):
-        column = np.empty(len(s), dtype=object)
-        column[:] = [v.astype(dtype) for v in values]
-        f.create_dataset(key, data=column, dtype=h5py.vlen_dtype(dtype))
-    f.create_dataset("next_sentence_labels", data=s.nsp_labels, dtype="i1")
+    """Writes `samples` as one shard (see ShardWriter)."""
+    with ShardWriter(path, form, max_seq_length, max_predictions, samples.id_bound) as writer:
+        writer.append(samples)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from bert.data.grammar import DocumentWriter, Lexicon, build_lexicon
-from bert.data.pretraining import SampleSpec, SpecialIds, instances_from_document, instances_to_samples
+from bert.data.pretraining import Documents, SampleSpec, SpecialIds, build_samples, plan_instances
 from bert.data.shards import Samples, write_shard
 from bert.system import SyntheticDataSpec
 
@@ -30,14 +30,18 @@ def _samples(lexicon: Lexicon, count: int, spec: SyntheticDataSpec, seed: int) -
     vocab = lexicon.vocab
     special = SpecialIds(vocab.cls_id, vocab.sep_id, vocab.mask_id, len(vocab))
     sample_spec = SampleSpec(spec.max_seq_length, spec.max_predictions)
-    instances = []
+    tokens, plans, planned, base = [], [], 0, 0
     # Documents are made in batches so that random next sentences have other documents to come from.
-    while len(instances) < count:
-        documents = [writer.document() for _ in range(256)]
-        for index in range(len(documents)):
-            instances.extend(instances_from_document(documents, index, sample_spec, special, rng))
-    rng.shuffle(instances)
-    return instances_to_samples(instances[:count], spec.max_predictions)
+    while planned < count:
+        documents = Documents.from_lists([writer.document() for _ in range(256)])
+        batch = plan_instances(documents, sample_spec, rng)
+        batch[:, :4] += base
+        tokens.append(documents.tokens)
+        plans.append(batch)
+        planned, base = planned + len(batch), base + len(documents.tokens)
+    order = np.random.default_rng(seed).permutation(planned)[:count]
+    return build_samples(np.concatenate(tokens), np.concatenate(plans)[order], sample_spec, special,
+                         np.random.default_rng([seed, 1]))
 
 
 def is_complete(out_dir: str | os.PathLike) -> bool:

@@ -1,15 +1,91 @@
-"""Gradient clipping to a global norm.
+"""Gradient clipping to clip_norm in the three places a descriptor can choose (`run.clip`).
 
-`after_allreduce` is the reference: the norm of the averaged gradient, computed after DDP's allreduce.
+- `after_allreduce` (the reference): DDP averages the gradients after the last micro-batch's backward;
+  the global norm of the average is clipped. The update waits for all communication.
+- `before_allreduce`: the micro-batches accumulate locally (DDP `no_sync`), each rank clips its whole
+  local gradient, then one coalesced allreduce averages. The average of vectors within the clip_norm ball
+  is within it too.
+- `bucketwise_before_allreduce` (bert.distributed.clip_hook): each DDP bucket is clipped as soon as it is
+  ready and its allreduce starts at once, overlapping the rest of the backward pass.
+
+Under fp16 loss scaling the two "before" modes clip the scaled gradient against scale x bound, which is
+clipping the unscaled gradient, and unscale only after the allreduce: the GradScaler then looks for inf/NaN
+in the averaged gradient, which is the same on every rank, so an overflow on any rank skips the step on
+all of them. A non-finite norm leaves the gradient non-finite (never zero) for the same reason.
+
+In a single process there is no DDP and no bucket: both "before" modes clip the whole gradient, which is
+also what `after_allreduce` does there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import math
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 
-def clip_global_norm(params: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
-    """Scales the gradients so that their joint L2 norm is at most max_norm; returns the norm before."""
-    return torch.nn.utils.clip_grad_norm_(list(params), max_norm, foreach=True)
+def clip_to_norm_(tensors: Sequence[torch.Tensor], max_norm: torch.Tensor | float) -> torch.Tensor:
+    """Scales `tensors` in place so that their joint L2 norm is at most `max_norm`; returns the norm before.
+
+    A non-finite norm makes every tensor NaN rather than zero, so that loss scaling still sees the overflow.
+    """
+    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(list(tensors))))
+    factor = torch.clamp(max_norm / norm, max=1.0)  # a zero norm gives inf, clamped to 1
+    factor = torch.where(torch.isfinite(norm), factor, torch.full_like(norm, math.nan))
+    torch._foreach_mul_(list(tensors), factor)
+    return norm
+
+
+def clip_global_norm(params: Sequence[nn.Parameter], max_norm: torch.Tensor | float) -> torch.Tensor:
+    """Clips the gradients of `params` to a joint norm of at most `max_norm`; returns the norm before."""
+    return clip_to_norm_([p.grad for p in params if p.grad is not None], max_norm)
+
+
+def loss_scale(scaler: torch.amp.GradScaler, device: torch.device) -> torch.Tensor | float:
+    """The GradScaler's current scale as a device tensor (1.0 when loss scaling is off), without a sync."""
+    return scaler.scale(torch.ones((), device=device)) if scaler.is_enabled() else 1.0
+
+
+def allreduce_mean_(tensors: Sequence[torch.Tensor], group: dist.ProcessGroup) -> None:
+    """Averages `tensors` over the ranks of `group` in one allreduce of their concatenation."""
+    flat = torch.cat([t.reshape(-1) for t in tensors]).div_(group.size())
+    dist.all_reduce(flat, group=group)
+    parts = flat.split([t.numel() for t in tensors])
+    torch._foreach_copy_(list(tensors), [part.view_as(t) for part, t in zip(parts, tensors)])
+
+
+class AfterAllreduce:
+    """The reference: DDP reduces after the last micro-batch, then the averaged gradient is clipped."""
+
+    def __init__(self, ddp: DistributedDataParallel | None, params: list[nn.Parameter], clip_norm: float,
+                 scaler: torch.amp.GradScaler):
+        self.ddp, self.params, self.clip_norm, self.scaler = ddp, params, clip_norm, scaler
+
+    def micro_batch(self, last: bool) -> AbstractContextManager:
+        """The context of one micro-batch's forward and backward."""
+        return self.ddp.no_sync() if self.ddp is not None and not last else contextlib.nullcontext()
+
+    def finish(self, optimizer: torch.optim.Optimizer) -> None:
+        """After the last backward: leaves the final, unscaled gradient in .grad for the optimizer."""
+        self.scaler.unscale_(optimizer)
+        clip_global_norm(self.params, self.clip_norm)
+
+
+class BeforeAllreduce(AfterAllreduce):
+    """Each rank clips its whole local (accumulated) gradient, then one allreduce averages it."""
+
+    def micro_batch(self, last: bool) -> AbstractContextManager:
+        return self.ddp.no_sync() if self.ddp is not None else contextlib.nullcontext()
+
+    def finish(self, optimizer: torch.optim.Optimizer) -> None:
+        grads = [p.grad for p in self.params if p.grad is not None]
+        clip_to_norm_(grads, loss_scale(self.scaler, grads[0].device) * self.clip_norm)
+        if self.ddp is not None:
+            allreduce_mean_(grads, self.ddp.process_group)
+        self.scaler.unscale_(optimizer)

@@ -1,6 +1,15 @@
-"""Optimizer construction from the descriptor: parameter groups and the learning-rate schedule."""
+"""Optimizer construction from the descriptor: parameter groups, the optimizer family and the schedule.
+
+`lamb` (the closed division's) and `adam` (AdamW, decoupled weight decay; open division). On CUDA, NVIDIA
+apex's fused kernels are used when apex is importable (NVIDIA containers); otherwise LAMB is bert.optim.lamb
+and AdamW is torch's, fused on CUDA and foreach on the CPU. Clipping is never the optimizer's job here: it
+happens in the step (bert.distributed.clipping), before or after the allreduce as the descriptor says.
+"""
 
 from __future__ import annotations
+
+import math
+from types import ModuleType
 
 import torch
 from torch import nn
@@ -23,9 +32,33 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def build_optimizer(model: nn.Module, spec: OptimizerSpec) -> torch.optim.Optimizer:
+def apex_optimizers() -> ModuleType | None:
+    """`apex.optimizers` when NVIDIA apex is importable with its CUDA extensions, else None."""
+    try:
+        import amp_C  # noqa: F401  (apex's fused kernels; the PyPI package named apex is something else)
+        from apex import optimizers
+    except ImportError:
+        return None
+    return optimizers
+
+
+def build_optimizer(model: nn.Module, spec: OptimizerSpec, apex: ModuleType | None = None) -> torch.optim.Optimizer:
+    """The descriptor's optimizer over `model`; `apex` is apex.optimizers, looked up when the model is on CUDA."""
     groups = parameter_groups(model, spec.weight_decay_rate)
-    return Lamb(groups, lr=spec.base_learning_rate, betas=(spec.beta_1, spec.beta_2), eps=spec.epsilon)
+    cuda = next(model.parameters()).is_cuda
+    if apex is None and cuda:
+        apex = apex_optimizers()
+    settings = {"lr": spec.base_learning_rate, "betas": (spec.beta_1, spec.beta_2), "eps": spec.epsilon}
+    if spec.name == "lamb":
+        if apex is None:
+            return Lamb(groups, **settings)
+        # FusedLAMB clips by the global norm itself (by norm / max_grad_norm when the norm is larger); an
+        # infinite maximum turns that off, so the step's clipping mode is the only clipping. use_nvlamb=False
+        # keeps the reference: no trust ratio for the tensors without weight decay.
+        return apex.FusedLAMB(groups, **settings, max_grad_norm=math.inf, use_nvlamb=False)
+    if apex is not None:
+        return apex.FusedAdam(groups, **settings, adam_w_mode=True)
+    return torch.optim.AdamW(groups, **settings, **({"fused": True} if cuda else {"foreach": True}))
 
 
 def build_schedule(spec: OptimizerSpec) -> LrSchedule:

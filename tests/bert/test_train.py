@@ -81,3 +81,21 @@ def test_too_few_eval_samples_is_named(tmp_path, small_dataset, cpu_env):
     proc, _ = _train(tmp_path, system, small_dataset, 1, cpu_env)
     assert proc.returncode != 0
     assert "has 256 eval samples, fewer than run.eval.samples = 10000" in proc.stderr
+
+
+def test_missing_dataset_and_missing_shards_are_named(tmp_path, cpu_env):
+    system = write_descriptor(tmp_path, "micro", descriptor())
+    proc, _ = _train(tmp_path, system, tmp_path / "nowhere", 1, cpu_env)
+    assert proc.returncode != 0 and "nowhere: dataset directory does not exist" in proc.stderr
+    (tmp_path / "empty").mkdir()
+    proc, _ = _train(tmp_path, system, tmp_path / "empty", 1, cpu_env)
+    assert proc.returncode != 0 and "no training shards match 'train/*.hdf5'" in proc.stderr
+
+
+def test_bad_descriptor_is_one_line_before_anything_runs(tmp_path, cpu_env):
+    system = write_descriptor(tmp_path, "micro", descriptor(model="huge"))
+    proc = subprocess.run([sys.executable, "-m", "bert.cli", "train", "--system", str(system), "--seed", "1"],
+                          env=cpu_env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "micro.json: run.model: unknown model config 'huge'" in proc.stderr
+    assert "Traceback" not in proc.stderr

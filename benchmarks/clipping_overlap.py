@@ -1,0 +1,154 @@
+"""Step time of the three clipping modes (run.clip) on gloo ranks of one machine, in one run.
+
+The peer is the reference, `after_allreduce`: the update waits for every bucket's allreduce and then for a
+global norm. Ours is `bucketwise_before_allreduce`: each DDP bucket is clipped and its allreduce starts
+while the backward pass goes on. Every rank runs the harness's own TrainStep on a BERT big enough that the
+gradient allreduce takes a real share of the step (BERT-base by default), with random full-length
+sequences. Modes alternate over rounds, and each mode's time is the median of its rounds' mean step times
+(the slowest rank's). The last line is the ratio at the largest world size:
+`bucketwise_over_after_allreduce=<x>` (below 1: the overlap pays).
+
+    python benchmarks/clipping_overlap.py                       # 2 and 4 ranks, BERT-base (long on 2 cores)
+    python benchmarks/clipping_overlap.py --world-sizes 2 --layers 2 --steps 2 --rounds 1   # a quick check
+
+Results (with date, machine and torch version) go to benchmarks/clipping_overlap_results.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from results_file import write_results
+
+from bert.data.batch import Batch, collate
+from bert.data.shards import Samples
+from bert.distributed.launch import DistContext
+from bert.model import BertForPreTraining
+from bert.optim.factory import build_optimizer, build_schedule
+from bert.step import TrainStep
+from bert.system import System, system_from_data, with_run_values
+
+REPO = Path(__file__).resolve().parent.parent
+MODES = ("after_allreduce", "before_allreduce", "bucketwise_before_allreduce")
+RESULTS = Path(__file__).with_name("clipping_overlap_results.md")
+
+
+def bench_system(args: argparse.Namespace, world_size: int, mode: str) -> System:
+    template = REPO / "systems" / "cpu_tiny.json"
+    data = with_run_values(json.loads(template.read_text()), {
+        "model": args.model, "model_overrides": {"num_layers": args.layers} if args.layers else {},
+        "processes_per_node": world_size, "global_batch_size": args.batch * world_size,
+        "gradient_accumulation_steps": 1, "max_seq_length": args.seq, "max_predictions_per_seq": args.seq // 7,
+        "clip": mode, "bucket_cap_mb": args.bucket_cap_mb,
+    })
+    return system_from_data(data, template)
+
+
+def random_batch(system: System, rng: np.random.Generator) -> Batch:
+    """Full-length random sequences, so that every rank does the same work."""
+    n, length, width = system.per_process_batch, system.run.max_seq_length, system.run.max_predictions_per_seq
+    vocab = system.model_config().vocab_size
+    positions = np.sort(np.stack([rng.choice(np.arange(1, length), width, replace=False) for _ in range(n)]), axis=1)
+    samples = Samples(
+        tokens=rng.integers(5, vocab, n * length).astype(np.int32),
+        segments=np.tile((np.arange(length) >= length // 2).astype(np.int8), n),
+        offsets=np.arange(n + 1, dtype=np.int64) * length,
+        masked_positions=positions.astype(np.int32),
+        masked_ids=rng.integers(5, vocab, (n, width)).astype(np.int32),
+        nsp_labels=rng.integers(0, 2, n).astype(np.int8),
+    )
+    return collate(samples)
+
+
+def time_mode(args: argparse.Namespace, rank: int, world_size: int, mode: str) -> float:
+    """Mean seconds per step of the slowest rank, after warm-up steps (which include DDP's bucket rebuild)."""
+    system = bench_system(args, world_size, mode)
+    ctx = DistContext(rank, world_size, rank, world_size, torch.device("cpu"))
+    torch.manual_seed(0)
+    model = BertForPreTraining(system.model_config())
+    step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
+                     build_schedule(system.run.optimizer))
+    batch = random_batch(system, np.random.default_rng(rank))
+    batches = iter(lambda: batch, None)
+    for s in range(args.warmup):
+        step(batches, s)
+    dist.barrier()
+    start = time.perf_counter()
+    for s in range(args.steps):
+        step(batches, args.warmup + s)
+    elapsed = torch.tensor((time.perf_counter() - start) / args.steps)
+    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+    return float(elapsed)
+
+
+def rank_main(rank: int, args: argparse.Namespace, world_size: int, port: int, results: dict) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
+    dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=timedelta(minutes=30))
+    times: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for r in range(args.rounds):
+        for mode in MODES if r % 2 == 0 else reversed(MODES):
+            times[mode].append(time_mode(args, rank, world_size, mode))
+            if rank == 0:
+                print(f"  world {world_size} round {r + 1}/{args.rounds} {mode}: {times[mode][-1]:.3f} s/step",
+                      flush=True)
+    if rank == 0:
+        results.update({mode: statistics.median(t) for mode, t in times.items()})
+    dist.destroy_process_group()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def measure(args: argparse.Namespace, world_size: int) -> dict[str, float]:
+    with mp.Manager() as manager:
+        results = manager.dict()
+        mp.spawn(rank_main, args=(args, world_size, free_port(), results), nprocs=world_size)
+        return dict(results)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--world-sizes", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--model", default="base", help="named model config (bert.config)")
+    parser.add_argument("--layers", type=int, default=None, help="override the number of encoder layers")
+    parser.add_argument("--batch", type=int, default=4, help="sequences per rank and step")
+    parser.add_argument("--seq", type=int, default=128, help="sequence length")
+    parser.add_argument("--bucket-cap-mb", type=float, default=25.0)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-results", action="store_true", help="do not write the results file")
+    args = parser.parse_args(argv)
+    lines = []
+    for world_size in sorted(args.world_sizes):
+        times = measure(args, world_size)
+        ratio = times["bucketwise_before_allreduce"] / times["after_allreduce"]
+        lines += [f"world {world_size}: " + ", ".join(f"{m} {times[m]:.3f} s/step" for m in MODES),
+                  f"world {world_size}: peer (after_allreduce) {times['after_allreduce']:.3f} s/step, ours "
+                  f"(bucketwise_before_allreduce) {times['bucketwise_before_allreduce']:.3f} s/step, "
+                  f"ratio {ratio:.3f}"]
+        print("\n".join(lines[-2:]), flush=True)
+    lines.append(f"bucketwise_over_after_allreduce={ratio:.3f}")
+    print(lines[-1])
+    if not args.no_results:
+        write_results(RESULTS, lines, argv, ', gloo on one machine')
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,99 @@
+"""Training samples to reach the target: LAMB (the peer, the closed division's optimizer) against tuned ADAM
+(ours, the seed paper's open-division choice), over the same seeds, each run launched as run_and_time.sh
+launches it (torchrun with the descriptor's processes) and read from its MLPerf log.
+
+    python benchmarks/optimizer_convergence.py                            # cpu_tiny vs cpu_tiny_adam, 5 seeds
+    python benchmarks/optimizer_convergence.py --seeds 1 --max-samples 16384   # a quick check of the machinery
+
+A run that stops at the sample cap counts as the cap (marked "capped"). The last line is
+`adam_over_lamb_samples=<x>`, the ratio of the mean samples (below 1: ADAM needs fewer). Results (with date,
+machine and torch version) go to benchmarks/optimizer_convergence_results.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from results_file import write_results
+
+from bert.system import System, load_system, system_from_data, with_run_values
+
+RESULTS = Path(__file__).with_name("optimizer_convergence_results.md")
+
+
+def capped_system(system: System, max_samples: int | None, folder: Path) -> System:
+    """The descriptor itself, or a copy with a lower sample cap (for quick checks)."""
+    if max_samples is None:
+        return system
+    data = with_run_values(json.loads(system.path.read_text()), {"max_samples": max_samples})
+    path = folder / system.path.name
+    path.write_text(json.dumps(data, indent=2))
+    return system_from_data(data, path)
+
+
+def samples_to_target(system: System, seed: int, folder: Path, data_dir: Path) -> tuple[int, bool]:
+    """(training samples at the stop, whether the target was reached) of one run."""
+    log = folder / f"{system.name}_seed{seed}.txt"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+           f"--nproc_per_node={system.run.processes_per_node}", "-m", "bert.cli", "train", "--system",
+           str(system.path), "--seed", str(seed), "--log-file", str(log), "--data-dir", str(data_dir)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    events = [json.loads(line.split(":::MLLOG ", 1)[1]) for line in log.read_text().splitlines()
+              if line.startswith(":::MLLOG ")] if log.exists() else []
+    stop = next((e for e in events if e["key"] == "run_stop"), None)
+    if stop is None or "reason" in stop["metadata"] and "sample cap" not in stop["metadata"]["reason"]:
+        raise RuntimeError(f"{system.name} seed {seed} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    samples = next(e["value"] for e in events if e["key"] == "train_samples")
+    return samples, stop["metadata"]["status"] == "success"
+
+
+def ensure_dataset(system: System) -> Path:
+    """The descriptor's dataset directory, with the synthetic corpus written there first if it is missing."""
+    subprocess.run([sys.executable, "-m", "bert.cli", "data", "synth", "--system", str(system.path), "--if-missing"],
+                   check=True)
+    return system.dataset_dir()
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lamb-system", default="cpu_tiny")
+    parser.add_argument("--adam-system", default="cpu_tiny_adam")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds 1..N for each optimizer")
+    parser.add_argument("--max-samples", type=int, default=None, help="lower sample cap, for a quick check")
+    parser.add_argument("--no-results", action="store_true", help="do not write the results file")
+    args = parser.parse_args(argv)
+    named = (("LAMB", load_system(args.lamb_system)), ("ADAM", load_system(args.adam_system)))
+    for name, system in named:
+        if system.run.optimizer.name != name.lower():
+            raise SystemExit(f"{system.path}: run.optimizer.name is {system.run.optimizer.name!r}, "
+                             f"not {name.lower()!r}")
+    data = {name: ensure_dataset(system) for name, system in named}
+    results: dict[str, list[tuple[int, bool]]] = {name: [] for name, _ in named}
+    lines = [f"{'seed':>4}  " + "  ".join(f"{f'{name} ({system.name})':>24}" for name, system in named)]
+    print(lines[0], flush=True)
+    with tempfile.TemporaryDirectory(prefix="optimizer-convergence-") as tmp:
+        systems = {name: capped_system(system, args.max_samples, Path(tmp)) for name, system in named}
+        for seed in range(1, args.seeds + 1):
+            for name, system in systems.items():
+                results[name].append(samples_to_target(system, seed, Path(tmp), data[name]))
+            cells = [f"{n}{'' if ok else ' capped'}" for n, ok in (results["LAMB"][-1], results["ADAM"][-1])]
+            lines.append(f"{seed:>4}  {cells[0]:>24}  {cells[1]:>24}")
+            print(lines[-1], flush=True)
+    means = {name: statistics.mean(n for n, _ in runs) for name, runs in results.items()}
+    reached = {name: sum(ok for _, ok in runs) for name, runs in results.items()}
+    lines += [f"peer LAMB mean {means['LAMB']:.0f} samples ({reached['LAMB']}/{args.seeds} reached the target), "
+              f"ours ADAM mean {means['ADAM']:.0f} samples ({reached['ADAM']}/{args.seeds} reached the target)",
+              f"adam_over_lamb_samples={means['ADAM'] / means['LAMB']:.3f}"]
+    print("\n".join(lines[-2:]))
+    if not args.no_results:
+        write_results(RESULTS, lines, argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

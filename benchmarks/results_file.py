@@ -1,0 +1,25 @@
+"""The results file a benchmark keeps beside itself: its latest output with the date, machine, torch version
+and command line, replaced atomically (a failed run leaves the previous results)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+from pathlib import Path
+
+import torch
+
+
+def write_results(path: Path, lines: list[str], argv: list[str], setting: str = "") -> None:
+    header = [
+        f"# {path.stem.removesuffix('_results')} results", "",
+        f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}",
+        f"- machine: {platform.node()}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"load average at the end {' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min)",
+        f"- torch {torch.__version__}{setting}",
+        f"- command: python benchmarks/{path.stem.removesuffix('_results')}.py {' '.join(argv)}", "", "```",
+    ]
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text("\n".join([*header, *lines, "```", ""]))
+    os.replace(partial, path)

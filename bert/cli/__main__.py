@@ -1,0 +1,3 @@
+from bert.cli import main
+
+main()

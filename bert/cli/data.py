@@ -1,0 +1,288 @@
+"""`mlperf-bert data ...`: synthetic corpora, the data pipeline and shard verification."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from bert.cli.common import load_descriptor
+
+
+@click.group()
+def data() -> None:
+    """Dataset tools."""
+
+
+@data.command()
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output directory (default: the descriptor's run.dataset.dir).")
+@click.option("--system", "system_name", default="cpu_tiny", show_default=True,
+              help="Descriptor whose run.dataset.synthetic block sets the corpus size and shapes.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing dataset in the output directory.")
+@click.option("--if-missing", is_flag=True, help="Do nothing when a complete corpus is already there.")
+def synth(out: Path | None, system_name: str, overwrite: bool, if_missing: bool) -> None:
+    """Write the deterministic synthetic corpus (train shards, eval file, vocab.txt)."""
+    import time
+
+    from bert.data.synth import is_complete, synthesize
+    from bert.system import SyntheticDataSpec
+
+    system = load_descriptor(system_name)
+    spec = system.run.dataset.synthetic or SyntheticDataSpec()
+    out = out or system.dataset_dir()
+    if if_missing and is_complete(out):
+        click.echo(f"synthetic dataset already complete in {out}")
+        return
+    start = time.perf_counter()
+    try:
+        synthesize(out, spec, overwrite=overwrite or (if_missing and out.exists()))
+    except FileExistsError as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"wrote {spec.train_samples} train + {spec.eval_samples} eval samples to {out} "
+               f"in {time.perf_counter() - start:.1f} s")
+
+
+class _DataError(click.ClickException):
+    """A data command's one-line error (bad input, a folder that would be overwritten)."""
+
+
+def _data_errors(call):
+    try:
+        return call()
+    except (ValueError, FileExistsError) as e:
+        raise _DataError(str(e)) from None
+
+
+def _paths(option: tuple[Path, ...], more: tuple[Path, ...], name: str) -> list[Path]:
+    """The paths given to a repeatable option plus the ones listed after it (`--text parts/*`)."""
+    from bert.data.text import expand_inputs
+
+    if not option and not more:
+        raise click.UsageError(f"give at least one path with {name}")
+    return _data_errors(lambda: expand_inputs([*option, *more]))
+
+
+def _shard_paths(option: tuple[Path, ...], more: tuple[Path, ...]) -> list[Path]:
+    from bert.data.text import expand_inputs
+
+    if not option and not more:
+        raise click.UsageError("give at least one shard or folder of shards with --input")
+    return _data_errors(lambda: expand_inputs([*option, *more], suffixes=(".hdf5", ".h5")))
+
+
+def _text_options(help_text: str):
+    def wrap(f):
+        f = click.option("--text", "texts", multiple=True, type=click.Path(exists=True, path_type=Path),
+                         help=help_text)(f)
+        return click.argument("more_texts", nargs=-1, type=click.Path(exists=True, path_type=Path))(f)
+    return wrap
+
+
+def _shape_options(f):
+    # Applied bottom-up, so that --help lists --format, --max-seq-length, --max-predictions in that order.
+    f = click.option("--max-predictions", type=click.IntRange(min=1), default=76, show_default=True,
+                     help="Masked positions per sample at most.")(f)
+    f = click.option("--max-seq-length", type=click.IntRange(min=5), default=512, show_default=True,
+                     help="Tokens per sample, [CLS] and both [SEP] included.")(f)
+    return click.option("--format", "form", type=click.Choice(["fixed", "varlen"]), default="fixed",
+                        show_default=True, help="fixed: the MLPerf form, rows padded to --max-seq-length with "
+                        "an input_mask; varlen: rows cut to their length (no input_mask).")(f)
+
+
+_INPUT_HELP = "A shard or a folder of shards (*.hdf5); repeat it, or list more paths after it."
+
+
+@data.command(name="synth-text")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Output folder: OUT/train/part-*.txt and OUT/eval.txt.")
+@click.option("--megabytes", type=click.FloatRange(min=0, min_open=True), default=50.0, show_default=True,
+              help="Training text to write, split evenly over the parts.")
+@click.option("--parts", type=click.IntRange(min=1), default=8, show_default=True, help="Training text parts.")
+@click.option("--eval-megabytes", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="Eval text (documents of their own); 0 for none.")
+@click.option("--seed", type=int, default=12345, show_default=True, help="Seed of the lexicon and the text.")
+@click.option("--lexicon-size", type=click.IntRange(min=1024), default=4096, show_default=True,
+              help="Word pieces of the grammar's lexicon (not the vocabulary `data vocab` learns).")
+@click.option("--mean-sentences", type=click.FloatRange(min=1), default=24.0, show_default=True,
+              help="Mean sentences per document.")
+@click.option("--overwrite", is_flag=True, help="Replace what the output folder holds.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def synth_text(out: Path, megabytes: float, parts: int, eval_megabytes: float, seed: int, lexicon_size: int,
+               mean_sentences: float, overwrite: bool, quiet: bool) -> None:
+    """Write the synthetic grammar's language as plain text in the reference layout (one sentence per line,
+    a blank line between documents), for trying the text pipeline without downloads."""
+    from bert.data.progress import progress_bar
+    from bert.data.synth_text import TextCorpusSpec, write_text_corpus
+
+    spec = TextCorpusSpec(megabytes, parts, eval_megabytes, seed, lexicon_size, mean_sentences)
+    with progress_bar("synth-text", (megabytes + eval_megabytes) * 1e6, "bytes", not quiet) as advance:
+        written = _data_errors(lambda: write_text_corpus(out, spec, overwrite, advance))
+    click.echo(f"wrote {len(written)} text file(s), {sum(p.stat().st_size for p in written) / 1e6:.1f} MB, "
+               f"to {out}")
+
+
+@data.command()
+@_text_options("A text part or a folder of parts; repeat it, or list more paths after it.")
+@click.option("--size", type=click.IntRange(min=100), required=True,
+              help="Word pieces at most (the MLPerf vocabulary has 30522).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="vocab.txt to write.")
+@click.option("--min-frequency", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Merges seen fewer times than this are not learnt.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out: Path, min_frequency: int,
+          overwrite: bool, quiet: bool) -> None:
+    """Learn an uncased WordPiece vocab.txt from text ([PAD] on the first line, then [UNK] [CLS] [SEP]
+    [MASK]); the same text gives the same vocabulary. Real MLPerf runs use the MLPerf vocab.txt instead.
+    Paths after the options are more text parts."""
+    from bert.data.wordpiece import train_vocab
+
+    paths = _paths(texts, more_texts, "--text")
+    if out.exists() and not overwrite:
+        raise _DataError(f"{out}: already exists; pass --overwrite to replace it")
+    learnt = _data_errors(lambda: train_vocab(paths, size, min_frequency, show_progress=not quiet))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    learnt.write(out)
+    click.echo(f"wrote {len(learnt)} word pieces to {out}")
+
+
+@data.command()
+@_text_options("A text part, or a folder of parts, in the reference layout (one sentence per line, a blank "
+               "line between documents); repeat it, or list more paths after it. One shard per part.")
+@click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="vocab.txt ([PAD] first; [UNK], [CLS], [SEP], [MASK] present).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for the shards: OUT/<part name>.hdf5, plus OUT/prepare.json (the settings).")
+@_shape_options
+@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
+              show_default="one per core", help="Parts prepared at once, each by its own process.")
+@click.option("--masked-lm-prob", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.15,
+              show_default=True, help="Share of each sequence masked (rounded; at least 1 position).")
+@click.option("--short-seq-prob", type=click.FloatRange(0, 1), default=0.1, show_default=True,
+              help="Chance that a document pass aims at a random shorter length.")
+@click.option("--dupe-factor", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Passes over each part's documents, each cut and masked afresh.")
+@click.option("--seed", type=int, default=12345, show_default=True,
+              help="Preprocessing seed (MLPerf: 12345); the same text, vocab, options and seed give "
+              "byte-identical shards.")
+@click.option("--overwrite", is_flag=True, help="Delete the shards already in --out and prepare every part.")
+@click.option("--resume", is_flag=True, help="Keep the complete shards in --out (an interrupted run with the "
+              "same options) and prepare only the missing parts. Without --resume or --overwrite, an --out "
+              "that holds shards is refused.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: Path, out: Path, form: str,
+            max_seq_length: int, max_predictions: int, workers: int, masked_lm_prob: float,
+            short_seq_prob: float, dupe_factor: int, seed: int, overwrite: bool, resume: bool,
+            quiet: bool) -> None:
+    """Text parts -> pre-training shards with the reference create_pretraining_data semantics: one shard per
+    part, parts in parallel, each worker's memory bounded by one part. Paths after the options are more
+    text parts (so that `--text parts/*` works)."""
+    import time
+
+    from bert.data.prepare import PrepareOptions
+    from bert.data.prepare import prepare as run_prepare
+    from bert.data.pretraining import SampleSpec
+
+    if overwrite and resume:
+        raise click.UsageError("--overwrite and --resume exclude each other")
+    # One process per core: the tokenizer must not start a thread pool of its own in every worker.
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    paths = _paths(texts, more_texts, "--text")
+    spec = SampleSpec(max_seq_length, max_predictions, masked_lm_prob, short_seq_prob)
+    options = PrepareOptions(vocab_path, out, spec, form, dupe_factor, seed)
+    mode = "overwrite" if overwrite else "resume" if resume else "new"
+    start = time.perf_counter()
+    results = _data_errors(lambda: run_prepare(paths, options, workers, mode, show_progress=not quiet))
+    seconds = time.perf_counter() - start
+    samples = sum(r.samples for r in results)
+    skipped = f"; {len(paths) - len(results)} part(s) already complete" if len(results) < len(paths) else ""
+    peak = max((r.peak_rss_bytes for r in results), default=0) / 2**20
+    click.echo(f"prepared {len(results)} part(s): {samples:,} samples in {seconds:.1f} s "
+               f"({samples / max(seconds, 1e-9):,.0f} samples/s), peak worker memory {peak:,.0f} MiB{skipped}; "
+               f"shards in {out}")
+
+
+@data.command(name="eval-set")
+@click.option("--input", "inputs", multiple=True, type=click.Path(exists=True, path_type=Path), help=_INPUT_HELP)
+@click.argument("more_inputs", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The eval file.")
+@click.option("--samples", type=click.IntRange(min=1), default=10000, show_default=True,
+              help="How many samples: the first ones of the inputs, in order, as the reference picks them.")
+@_shape_options
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def eval_set(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, samples: int, form: str,
+             max_seq_length: int, max_predictions: int, overwrite: bool, quiet: bool) -> None:
+    """Pick the eval set: the first N samples of the prepared eval shards, in order, into one file. Paths
+    after the options are more inputs."""
+    from bert.data.reshard import OutputShape, pick_eval_set
+
+    paths = _shard_paths(inputs, more_inputs)
+    shape = OutputShape(form, max_seq_length, max_predictions)
+    count = _data_errors(lambda: pick_eval_set(paths, out, samples, shape, overwrite, not quiet))
+    click.echo(f"wrote {count:,} eval samples to {out}")
+
+
+@data.command()
+@click.option("--input", "inputs", multiple=True, type=click.Path(exists=True, path_type=Path), help=_INPUT_HELP)
+@click.argument("more_inputs", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for the new shards: OUT/part-00000-of-0000K.hdf5 ...")
+@click.option("--shards", type=click.IntRange(min=1), required=True, help="How many shards to write (K).")
+@click.option("--seed", type=int, default=12345, show_default=True, help="Seed of the sample-level shuffle.")
+@_shape_options
+@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
+              show_default="one per core", help="Processes writing the output shards (the second pass).")
+@click.option("--tmp", "tmp_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for the temporary buckets (about the input's size; default: inside --out).")
+@click.option("--overwrite", is_flag=True, help="Delete the shards already in --out.")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, shards: int, seed: int, form: str,
+            max_seq_length: int, max_predictions: int, workers: int, tmp_dir: Path | None, overwrite: bool,
+            quiet: bool) -> None:
+    """Re-shard into K shards of near-equal size (sizes differ by at most 1) with a seeded sample-level
+    shuffle, in bounded memory (a block of an input shard, then one output shard per worker): an external
+    two-pass shuffle. The output depends on the inputs and --seed only. Paths after the options are more
+    inputs."""
+    from bert.data.reshard import OutputShape
+    from bert.data.reshard import reshard as run_reshard
+
+    paths = _shard_paths(inputs, more_inputs)
+    shape = OutputShape(form, max_seq_length, max_predictions)
+    written = _data_errors(lambda: run_reshard(paths, out, shards, seed, shape, workers, overwrite, tmp_dir,
+                                               not quiet))
+    click.echo(f"wrote {len(written)} shards to {out}")
+
+
+@data.command()
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Vocabulary to check token ids against (default: DIRECTORY/vocab.txt).")
+@click.option("--max-seq-length", type=click.IntRange(min=5), default=None,
+              help="Also require every sample to fit this length (the descriptor's run.max_seq_length).")
+@click.option("--max-predictions", type=click.IntRange(min=1), default=None,
+              help="Also require at most this many masked positions (run.max_predictions_per_seq).")
+@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
+              show_default="one per core", help="Shards checked at once, each by its own process.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def verify(directory: Path, vocab_path: Path | None, max_seq_length: int | None, max_predictions: int | None,
+           workers: int, quiet: bool) -> None:
+    """Check every shard below DIRECTORY (keys, shapes, dtypes, token ids, masked positions, segment ids,
+    sample counts), print a summary and write DIRECTORY/manifest.json, which training checks at start-up."""
+    from bert.data.verify import Limits, summary_lines, verify_dataset
+
+    limits = Limits(max_seq_length, max_predictions)
+    report = _data_errors(lambda: verify_dataset(directory, vocab_path, limits, workers, not quiet))
+    for line in summary_lines(report):
+        click.echo(line)
+    if report.problems:
+        for line in report.problems:
+            click.echo(line, err=True)
+        raise _DataError(f"{len(report.problems)} problem(s) found; no manifest written")
+    click.echo(f"manifest: {report.manifest}")
+
+
+
+COMMANDS = [data]

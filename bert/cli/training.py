@@ -1,0 +1,75 @@
+"""`mlperf-bert train` and `mlperf-bert hpo`: one run, or a search of runs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from bert.cli.common import load_descriptor
+from bert.typed_config import ConfigError
+
+
+@click.command()
+@click.option("--system", "system_name", default="cpu_tiny", show_default=True,
+              help="Descriptor: a path to a JSON file or the name of one in systems/.")
+@click.option("--seed", type=int, default=None, help="Run seed (default: the descriptor's run.seed).")
+@click.option("--log-file", "log_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Result log file to write the MLPerf lines to (rank 0).")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Dataset directory, overriding run.dataset.dir.")
+@click.option("--cache-cleared/--no-cache-cleared", default=False,
+              help="Whether the launcher dropped the page cache before this run (logged as cache_clear).")
+def train(system_name: str, seed: int | None, log_path: Path | None, data_dir: Path | None,
+          cache_cleared: bool) -> None:
+    """Run one training run (launch through torchrun or srun for several processes)."""
+    from bert.train import RunRequest, run
+
+    system = load_descriptor(system_name)
+    seed = seed if seed is not None else system.run.seed
+    if seed is None:
+        raise click.UsageError(f"no seed: pass --seed or set run.seed in {system.path}")
+    sys.exit(run(RunRequest(system, seed, log_path, data_dir, cache_cleared)))
+
+
+@click.command()
+@click.option("--system", "system_name", default="cpu_tiny", show_default=True,
+              help="Descriptor whose run.search declares the space: a path or a name in systems/.")
+@click.option("--trials", type=int, default=20, show_default=True,
+              help="Finished (complete or pruned) trials the study should hold; a resumed study, or one that "
+                   "other workers share, runs only the missing ones.")
+@click.option("--storage", default=None, help="Optuna RDB storage URL [default: sqlite:///hpo_<system>.db].")
+@click.option("--study", "study_name", default=None, help="Study name [default: the system name].")
+@click.option("--seed", type=int, default=None, help="Run seed of every trial [default: run.seed, else 1].")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Dataset directory, overriding run.dataset.dir.")
+@click.option("--log-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write each trial's MLPerf log to DIR/trial_<number>.txt.")
+@click.option("--show", is_flag=True, help="Run nothing: print the best trials and write the best as a descriptor.")
+@click.option("--top", type=int, default=5, show_default=True, help="With --show: how many trials to print.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --show: the descriptor to write [default: <system>_tuned.json beside the descriptor].")
+def hpo(system_name: str, trials: int, storage: str | None, study_name: str | None, seed: int | None,
+        data_dir: Path | None, log_dir: Path | None, show: bool, top: int, out: Path | None) -> None:
+    """Hyperparameter search (Optuna) over the descriptor's run.search: samples to reach the target."""
+    try:
+        from bert import hpo as search
+    except ModuleNotFoundError as e:
+        raise click.ClickException(f"mlperf-bert hpo needs {e.name}: pip install -e '.[hpo]'") from None
+
+    system = load_descriptor(system_name)
+    seed = seed if seed is not None else system.run.seed if system.run.seed is not None else 1
+    request = search.StudyRequest(system, storage or f"sqlite:///hpo_{system.name}.db", study_name or system.name,
+                                  seed, data_dir, log_dir)
+    try:
+        click.echo(search.hpo_command(request, trials, show, top, out))
+    except (search.StudyError, ConfigError) as e:
+        raise click.ClickException(str(e)) from None
+    except KeyboardInterrupt:
+        raise click.ClickException(f"interrupted; run the same command again to resume study {request.study_name!r} "
+                                   f"in {request.storage}") from None
+
+
+
+COMMANDS = [train, hpo]

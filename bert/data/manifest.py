@@ -1,0 +1,90 @@
+"""The manifest of a verified dataset directory, and the cheap start-up check against it.
+
+`mlperf-bert data verify DIR` writes DIR/manifest.json: for every shard (and the vocabulary) its path
+relative to DIR, size, SHA-256, sample count and form. At start-up the trainer compares the directory with it
+without hashing (names, sizes and the sample counts of the HDF5 headers), so a shard added, removed, cut
+short or rewritten after verification stops the run with one line naming the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bert.data.shards import ShardError, shard_header
+
+MANIFEST_FILE = "manifest.json"
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    path: str  # relative to the dataset directory, with forward slashes
+    size: int
+    sha256: str
+    samples: int | None  # None for the vocabulary
+    form: str  # "fixed", "varlen" or "vocab"
+
+
+def shard_files(root: Path) -> list[Path]:
+    """Every shard below `root` (hidden files, such as unfinished temporary ones, excluded)."""
+    return sorted(p for p in root.rglob("*.hdf5") if not any(part.startswith(".") for part in
+                                                             p.relative_to(root).parts))
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_manifest(root: Path, entries: list[ManifestEntry]) -> Path:
+    path = root / MANIFEST_FILE
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    data = {"files": [asdict(e) for e in entries], "samples": sum(e.samples or 0 for e in entries)}
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def load_manifest(root: Path) -> list[ManifestEntry] | None:
+    """The entries of root/manifest.json, or None when there is none."""
+    path = root / MANIFEST_FILE
+    if not path.is_file():
+        return None
+    try:
+        return [ManifestEntry(**e) for e in json.loads(path.read_text())["files"]]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ShardError(f"{path}: not a manifest written by `mlperf-bert data verify` ({e}); re-run "
+                         f"`mlperf-bert data verify {root}`") from None
+
+
+def check_manifest(root: Path, counts: dict[Path, int] | None = None) -> bool:
+    """Compares the directory with its manifest, if it has one (returns whether it had). `counts` holds
+    sample counts already read from headers. Raises ShardError naming the first file that differs."""
+    entries = load_manifest(root)
+    if entries is None:
+        return False
+    counts = counts or {}
+    fix = f"; if the change is intended, re-run `mlperf-bert data verify {root}`"
+    listed = {e.path for e in entries}
+    for path in shard_files(root):
+        if path.relative_to(root).as_posix() not in listed:
+            raise ShardError(f"{path}: not in {root / MANIFEST_FILE}{fix}")
+    for e in entries:
+        path = root / e.path
+        if not path.is_file():
+            raise ShardError(f"{path}: listed in {root / MANIFEST_FILE} but missing{fix}")
+        size = path.stat().st_size
+        if size != e.size:
+            raise ShardError(f"{path}: {size} bytes, the manifest says {e.size}: changed since verification{fix}")
+        if e.samples is not None:
+            samples = counts[path] if path in counts else shard_header(path).samples
+            if samples != e.samples:
+                raise ShardError(f"{path}: {samples} samples, the manifest says {e.samples}: changed since "
+                                 f"verification{fix}")
+    return True

@@ -1,0 +1,85 @@
+"""Offline data work spread over processes, one per core, with the workers' progress shown by the parent.
+
+Workers are spawned, not forked: the parent runs threads (the progress display), and forking a process
+with threads is unsafe. A worker reports progress through a queue, a few times a second at most.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from queue import Empty
+from typing import Any
+
+from bert.data.progress import Advance
+
+Task = Callable[[Any, Advance], Any]  # (item, report progress) -> result; must be picklable for workers
+
+
+def run_parallel(task: Task, items: Sequence, workers: int, advance: Advance) -> list:
+    """task(item, report) for every item, results in the order of `items`. With one worker (or one item) it
+    runs in this process. On an error the items not started are cancelled, the running ones finish, and the
+    error is raised here."""
+    if workers <= 1 or len(items) <= 1:
+        return [task(item, advance) for item in items]
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    results: dict[int, Any] = {}
+    with ProcessPoolExecutor(min(workers, len(items)), mp_context=context, initializer=_init_worker,
+                             initargs=(queue,)) as pool:
+        pending = {pool.submit(_in_worker, task, item): i for i, item in enumerate(items)}
+        waiting = set(pending)
+        try:
+            while waiting:
+                done, waiting = wait(waiting, timeout=0.2, return_when=FIRST_COMPLETED)
+                _drain(queue, advance)
+                results.update((pending[f], f.result()) for f in done)
+        except BaseException:
+            for future in waiting:
+                future.cancel()
+            raise
+    _drain(queue, advance)
+    return [results[i] for i in range(len(items))]
+
+
+class _Batched:
+    """Forwards progress at most every `interval` seconds."""
+
+    def __init__(self, sink: Advance, interval: float = 0.25):
+        self.sink, self.interval, self.pending, self.last = sink, interval, 0.0, time.monotonic()
+
+    def __call__(self, amount: float) -> None:
+        self.pending += amount
+        if time.monotonic() - self.last >= self.interval:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.sink(self.pending)
+            self.pending, self.last = 0.0, time.monotonic()
+
+
+_progress_queue = None  # set in each worker process
+
+
+def _init_worker(queue) -> None:
+    global _progress_queue
+    _progress_queue = queue
+
+
+def _in_worker(task: Task, item: Any) -> Any:
+    report = _Batched(_progress_queue.put)
+    try:
+        return task(item, report)
+    finally:
+        report.flush()
+
+
+def _drain(queue, advance: Advance) -> None:
+    while True:
+        try:
+            advance(queue.get_nowait())
+        except Empty:
+            return

@@ -1,0 +1,175 @@
+"""`mlperf-bert data prepare`: text parts -> pre-training shards, one shard per part, parts in parallel.
+
+Each part is one job, as each part is one run of the reference `create_pretraining_data`: its documents are
+read and tokenised as a stream, random next sentences come from the other documents of the same part, and
+every part uses the one preprocessing seed. A worker holds one part's word-piece ids and writes its shard
+a block of samples at a time, so its memory is bounded by the part, never by the corpus. Shards are written
+under a temporary name and renamed when complete: an interrupted run leaves only complete shards, and
+`resume` skips them. `prepare.json` in the output folder records the settings, so that a resumed run cannot
+mix shards made with other settings.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import random
+import resource
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bert.data.pool import run_parallel
+from bert.data.pretraining import Documents, SampleSpec, SpecialIds, build_samples, plan_instances
+from bert.data.progress import Advance, progress_bar
+from bert.data.shards import FORMS, ShardWriter
+from bert.data.text import TextError, read_documents
+from bert.data.vocab import load_vocab
+from bert.data.wordpiece import WordPieceTokenizer
+
+SETTINGS_FILE = "prepare.json"
+ENCODE_SENTENCES = 8192  # sentences tokenised per call
+BUILD_SAMPLES = 4096  # samples assembled, masked and written per block
+MODES = ("new", "overwrite", "resume")
+
+
+@dataclass(frozen=True)
+class PrepareOptions:
+    vocab: Path
+    out_dir: Path
+    spec: SampleSpec = SampleSpec()
+    form: str = "fixed"
+    dupe_factor: int = 10
+    seed: int = 12345
+
+    def check(self) -> None:
+        self.spec.check()
+        if self.form not in FORMS:
+            raise ValueError(f"unknown format {self.form!r}; use {' or '.join(FORMS)}")
+        if self.dupe_factor < 1:
+            raise ValueError(f"dupe factor {self.dupe_factor} must be at least 1")
+
+
+@dataclass(frozen=True)
+class PartJob:
+    text: Path
+    shard: Path
+
+
+@dataclass(frozen=True)
+class PartResult:
+    text: Path
+    shard: Path
+    samples: int
+    seconds: float
+    peak_rss_bytes: int  # of the process that prepared the part
+
+
+def shard_name(text: Path) -> str:
+    return (text.stem if text.suffix == ".txt" else text.name) + ".hdf5"
+
+
+def plan_jobs(texts: list[Path], out_dir: Path) -> list[PartJob]:
+    jobs, seen = [], {}
+    for text in texts:
+        name = shard_name(text)
+        if name in seen:
+            raise TextError(f"{text}: would write {out_dir / name}, as {seen[name]} does; rename one of the parts")
+        seen[name] = text
+        jobs.append(PartJob(text, out_dir / name))
+    return jobs
+
+
+def _settings(texts: list[Path], options: PrepareOptions) -> dict:
+    return {"parts": [t.name for t in texts], "vocab_sha256": hashlib.sha256(options.vocab.read_bytes()).hexdigest(),
+            "form": options.form, "dupe_factor": options.dupe_factor, "seed": options.seed, **asdict(options.spec)}
+
+
+def _claim_output(jobs: list[PartJob], texts: list[Path], options: PrepareOptions, mode: str) -> list[PartJob]:
+    """Checks the output folder against `mode`; returns the jobs still to do."""
+    out = options.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob(".*.hdf5.tmp*"):  # left by a killed run: never a complete shard
+        stale.unlink()
+    existing = sorted(out.glob("*.hdf5"))
+    settings_path = out / SETTINGS_FILE
+    settings = _settings(texts, options)
+    if mode == "resume" and existing:
+        recorded = json.loads(settings_path.read_text()) if settings_path.is_file() else None
+        if recorded != settings:
+            changed = "no record of the settings" if recorded is None else "other settings: " + ", ".join(
+                k for k in settings if recorded.get(k) != settings[k])
+            raise ValueError(f"{settings_path}: {out} holds shards made with {changed}; run with the same "
+                             "options, or pass --overwrite to start again")
+        done = {p.name for p in existing}
+        return [j for j in jobs if j.shard.name not in done]
+    if existing and mode != "overwrite":
+        raise FileExistsError(f"{out}: already holds {len(existing)} shard(s) ({existing[0].name}, ...); pass "
+                              "--resume to complete the missing parts or --overwrite to replace them")
+    for path in existing:
+        path.unlink()
+    settings_path.write_text(json.dumps(settings, indent=2) + "\n")
+    return jobs
+
+
+def tokenize_part(path: Path, tokenizer: WordPieceTokenizer, on_bytes: Advance | None = None) -> Documents:
+    """The part's documents as word-piece ids; the text is read as a stream, never held whole."""
+    tokens, sentence_lengths, document_sentences, batch = [], [], [], []
+
+    def encode() -> None:
+        ids, lengths = tokenizer.encode(batch)
+        tokens.append(ids)
+        sentence_lengths.append(lengths)
+        batch.clear()
+
+    for document in read_documents(path, on_bytes):
+        document_sentences.append(len(document))
+        batch.extend(document)
+        if len(batch) >= ENCODE_SENTENCES:
+            encode()
+    encode()
+    documents = Documents.from_lengths(np.concatenate(tokens), np.concatenate(sentence_lengths),
+                                       np.array(document_sentences, dtype=np.int64))
+    if len(documents) < 2:
+        raise TextError(f"{path}: fewer than 2 documents hold words the vocabulary can spell; random next "
+                        "sentences need other documents")
+    return documents
+
+
+def prepare_part(job: PartJob, report: Advance, options: PrepareOptions) -> PartResult:
+    """One part -> one shard. `report` hears the progress in bytes of the part: half for reading and
+    tokenising, half for building and writing the samples."""
+    start = time.perf_counter()
+    vocab = load_vocab(options.vocab)
+    half = job.text.stat().st_size / 2
+    documents = tokenize_part(job.text, WordPieceTokenizer(vocab), lambda n: report(n / 2))
+    spec = options.spec
+    plans = plan_instances(documents, spec, random.Random(options.seed), options.dupe_factor)
+    rng = np.random.default_rng(options.seed)
+    order = rng.permutation(len(plans))  # the reference shuffles the instances of a part
+    special = SpecialIds(vocab.cls_id, vocab.sep_id, vocab.mask_id, len(vocab))
+    with ShardWriter(job.shard, options.form, spec.max_seq_length, spec.max_predictions, len(vocab)) as writer:
+        for first in range(0, len(order), BUILD_SAMPLES):
+            block = order[first:first + BUILD_SAMPLES]
+            writer.append(build_samples(documents.tokens, plans[block], spec, special, rng))
+            report(half * len(block) / len(order))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return PartResult(job.text, job.shard, len(order), time.perf_counter() - start, peak)
+
+
+def prepare(texts: list[Path], options: PrepareOptions, workers: int, mode: str = "new",
+            show_progress: bool = True) -> list[PartResult]:
+    """Prepares every part not done yet; returns the results of the parts prepared by this call."""
+    options.check()
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+    load_vocab(options.vocab)  # a bad vocabulary fails here, once, not in every worker
+    jobs = _claim_output(plan_jobs(texts, options.out_dir), texts, options, mode)
+    jobs.sort(key=lambda j: j.text.stat().st_size, reverse=True)  # big parts first: workers finish together
+    total = sum(j.text.stat().st_size for j in jobs)
+    with progress_bar("prepare", total, "bytes", show_progress and bool(jobs)) as advance:
+        results = run_parallel(functools.partial(prepare_part, options=options), jobs, workers, advance)
+    return sorted(results, key=lambda r: r.shard.name)

@@ -1,0 +1,205 @@
+"""`mlperf-bert data reshard` and `data eval-set`: re-cut shards without holding the dataset in memory.
+
+Reshard is an external two-pass shuffle. Pass 1 streams the input shards, a block of samples at a time, and
+deals every sample to one of K temporary buckets; pass 2 reads one bucket at a time, shuffles it and writes
+it as an output shard. Memory is one input block plus one bucket (one output shard), whatever the size of
+the dataset; disk needs about the size of the input again for the buckets. The dealing is exact as well as
+random: bucket k receives exactly sizes[k] samples, and every arrangement of the samples is equally likely,
+because each block draws its bucket counts from a multivariate hypergeometric distribution over what the
+buckets still lack. `Buckets` and `deal` are the reusable parts (another caller may deal by length bins).
+
+Eval-set does what the reference `pick_eval_samples` does: the first N samples of the eval output, in order.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bert.data.pool import run_parallel
+from bert.data.progress import Advance, progress_bar
+from bert.data.shards import Samples, ShardError, ShardWriter, read_shard, row_blocks, shard_header
+
+READ_BLOCK = 16384  # input samples read and dealt at a time
+WRITE_BLOCK = 4096  # samples padded and written at a time
+
+
+class Buckets:
+    """`count` temporary files of samples: appended to a block at a time, read back whole."""
+
+    def __init__(self, folder: Path, count: int):
+        self.folder, self.count = folder, count
+        folder.mkdir(parents=True, exist_ok=False)
+
+    def _path(self, bucket: int) -> Path:
+        return self.folder / f"bucket-{bucket:06d}.npy"
+
+    def append(self, bucket: int, samples: Samples) -> None:
+        width = max(1, int((samples.masked_positions > 0).sum(1).max()))
+        small = np.int16 if max(samples.tokens.max(initial=0), samples.masked_ids.max(initial=0)) < 2**15 \
+            else np.int32
+        with open(self._path(bucket), "ab") as f:
+            for array in (samples.tokens.astype(small), samples.segments, samples.lengths.astype(np.int32),
+                          samples.masked_positions[:, :width].astype(np.int16),
+                          samples.masked_ids[:, :width].astype(small), samples.nsp_labels):
+                np.save(f, array, allow_pickle=False)
+
+    def read(self, bucket: int, max_predictions: int) -> Samples:
+        """The bucket's samples, in the order appended, with masked lists `max_predictions` wide."""
+        path = self._path(bucket)
+        blocks = [_empty(max_predictions)]  # also sets the width of the concatenation
+        if not path.exists():  # a bucket that no sample was dealt to
+            return blocks[0]
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            while f.tell() < size:
+                tokens, segments, lengths, positions, ids, nsp = (np.load(f) for _ in range(6))
+                offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+                blocks.append(Samples(tokens.astype(np.int32), segments, offsets, positions.astype(np.int32),
+                                      ids.astype(np.int32), nsp))
+        return Samples.concat(blocks)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _empty(max_predictions: int) -> Samples:
+    return Samples(np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros(1, np.int64),
+                   np.zeros((0, max_predictions), np.int32), np.zeros((0, max_predictions), np.int32),
+                   np.zeros(0, np.int8))
+
+
+def near_equal_sizes(total: int, count: int) -> np.ndarray:
+    """`count` sizes that add up to `total` and differ by at most one."""
+    return np.full(count, total // count, dtype=np.int64) + (np.arange(count) < total % count)
+
+
+def deal(samples: Samples, lacking: np.ndarray, buckets: Buckets, rng: np.random.Generator) -> None:
+    """Deals a block of samples to the buckets; `lacking[k]` (updated) is what bucket k still needs."""
+    counts = rng.multivariate_hypergeometric(lacking, len(samples))
+    lacking -= counts
+    labels = rng.permutation(np.repeat(np.arange(len(lacking)), counts))
+    order = np.argsort(labels, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    for bucket in np.flatnonzero(counts):
+        buckets.append(int(bucket), samples.take(order[bounds[bucket]:bounds[bucket + 1]]))
+
+
+def _check_fits(path: Path, samples: Samples, shape: OutputShape) -> None:
+    if len(samples) and samples.lengths.max() > shape.max_seq_length:
+        raise ShardError(f"{path}: holds samples of {samples.lengths.max()} tokens, more than --max-seq-length "
+                         f"{shape.max_seq_length}")
+    if len(samples) and (samples.masked_positions > 0).sum(1).max() > shape.max_predictions:
+        raise ShardError(f"{path}: holds samples with more than --max-predictions {shape.max_predictions} "
+                         "masked positions")
+
+
+def _claim_folder(out_dir: Path, inputs: list[Path], overwrite: bool) -> None:
+    out_dir = out_dir.resolve()
+    inside = [p for p in inputs if out_dir in p.resolve().parents]
+    if inside:
+        raise ValueError(f"{inside[0]}: an input shard is inside the output folder {out_dir}; write elsewhere")
+    existing = sorted(out_dir.glob("*.hdf5")) if out_dir.is_dir() else []
+    if existing and not overwrite:
+        raise FileExistsError(f"{out_dir}: already holds {len(existing)} shard(s) ({existing[0].name}, ...); "
+                              "pass --overwrite to replace them")
+    for path in existing:
+        path.unlink()
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+
+@dataclass(frozen=True)
+class OutputShape:
+    form: str = "fixed"
+    max_seq_length: int = 512
+    max_predictions: int = 76
+
+
+def reshard(inputs: list[Path], out_dir: Path, num_shards: int, seed: int, shape: OutputShape = OutputShape(),
+            workers: int = 1, overwrite: bool = False, tmp_dir: Path | None = None,
+            show_progress: bool = True) -> list[Path]:
+    """Writes `num_shards` shards of near-equal size holding every input sample once, shuffled; pass 2 runs
+    on `workers` processes. The output depends on the inputs and the seed only."""
+    if num_shards < 1:
+        raise ValueError(f"--shards {num_shards} must be at least 1")
+    counts = [shard_header(p).samples for p in inputs]
+    total = sum(counts)
+    if total < num_shards:
+        raise ValueError(f"{len(inputs)} input shard(s) hold {total} samples, fewer than --shards {num_shards}")
+    _claim_folder(out_dir, inputs, overwrite)
+    scratch = tmp_dir or out_dir
+    for stale in scratch.glob(".reshard-*"):  # the buckets of a run that was killed
+        shutil.rmtree(stale)
+    buckets = Buckets(scratch / f".reshard-{os.getpid()}", num_shards)
+    try:
+        rng = np.random.default_rng(seed)
+        lacking = near_equal_sizes(total, num_shards)
+        vocab_bound = 0
+        with progress_bar("reshard: deal", total, "samples", show_progress) as advance:
+            for path, count in zip(inputs, counts):
+                for rows in row_blocks(count, READ_BLOCK):
+                    samples = read_shard(path, rows)
+                    _check_fits(path, samples, shape)
+                    vocab_bound = max(vocab_bound, samples.id_bound)
+                    deal(samples, lacking, buckets, rng)
+                    advance(len(samples))
+        write = _BucketWriter(buckets, out_dir, seed, shape, vocab_bound)
+        with progress_bar("reshard: write", total, "samples", show_progress) as advance:
+            return run_parallel(write, range(num_shards), workers, advance)
+    finally:
+        buckets.remove()
+
+
+@dataclass(frozen=True)
+class _BucketWriter:
+    """Pass 2 for one bucket: read it, shuffle it, write it as output shard k."""
+
+    buckets: Buckets
+    out_dir: Path
+    seed: int
+    shape: OutputShape
+    vocab_bound: int
+
+    def __call__(self, k: int, report: Advance) -> Path:
+        bucket = self.buckets.read(k, self.shape.max_predictions)
+        bucket = bucket.take(np.random.default_rng([self.seed, k]).permutation(len(bucket)))
+        path = self.out_dir / f"part-{k:05d}-of-{self.buckets.count:05d}.hdf5"
+        _write(path, bucket, self.shape, self.vocab_bound, report)
+        return path
+
+
+def _write(path: Path, samples: Samples, shape: OutputShape, vocab_bound: int, report: Advance) -> None:
+    with ShardWriter(path, shape.form, shape.max_seq_length, shape.max_predictions, vocab_bound) as writer:
+        for first in range(0, len(samples), WRITE_BLOCK):
+            block = samples.take(np.arange(first, min(first + WRITE_BLOCK, len(samples))))
+            writer.append(block)
+            report(len(block))
+
+
+def pick_eval_set(inputs: list[Path], out_path: Path, num_samples: int, shape: OutputShape = OutputShape(),
+                  overwrite: bool = False, show_progress: bool = True) -> int:
+    """Writes the first `num_samples` samples of the inputs, in order, to one file; returns the count."""
+    counts = [shard_header(p).samples for p in inputs]
+    if sum(counts) < num_samples:
+        raise ValueError(f"{inputs[0]}{' ...' if len(inputs) > 1 else ''}: {sum(counts)} samples in "
+                         f"{len(inputs)} shard(s), fewer than --samples {num_samples}")
+    if out_path.exists() and not overwrite:
+        raise FileExistsError(f"{out_path}: already exists; pass --overwrite to replace it")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    vocab_bound, picked, count = 0, [], 0
+    with progress_bar("eval-set", num_samples, "samples", show_progress) as advance:
+        for path, available in zip(inputs, counts):
+            samples = read_shard(path, slice(0, min(available, num_samples - count)))
+            _check_fits(path, samples, shape)
+            picked.append(samples)
+            vocab_bound = max(vocab_bound, samples.id_bound)
+            count += len(samples)
+            advance(len(samples))
+            if count == num_samples:
+                break
+    _write(out_path, Samples.concat(picked), shape, vocab_bound, lambda n: None)
+    return count

@@ -1,0 +1,250 @@
+"""`mlperf-bert data verify DIR`: check every shard of a dataset directory, summarise it, write its manifest.
+
+Each shard must open, hold the keys of its form with integer dtypes and agreeing shapes (fixed form: an
+input_mask that is a prefix of ones, zero padding), and every sample must be a reference sample:
+`[CLS] A [SEP] B [SEP]` with segment ids 0 up to and including the first [SEP] and 1 after it, token ids
+inside the vocabulary, at least one masked position, strictly increasing, inside the sequence and never on a
+[SEP] (0 ends the list, so never on [CLS]), masked ids inside the vocabulary, next-sentence labels 0 or 1;
+optionally at most --max-seq-length tokens and --max-predictions masked positions (the descriptor's limits).
+Problems are reported one line each, naming the file and the first sample concerned; the manifest is
+written only when there are none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from bert.data.manifest import ManifestEntry, sha256_of, shard_files, write_manifest
+from bert.data.pool import run_parallel
+from bert.data.progress import Advance, progress_bar
+from bert.data.shards import Samples, ShardError, read_arrays, row_blocks, samples_from_arrays, shard_header
+from bert.data.vocab import Vocab, load_vocab
+
+MIN_SAMPLE_TOKENS = 5  # [CLS] A [SEP] B [SEP] with one token in each segment
+CHECK_BLOCK = 8192  # samples checked at a time: memory stays a small multiple of one block
+
+
+@dataclass
+class Stats:
+    samples: int = 0
+    length_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))  # [length] -> count
+    masked: int = 0
+    candidates: int = 0  # tokens that are neither [CLS] nor [SEP]
+    random_next: int = 0
+
+    def add(self, other: Stats) -> None:
+        width = max(len(self.length_counts), len(other.length_counts))
+        self.length_counts = (np.pad(self.length_counts, (0, width - len(self.length_counts)))
+                              + np.pad(other.length_counts, (0, width - len(other.length_counts))))
+        self.samples += other.samples
+        self.masked += other.masked
+        self.candidates += other.candidates
+        self.random_next += other.random_next
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits every sample must keep, when given (a training descriptor's max_seq_length and
+    max_predictions_per_seq)."""
+
+    max_seq_length: int | None = None
+    max_predictions: int | None = None
+
+
+@dataclass
+class VerifyReport:
+    root: Path
+    entries: list[ManifestEntry]
+    problems: list[str]
+    stats: Stats
+    limits: Limits
+    manifest: Path | None = None
+
+
+class Findings:
+    """The problems of one shard: one line per kind, naming the first sample and counting the others."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.first: dict[str, int] = {}
+        self.count: dict[str, int] = {}
+
+    def flag(self, bad: np.ndarray, what: str, first_sample: int = 0) -> None:
+        count = int(np.count_nonzero(bad))
+        if count:
+            self.first.setdefault(what, first_sample + int(np.argmax(bad)))
+            self.count[what] = self.count.get(what, 0) + count
+
+    def lines(self) -> list[str]:
+        return [f"{self.path}: sample {self.first[what]}: {what}"
+                + (f" (and {self.count[what] - 1} more sample(s))" if self.count[what] > 1 else "")
+                for what in self.first]
+
+
+def verify_dataset(root: Path, vocab_path: Path | None = None, limits: Limits = Limits(), workers: int = 1,
+                   show_progress: bool = True) -> VerifyReport:
+    """Checks every shard below `root` (on `workers` processes); writes root/manifest.json when nothing is
+    wrong."""
+    if not root.is_dir():
+        raise ShardError(f"{root}: no such dataset directory")
+    vocab_path = vocab_path or root / "vocab.txt"
+    if not vocab_path.is_file():
+        raise ShardError(f"{vocab_path}: no vocabulary to check token ids against; pass --vocab")
+    vocab = load_vocab(vocab_path)
+    files = shard_files(root)
+    if not files:
+        raise ShardError(f"{root}: no shards (*.hdf5) in it or below it")
+    report = VerifyReport(root, [], [], Stats(), limits)
+    check = _FileCheck(root, vocab, limits)
+    with progress_bar("verify", sum(p.stat().st_size for p in files), "bytes", show_progress) as advance:
+        for entry, stats, problems in run_parallel(check, files, workers, advance):
+            report.entries.append(entry)
+            report.stats.add(stats)
+            report.problems += problems
+    if root.resolve() in vocab_path.resolve().parents:
+        report.entries.append(ManifestEntry(vocab_path.resolve().relative_to(root.resolve()).as_posix(),
+                                            vocab_path.stat().st_size, sha256_of(vocab_path), None, "vocab"))
+    if not report.problems:
+        report.manifest = write_manifest(root, report.entries)
+    return report
+
+
+@dataclass(frozen=True)
+class _FileCheck:
+    """One shard's manifest entry, statistics and problems."""
+
+    root: Path
+    vocab: Vocab
+    limits: Limits
+
+    def __call__(self, path: Path, report: Advance) -> tuple[ManifestEntry, Stats, list[str]]:
+        form, stats, problems = verify_shard(path, self.vocab, self.limits)
+        size = path.stat().st_size
+        entry = ManifestEntry(path.relative_to(self.root).as_posix(), size, sha256_of(path), stats.samples, form)
+        report(size)
+        return entry, stats, problems
+
+
+def verify_shard(path: Path, vocab: Vocab, limits: Limits = Limits()) -> tuple[str, Stats, list[str]]:
+    """(form, statistics, problems) of one shard, read a block of samples at a time."""
+    findings, stats = Findings(path), Stats()
+    try:
+        header = shard_header(path)  # the file opens, has the keys of its form and one sample count
+        problems = _dtype_problems(path)
+        for rows in [] if problems else row_blocks(header.samples, CHECK_BLOCK):
+            form, arrays = read_arrays(path, rows)
+            problems, rows_ok = _layout_problems(findings, arrays, rows.start) if form == "fixed" else ([], True)
+            if problems:
+                break
+            if not rows_ok:
+                continue  # a broken input_mask makes the samples of this block meaningless
+            samples = samples_from_arrays(path, form, arrays)
+            _check_samples(findings, samples, rows.start, vocab, limits)
+            stats.add(_stats(samples))
+    except ShardError as e:
+        return "unreadable", Stats(), [str(e)]
+    if header.samples == 0:
+        problems = [*problems, f"{path}: holds no samples"]
+    return header.form, stats, problems + findings.lines()
+
+
+def _dtype_problems(path: Path) -> list[str]:
+    problems = []
+    with h5py.File(path, "r") as f:
+        for key in f:
+            dtype = h5py.check_vlen_dtype(f[key].dtype) or f[key].dtype
+            if dtype.kind not in "iu":
+                problems.append(f"{path}: {key} has dtype {dtype}; MLPerf shards hold integers")
+    return problems
+
+
+def _layout_problems(findings: Findings, arrays: dict[str, np.ndarray], first: int) -> tuple[list[str], bool]:
+    """Shapes and padding of the fixed form: (problems that stop the check, whether every input_mask is good)."""
+    path = findings.path
+    ids, mask, seg = arrays["input_ids"], arrays["input_mask"], arrays["segment_ids"]
+    if ids.ndim != 2 or mask.shape != ids.shape or seg.shape != ids.shape:
+        return [f"{path}: input_ids {ids.shape[1:]}, input_mask {mask.shape[1:]} and segment_ids "
+                f"{seg.shape[1:]} per sample must be [max_seq_length] alike"], False
+    if arrays["masked_lm_positions"].shape != arrays["masked_lm_ids"].shape:
+        return [f"{path}: masked_lm_positions {arrays['masked_lm_positions'].shape[1:]} and masked_lm_ids "
+                f"{arrays['masked_lm_ids'].shape[1:]} per sample differ in shape"], False
+    bad_mask = ~np.isin(mask, (0, 1)).all(1) | (mask[:, 1:] > mask[:, :-1]).any(1)
+    bad_padding = ((ids != 0) & (mask == 0)).any(1) | ((seg != 0) & (mask == 0)).any(1)
+    findings.flag(bad_mask, "input_mask is not a run of 1s followed by 0s", first)
+    findings.flag(bad_padding & ~bad_mask, "input_ids or segment_ids are not 0 where input_mask is 0", first)
+    return [], not bad_mask.any()
+
+
+def _stats(s: Samples) -> Stats:
+    lengths = s.lengths
+    return Stats(len(s), np.bincount(lengths), int((s.masked_positions > 0).sum()),
+                 int(lengths.sum() - 3 * len(s)), int(s.nsp_labels.sum()))
+
+
+def _check_samples(findings: Findings, s: Samples, first: int, vocab: Vocab, limits: Limits) -> None:
+    def flag(bad: np.ndarray, what: str) -> None:
+        findings.flag(bad, what, first)
+
+    n, lengths, tokens = len(s), s.lengths, s.tokens
+    row_of = np.repeat(np.arange(n), lengths)
+
+    def any_token(bad_tokens: np.ndarray) -> np.ndarray:
+        return np.bincount(row_of[bad_tokens], minlength=n) > 0
+
+    short = lengths < MIN_SAMPLE_TOKENS
+    flag(short, f"fewer than {MIN_SAMPLE_TOKENS} tokens, too few for [CLS] A [SEP] B [SEP]")
+    if limits.max_seq_length is not None:
+        flag(lengths > limits.max_seq_length, f"more than --max-seq-length {limits.max_seq_length} tokens")
+    flag(any_token((tokens < 0) | (tokens >= len(vocab))), f"token id outside the vocabulary of {len(vocab)}")
+    if short.any():  # the structure checks below need whole samples
+        return
+    starts, ends = s.offsets[:-1], s.offsets[1:] - 1
+    flag((tokens[starts] != vocab.cls_id) | (tokens[ends] != vocab.sep_id), "does not start with [CLS] and "
+         "end with [SEP]")
+    # Segment ids: 0 for [CLS] A [SEP], then 1 for B [SEP]: one step up, none down, a [SEP] before the step.
+    seg = s.segments.astype(np.int64)
+    step = np.diff(seg, prepend=0)
+    step[starts] = seg[starts]
+    a_tokens = np.bincount(row_of, weights=seg == 0, minlength=n).astype(np.int64)
+    a_ok = (a_tokens >= 3) & (a_tokens <= lengths - 2)
+    flag(any_token((step < 0) | (step > 1)) | ~a_ok
+         | (tokens[starts + np.clip(a_tokens - 1, 0, lengths - 1)] != vocab.sep_id),
+         "segment_ids are not 0 through the first [SEP] and 1 after it")
+    positions, listed = s.masked_positions.astype(np.int64), s.masked_positions > 0
+    flag(listed.sum(1) == 0, "no masked position")
+    if limits.max_predictions is not None:
+        flag(listed.sum(1) > limits.max_predictions, f"more than --max-predictions {limits.max_predictions} "
+             "masked positions")
+    flag(((np.diff(positions, axis=1) <= 0) & listed[:, 1:]).any(1), "masked positions are not increasing")
+    flag((listed & (positions >= lengths[:, None])).any(1), "a masked position points past the sequence")
+    on_sep = (positions == (a_tokens - 1)[:, None]) | (positions == (lengths - 1)[:, None])
+    flag((listed & on_sep).any(1), "a masked position points at [SEP]")
+    flag((listed & ((s.masked_ids < 0) | (s.masked_ids >= len(vocab)))).any(1), "masked id outside the vocabulary")
+    flag(~np.isin(s.nsp_labels, (0, 1)), "next_sentence_labels is not 0 or 1")
+
+
+def summary_lines(report: VerifyReport, bins: int = 8) -> list[str]:
+    """The human summary: samples, length histogram, masking rate, next-sentence balance."""
+    st = report.stats
+    forms = sorted({e.form for e in report.entries if e.samples is not None})
+    lines = [f"{report.root}: {len([e for e in report.entries if e.samples is not None])} shard(s), "
+             f"{st.samples:,} samples ({', '.join(forms)})"]
+    if st.samples == 0:
+        return lines
+    longest = report.limits.max_seq_length or len(st.length_counts) - 1
+    edges = np.unique(np.linspace(0, longest, bins + 1).round().astype(int))
+    cumulative = np.concatenate([[0], np.cumsum(st.length_counts)])
+    lines.append("sequence length:")
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        count = int(cumulative[min(hi + 1, len(cumulative) - 1)] - cumulative[min(lo + 1, len(cumulative) - 1)])
+        share = count / st.samples
+        lines.append(f"  {lo + 1:>5}-{hi:<5} {count:>12,} {share:7.1%} {'#' * round(share * 40)}")
+    lines.append(f"masked: {st.masked / max(st.candidates, 1):.2%} of the non-special tokens "
+                 f"({st.masked / st.samples:.1f} per sample)")
+    lines.append(f"next sentence: {st.random_next / st.samples:.1%} random, "
+                 f"{1 - st.random_next / st.samples:.1%} actual")
+    return lines

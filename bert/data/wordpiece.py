@@ -1,0 +1,97 @@
+"""Uncased BERT WordPiece with the `tokenizers` library: tokenise text with a vocab.txt, or learn a vocab.txt.
+
+The pipeline is the one of the reference's uncased tokenizer: clean the text, split Chinese characters,
+lowercase, strip accents, split on whitespace and punctuation, then greedy longest-match WordPiece with `##`
+continuations and `[UNK]` for a word it cannot spell. Special tokens are never matched in the text: a
+literal "[MASK]" in a sentence is three ordinary pieces, as in the reference.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+from bert.data.text import read_lines
+from bert.data.vocab import SPECIAL_TOKENS, Vocab, VocabError
+
+MAX_WORD_CHARS = 100  # a longer word becomes [UNK], as in the reference
+
+
+def _bert_pipeline(model: models.Model) -> Tokenizer:
+    tokenizer = Tokenizer(model)
+    tokenizer.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                                      strip_accents=True, lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    return tokenizer
+
+
+class WordPieceTokenizer:
+    """Sentences -> word-piece ids with a given vocabulary."""
+
+    def __init__(self, vocab: Vocab):
+        vocab.check_special_tokens()
+        self.vocab = vocab
+        model = models.WordPiece(vocab.ids, unk_token="[UNK]", max_input_chars_per_word=MAX_WORD_CHARS)
+        self._tokenizer = _bert_pipeline(model)
+        # For printable ASCII the BERT normaliser only lowercases; str.lower does that far faster.
+        self._ascii = Tokenizer(model)
+        self._ascii.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+
+    def encode(self, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(all ids concatenated as int32, the number of ids of each sentence); a sentence without a word
+        has none."""
+        plain = [s.isascii() and s.isprintable() for s in sentences]
+        fast = iter(self._ascii.encode_batch_fast([s.lower() for s, p in zip(sentences, plain) if p],
+                                                  add_special_tokens=False))
+        full = iter(self._tokenizer.encode_batch_fast([s for s, p in zip(sentences, plain) if not p],
+                                                      add_special_tokens=False))
+        ids = [(next(fast) if p else next(full)).ids for p in plain]
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        return np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32, count=int(lengths.sum())), lengths
+
+
+def train_vocab(paths: list[Path], size: int, min_frequency: int = 2, show_progress: bool = True) -> Vocab:
+    """Learns an uncased WordPiece vocabulary of at most `size` pieces ([PAD] first, then the other
+    special tokens) from the sentences of the text parts. The same text always gives the same vocabulary."""
+    if size < 100:
+        raise VocabError(f"--size {size} is too small; a WordPiece vocabulary needs at least 100 pieces "
+                         "(the reference uses 30522)")
+    tokenizer = _bert_pipeline(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=MAX_WORD_CHARS))
+    # The trainer numbers `##` pieces in hash-map order, and that order breaks ties between equally frequent
+    # merges, so two runs could differ (huggingface/tokenizers#1794). Naming every `##` piece up front, in
+    # sorted order, makes the result depend on the text alone.
+    continuations = [f"##{c}" for c in sorted(_continuation_chars(tokenizer, paths))]
+    trainer = trainers.WordPieceTrainer(vocab_size=max(size, len(SPECIAL_TOKENS) + len(continuations)),
+                                        min_frequency=min_frequency,
+                                        special_tokens=[*SPECIAL_TOKENS, *continuations],
+                                        continuing_subword_prefix="##", show_progress=show_progress)
+    tokenizer.train_from_iterator(_sentences(paths), trainer=trainer)
+    by_id = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+    vocab = Vocab(tuple(piece for piece, _ in by_id))
+    vocab.check_special_tokens()
+    return vocab
+
+
+def _continuation_chars(tokenizer: Tokenizer, paths: list[Path]) -> set[str]:
+    """Every character that appears inside a word (not first), after normalisation."""
+    chars: set[str] = set()
+    normalize, split = tokenizer.normalizer.normalize_str, tokenizer.pre_tokenizer.pre_tokenize_str
+    for sentence in _sentences(paths):
+        for word, _ in split(normalize(sentence)):
+            chars.update(word[1:])
+    return chars
+
+
+def _sentences(paths: Iterable[Path]) -> Iterator[str]:
+    for path in paths:
+        empty = True
+        for _, line in read_lines(path):
+            if line:
+                empty = False
+                yield line
+        if empty:
+            raise VocabError(f"{path}: line 1: empty part (no sentences); remove it or fill it")

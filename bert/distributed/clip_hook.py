@@ -1,0 +1,99 @@
+"""`bucketwise_before_allreduce`: the seed paper's bucket-wise clipping as a DDP communication hook.
+
+Each gradient bucket is clipped on its rank as soon as DDP has filled it, to a norm of at most
+clip_norm / sqrt(B) with B buckets (so the whole local gradient is within clip_norm), and its asynchronous
+allreduce (average) starts at once: communication overlaps the rest of the backward pass, and no global
+norm has to wait for the last bucket.
+
+The number of buckets comes from DDP's reducer, read after each forward pass (a forward hook on the DDP
+module), because DDP decides it at run time: torch 2.13 puts every gradient into one bucket for the first
+backward and, in the forward after it, rebuilds the buckets once by bucket_cap_mb in the order the
+gradients became ready (older versions started from a different layout). So the count is read again after
+every forward until one follows a hooked backward (the rebuild has happened then, if it ever does), and every
+backward checks it against the buckets the hook actually sees.
+
+Gradient accumulation: every micro-batch's backward goes through the hook (no `no_sync`). A micro-batch's
+own gradient is clipped bucket by bucket as a rank's is, as if the A micro-batches were A more ranks; for all
+but the last micro-batch the clipped bucket is added to a per-parameter sum and DDP gets zeros back (so the
+next micro-batch's gradient arrives alone in the bucket), and the last one adds the sum and is reduced once.
+The sum is kept per parameter, not per bucket, because the rebuild can change the buckets between
+micro-batches. The loss of each micro-batch is divided by A (and multiplied by the fp16 loss scale S), so
+the bucket bound is S * clip_norm / (A * sqrt(B)).
+"""
+
+import contextlib
+import math
+from contextlib import AbstractContextManager
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from bert.distributed.clipping import AfterAllreduce, clip_to_norm_, loss_scale
+
+
+def _completed(tensor: torch.Tensor) -> torch.futures.Future[torch.Tensor]:
+    future: torch.futures.Future[torch.Tensor] = torch.futures.Future()
+    future.set_result(tensor)
+    return future
+
+
+class BucketwiseBeforeAllreduce(AfterAllreduce):
+    def __init__(self, ddp: DistributedDataParallel, params: list[nn.Parameter], clip_norm: float,
+                 scaler: torch.amp.GradScaler, accumulate: int):
+        super().__init__(ddp, params, clip_norm, scaler)
+        self.accumulate = accumulate
+        self.group = ddp.process_group
+        self.num_buckets = 0
+        self._counted = False  # True once the count can no longer change
+        self._backwards = 0
+        self._last_micro_batch = True
+        self._step_bound: torch.Tensor | float = clip_norm
+        self._bound: torch.Tensor | float = clip_norm
+        self._held: dict[nn.Parameter, torch.Tensor] = {}
+        ddp.register_forward_hook(self._after_forward)
+        ddp.register_comm_hook(None, self._clip_and_reduce)
+
+    def micro_batch(self, last: bool) -> AbstractContextManager:
+        self._last_micro_batch = last
+        self._step_bound = loss_scale(self.scaler, self.params[0].device) * self.clip_norm / self.accumulate
+        return contextlib.nullcontext()
+
+    def finish(self, optimizer: torch.optim.Optimizer) -> None:
+        self.scaler.unscale_(optimizer)  # the hook has clipped and averaged
+
+    def _after_forward(self, module: nn.Module, inputs: object, output: object) -> None:
+        if not self._counted:
+            # The reducer has no public bucket count; the list of its bucket buffers is its length.
+            self.num_buckets = len(self.ddp.reducer._get_zeros_like_grad_buckets())
+            self._counted = self._backwards > 0
+        self._bound = self._step_bound / math.sqrt(self.num_buckets)
+
+    def _clip_and_reduce(self, state: object, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+        buffer = bucket.buffer()
+        clip_to_norm_([buffer], self._bound)
+        if bucket.is_last():
+            self._check_count(bucket.index() + 1)
+        if not self._last_micro_batch:
+            self._hold(bucket)
+            return _completed(buffer.zero_())
+        if self._held:
+            torch._foreach_add_(bucket.gradients(), [self._held.pop(p) for p in bucket.parameters()])
+        buffer.div_(self.group.size())
+        work = dist.all_reduce(buffer, group=self.group, async_op=True)
+        return work.get_future().then(lambda done: done.value()[0])
+
+    def _hold(self, bucket: dist.GradBucket) -> None:
+        for param, grad in zip(bucket.parameters(), bucket.gradients()):
+            held = self._held.get(param)
+            if held is None:
+                self._held[param] = grad.clone()
+            else:
+                held.add_(grad)
+
+    def _check_count(self, seen: int) -> None:
+        self._backwards += 1
+        if seen != self.num_buckets:
+            raise RuntimeError(f"DDP reduced {seen} gradient buckets but the clip bound assumed "
+                               f"{self.num_buckets}: DDP changed its buckets after the first iterations")

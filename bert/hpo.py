@@ -1,0 +1,199 @@
+"""`mlperf-bert hpo`: hyperparameter search with Optuna over the space a descriptor declares in run.search.
+
+Objective: training samples to reach the target accuracy, fewer is better; a run that reaches
+run.max_samples without it counts as max_samples. Each trial is one in-process run (bert.train.run) of the
+descriptor with the trial's values, in one process: the descriptor's processes become gradient accumulation
+steps, so the global batch and each micro-batch stay as they are. Every eval reports the masked-LM error
+(1 - accuracy) to the trial at step = training samples, and a median pruner stops runs that trail the
+others (TPE sampler).
+
+The study lives in Optuna RDB storage (`sqlite:///study.db`, or any database URL Optuna takes): `--trials N`
+is the number of finished (complete or pruned) trials the study should hold, so the same command resumes an
+interrupted study and several workers can run it at once. A trial stopped by Ctrl-C is marked failed; one
+whose process died is marked failed by the next worker after the heartbeat grace period, and retried.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import optuna
+from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.trial import FrozenTrial, Trial, TrialState
+
+from bert.data.synth import is_complete, synthesize
+from bert.mllog import ADAM_KEYS_NOTE
+from bert.system import SearchParam, System, run_field_type, system_from_data, with_run_values
+from bert.train import RunRequest, run
+
+FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
+HEARTBEAT_S, GRACE_S = 60, 180
+
+
+class StudyError(RuntimeError):
+    """The study cannot run or be shown; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class StudyRequest:
+    system: System
+    storage: str  # an Optuna RDB URL
+    study_name: str
+    seed: int  # the run seed of every trial, so that trials differ only in the searched values
+    data_dir: Path | None = None
+    log_dir: Path | None = None  # each trial's MLPerf log as DIR/trial_<number>.txt
+
+
+def descriptor_data(system: System) -> dict:
+    return json.loads(system.path.read_text())
+
+
+def single_process(data: dict) -> dict:
+    """Descriptor JSON for one process: the other processes' shares become accumulation steps."""
+    world = int(data["system"]["number_of_nodes"]) * data["run"]["processes_per_node"]
+    data = with_run_values(data, {"processes_per_node": 1, "gradient_accumulation_steps":
+                                  data["run"].get("gradient_accumulation_steps", 1) * world})
+    data["system"]["number_of_nodes"] = "1"
+    return data
+
+
+def _suggest(trial: Trial, key: str, param: SearchParam) -> object:
+    if param.choices is not None:
+        return trial.suggest_categorical(key, param.choices)
+    if run_field_type(key) is int:
+        return trial.suggest_int(key, int(param.low), int(param.high), step=int(param.step or 1), log=param.log)
+    return trial.suggest_float(key, param.low, param.high, step=param.step, log=param.log)
+
+
+def trial_objective(request: StudyRequest, data: dict, trial: Trial) -> float:
+    values = {key: _suggest(trial, key, param) for key, param in request.system.run.search.items()}
+    system = system_from_data(single_process(with_run_values(data, values)), request.system.path, search=False)
+    evals: list[tuple[int, float]] = []
+    pruned = []
+
+    def on_eval(samples: int, accuracy: float) -> bool:
+        evals.append((samples, accuracy))
+        trial.report(1.0 - accuracy, samples)
+        if trial.should_prune():
+            pruned.append(samples)
+        return bool(pruned)
+
+    log = request.log_dir / f"trial_{trial.number}.txt" if request.log_dir is not None else None
+    code = run(RunRequest(system, request.seed, log, request.data_dir, on_eval=on_eval))
+    if code == 0:
+        return float(evals[-1][0])
+    if evals and evals[-1][0] >= system.run.max_samples:
+        return float(system.run.max_samples)
+    if pruned:
+        raise optuna.TrialPruned(f"trailing the other trials at {pruned[0]} samples")
+    raise StudyError(f"trial {trial.number} failed (its error is printed above); values {values}")
+
+
+def _storage(url: str) -> RDBStorage:
+    with warnings.catch_warnings():  # heartbeats are marked experimental; they are what makes workers safe
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return RDBStorage(url, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S,
+                          heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1))
+
+
+def open_study(request: StudyRequest) -> optuna.Study:
+    """Creates the study or loads it; refuses one made for another descriptor."""
+    study = optuna.create_study(
+        study_name=request.study_name, storage=_storage(request.storage), direction="minimize",
+        load_if_exists=True, sampler=optuna.samplers.TPESampler(),
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=3),
+    )
+    made_for = study.user_attrs.get("system")
+    if made_for is None:
+        study.set_user_attr("system", request.system.name)
+    elif made_for != request.system.name:
+        raise StudyError(f"study {request.study_name!r} in {request.storage} searches system {made_for!r}, not "
+                         f"{request.system.name!r}; pass --study with another name")
+    return study
+
+
+def finished_trials(study: optuna.Study) -> int:
+    return len(study.get_trials(deepcopy=False, states=FINISHED))
+
+
+def _ensure_dataset(request: StudyRequest) -> None:
+    spec, root = request.system.run.dataset.synthetic, request.system.dataset_dir(request.data_dir)
+    if spec is not None and not is_complete(root):
+        try:
+            synthesize(root, spec)
+        except FileExistsError as e:
+            raise StudyError(str(e)) from None
+
+
+def run_study(request: StudyRequest, trials: int) -> optuna.Study:
+    """Runs trials until the study holds `trials` finished ones (counting other workers' and earlier ones)."""
+    if not request.system.run.search:
+        raise StudyError(f"{request.system.path}: run.search is empty; declare the search space there, e.g. "
+                         '"search": {"optimizer.base_learning_rate": {"low": 1e-4, "high": 1e-2, "log": true}}')
+    study = open_study(request)
+    missing = trials - finished_trials(study)
+    if missing > 0:
+        _ensure_dataset(request)
+        data = descriptor_data(request.system)
+        study.optimize(lambda trial: trial_objective(request, data, trial), n_trials=missing,
+                       callbacks=[optuna.study.MaxTrialsCallback(trials, states=FINISHED)])
+    return study
+
+
+def summary(study: optuna.Study, system: System, top: int) -> str:
+    """The trial counts and the best finished trials, one line each."""
+    counts = {state: len(study.get_trials(deepcopy=False, states=(state,))) for state in TrialState}
+    lines = [f"study {study.study_name}: " + ", ".join(f"{n} {state.name.lower()}" for state, n in counts.items()
+                                                      if n)]
+    complete = sorted(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)), key=lambda t: t.value)
+    if complete:
+        lines.append(f"best trials (training samples to {system.run.eval.target_accuracy}; "
+                     f"{system.run.max_samples} = the cap, not reached):")
+        for t in complete[:top]:
+            values = " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in t.params.items())
+            lines.append(f"  trial {t.number:>4}  {t.value:>12.0f}  {values}")
+    return "\n".join(lines)
+
+
+def tuned_notes(system: System, study: optuna.Study, best: FrozenTrial, adam: bool) -> str:
+    reached = (f"{best.value:.0f} training samples to the target" if best.value < system.run.max_samples else
+               f"the target not reached within the cap of {system.run.max_samples} samples")
+    note = f"Tuned by mlperf-bert hpo (study {study.study_name}, trial {best.number}: {reached}, in one process)."
+    adam_note = ADAM_KEYS_NOTE if adam and ADAM_KEYS_NOTE not in system.run.notes else ""
+    return " ".join(part for part in (system.run.notes, note, adam_note) if part)
+
+
+def write_best(study: optuna.Study, system: System, out: Path) -> Path:
+    """Writes the descriptor with the best trial's values (the descriptor's own launch shape kept),
+    validated before it replaces anything at `out`."""
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if not complete:
+        raise StudyError(f"study {study.study_name} has no complete trial yet; run some with --trials N")
+    best = min(complete, key=lambda t: t.value)
+    data = with_run_values(descriptor_data(system), best.params)
+    adam = data["run"]["optimizer"].get("name") == "adam"
+    data["run"]["notes"] = tuned_notes(system, study, best, adam)
+    system_from_data(data, out)  # an invalid descriptor never reaches `out`
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + ".partial")
+    partial.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(partial, out)
+    return out
+
+
+def default_out(system: System) -> Path:
+    return system.path.with_name(f"{system.name}_tuned.json")
+
+
+def hpo_command(request: StudyRequest, trials: int, show: bool, top: int, out: Path | None) -> str:
+    """`mlperf-bert hpo`: runs (or resumes) the study, or with `show` writes the best trial's descriptor;
+    returns the report to print."""
+    if not show:
+        return summary(run_study(request, trials), request.system, top)
+    study = open_study(request)
+    written = write_best(study, request.system, out or default_out(request.system))
+    return f"{summary(study, request.system, top)}\nwrote {written}"

@@ -1,0 +1,60 @@
+import numpy as np
+import pytest
+
+from bert.data.vocab import Vocab, VocabError, load_vocab
+from bert.data.wordpiece import WordPieceTokenizer, train_vocab
+
+PIECES = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[", "]", ".", ",", "mask", "the", "cafe", "hello",
+          "##s", "run", "##ning", "über")
+
+
+def _ids(tokenizer: WordPieceTokenizer, sentences: list[str]) -> list[list[int]]:
+    tokens, lengths = tokenizer.encode(sentences)
+    return [row.tolist() for row in np.split(tokens, np.cumsum(lengths)[:-1])]
+
+
+def test_uncased_bert_tokenisation():
+    tokenizer = WordPieceTokenizer(Vocab(PIECES))
+    ids = {p: i for i, p in enumerate(PIECES)}
+    got = _ids(tokenizer, ["Hellos, THE Café.", "Running [MASK] zzz", "", "\x00\t"])
+    assert got[0] == [ids["hello"], ids["##s"], ids[","], ids["the"], ids["cafe"], ids["."]]
+    # A literal [MASK] in the text is text, never the special token; an unknown word is [UNK].
+    assert got[1] == [ids["run"], ids["##ning"], ids["["], ids["mask"], ids["]"], ids["[UNK]"]]
+    assert got[2] == [] and got[3] == []
+
+
+def test_the_ascii_shortcut_tokenises_as_the_full_pipeline():
+    tokenizer = WordPieceTokenizer(Vocab(PIECES))
+    sentences = ["The Café", "THE CAFE", "the\tcafe", "Über the", "hello\x07there", "ÜBER", "run.running"]
+    full = tokenizer._tokenizer.encode_batch_fast(sentences, add_special_tokens=False)
+    assert _ids(tokenizer, sentences) == [e.ids for e in full]
+
+
+def test_learnt_vocabulary_has_the_special_tokens_first_and_is_reproducible(text_corpus):
+    parts = sorted((text_corpus / "train").iterdir())
+    first = train_vocab(parts, 800, show_progress=False)
+    assert first.pieces[:5] == ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]") and len(first) <= 800
+    assert train_vocab(parts, 800, show_progress=False).pieces == first.pieces
+    tokens, _ = WordPieceTokenizer(first).encode([s.strip() for s in parts[0].open() if s.strip()][:200])
+    assert (tokens == first.ids["[UNK]"]).mean() < 0.01
+
+
+def test_learning_from_an_empty_part_is_refused(tmp_path):
+    (tmp_path / "empty.txt").write_text("\n\n")
+    with pytest.raises(VocabError, match=r"empty\.txt: line 1: empty part"):
+        train_vocab([tmp_path / "empty.txt"], 500, show_progress=False)
+
+
+@pytest.mark.parametrize("missing", ["[CLS]", "[SEP]", "[MASK]", "[UNK]"])
+def test_a_vocabulary_without_a_special_token_is_refused(tmp_path, missing):
+    path = tmp_path / "vocab.txt"
+    path.write_text("".join(p + "\n" for p in PIECES if p != missing))
+    with pytest.raises(VocabError, match=rf"vocab\.txt: has no \{missing[:-1]}\] line; a BERT vocabulary needs"):
+        load_vocab(path)
+
+
+def test_a_vocabulary_without_pad_first_is_refused(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("".join(p + "\n" for p in (*PIECES[1:3], "[PAD]", *PIECES[3:])))
+    with pytest.raises(VocabError, match=r"\[PAD\] is on line 3; MLPerf shards pad with id 0"):
+        load_vocab(path)

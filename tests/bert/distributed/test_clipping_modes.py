@@ -1,0 +1,142 @@
+"""Each clipping mode of the step, on 2 gloo ranks, against a direct computation on the same gradients.
+
+Every rank runs TrainStep with SGD at learning rate 1, so the update is minus the final gradient, and also
+computes every rank's local micro-batch gradients on its own copy of the model; the expected update of each
+mode is then computed from those in float64. The bucket-wise expectation uses the buckets DDP actually
+reduced in each backward, seen through a spy on the hook.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import torch
+
+from bert.data.batch import Batch, collate
+from bert.data.shards import Samples, read_shard
+from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
+from bert.distributed.launch import DistContext
+from bert.model import BertForPreTraining
+from bert.optim.schedule import LrSchedule
+from bert.step import TrainStep
+from bert.system import System, system_from_data
+from tests.conftest import descriptor
+
+MODES = ("after_allreduce", "before_allreduce", "bucketwise_before_allreduce")
+GLOBAL_BATCH, CLIP_NORM, STEPS = 16, 0.05, 2
+
+
+def micro_system(world_size: int, clip: str, accumulate: int = 1, precision: str = "fp32",
+                 bucket_cap_mb: float = 0.25) -> System:
+    data = descriptor(processes_per_node=world_size, clip=clip, clip_norm=CLIP_NORM, global_batch_size=GLOBAL_BATCH,
+                      gradient_accumulation_steps=accumulate, bucket_cap_mb=bucket_cap_mb)
+    system = system_from_data(data, Path("micro.json"))
+    # fp16 autocast and loss scaling run on the CPU too; the descriptor check keeps them for CUDA.
+    return dataclasses.replace(system, run=dataclasses.replace(system.run, precision=precision))
+
+
+def micro_batch(samples: Samples, system: System, step: int, rank: int, micro: int) -> Batch:
+    size, run = system.per_process_batch, system.run
+    start = ((step * system.world_size + rank) * run.gradient_accumulation_steps + micro) * size
+    return collate(samples.take(np.arange(start, start + size)))
+
+
+def local_grads(model: torch.nn.Module, system: System, batch: Batch, scale: float) -> list[torch.Tensor]:
+    """The gradient of one micro-batch as the step computes it: loss / accumulate, times the loss scale."""
+    model.zero_grad(set_to_none=True)
+    precision = system.run.precision
+    with torch.autocast("cpu", dtype=torch.float16, enabled=precision == "fp16"):
+        out = model(**batch.model_inputs(padded=False))
+    (out.loss / system.run.gradient_accumulation_steps * scale).backward()
+    return [p.grad.double() / scale for p in model.parameters()]
+
+
+def clipped(tensors: list[torch.Tensor], bound: float) -> list[torch.Tensor]:
+    norm = math.sqrt(sum(float(t.pow(2).sum()) for t in tensors))
+    return [t * min(1.0, bound / norm) for t in tensors]
+
+
+def expected_update(mode: str, local: list[list[list[torch.Tensor]]], buckets: list[list[list[int]]]) -> list:
+    """local[rank][micro] = per-parameter gradients; buckets[micro] = the parameter indices of each bucket."""
+    world, accumulate = len(local), len(local[0])
+    if mode == "after_allreduce":
+        return clipped([sum(local[r][k][i] for r in range(world) for k in range(accumulate)) / world
+                        for i in range(len(local[0][0]))], CLIP_NORM)
+    per_rank = []
+    for r in range(world):
+        if mode == "before_allreduce":
+            per_rank.append(clipped([sum(g[i] for g in local[r]) for i in range(len(local[r][0]))], CLIP_NORM))
+            continue
+        total = [torch.zeros_like(g) for g in local[r][0]]
+        for k, grads in enumerate(local[r]):
+            bound = CLIP_NORM / (accumulate * math.sqrt(len(buckets[k])))
+            for bucket in buckets[k]:
+                for i, g in zip(bucket, clipped([grads[i] for i in bucket], bound)):
+                    total[i] += g
+        per_rank.append(total)
+    return [sum(p[i] for p in per_rank) / world for i in range(len(per_rank[0]))]
+
+
+def run_mode(rank: int, samples: Samples, system: System) -> list[list[torch.Tensor]]:
+    """Runs STEPS steps; checks each update against the expectation; returns all modes' expectations."""
+    ctx = DistContext(rank, system.world_size, rank, system.world_size, torch.device("cpu"))
+    torch.manual_seed(0)
+    model = BertForPreTraining(system.model_config())
+    reference = copy.deepcopy(model)
+    index_of = {p: i for i, p in enumerate(model.parameters())}
+    seen: list[list[list[int]]] = []
+    original = BucketwiseBeforeAllreduce._clip_and_reduce
+
+    def spy(self, state, bucket):
+        if bucket.index() == 0:
+            seen.append([])
+        seen[-1].append([index_of[p] for p in bucket.parameters()])
+        return original(self, state, bucket)
+
+    with mock.patch.object(BucketwiseBeforeAllreduce, "_clip_and_reduce", spy):
+        step = TrainStep(system, ctx, model, torch.optim.SGD(model.parameters(), lr=1.0),
+                         LrSchedule(base_lr=1.0, decay_steps=10**9))
+    accumulate, world = system.run.gradient_accumulation_steps, system.world_size
+    for s in range(STEPS):
+        batches = [[micro_batch(samples, system, s, r, k) for k in range(accumulate)] for r in range(world)]
+        reference.load_state_dict(model.state_dict())
+        scale = step.scaler.get_scale() if step.scaler.is_enabled() else 1.0
+        local = [[local_grads(reference, system, b, scale) for b in row] for row in batches]
+        before = [p.detach().double().clone() for p in model.parameters()]
+        seen.clear()
+        step(iter(batches[rank]), s)
+        if system.run.clip == "bucketwise_before_allreduce":
+            assert len(seen) == accumulate and all(len(b) == step.clipping.num_buckets for b in seen[-1:]), \
+                f"hook saw buckets {[len(b) for b in seen]}, clip bound assumed {step.clipping.num_buckets}"
+        buckets = seen or [[list(range(len(before)))]] * accumulate
+        expected = {mode: expected_update(mode, local, buckets) for mode in MODES}
+        actual = [b - p.detach().double() for b, p in zip(before, model.parameters())]
+        for name, a, e in zip(dict(model.named_parameters()), actual, expected[system.run.clip]):
+            where = f"{system.run.clip} step {s} {name}"
+            torch.testing.assert_close(a, e, rtol=2e-4, atol=2e-7, msg=lambda m, w=where: f"{w}: {m}")
+    return list(expected.values())
+
+
+def different(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    return any(not torch.allclose(x, y, rtol=1e-3, atol=1e-8) for x, y in zip(a, b))
+
+
+def modes_worker(rank: int, world_size: int, data_dir: Path) -> None:
+    samples = read_shard(sorted((data_dir / "train").glob("*.hdf5"))[0])
+    for accumulate, precision in ((1, "fp32"), (2, "fp32"), (1, "fp16")):
+        for mode in MODES:
+            expectations = run_mode(rank, samples, micro_system(world_size, mode, accumulate, precision))
+        # The three expectations differ, so the check above tells the modes apart.
+        after, before, bucketwise = expectations
+        assert different(after, before) and different(before, bucketwise) and different(after, bucketwise)
+    # With buckets as large as the model, bucket-wise clipping is the whole-gradient clipping.
+    run_mode(rank, samples, micro_system(world_size, "bucketwise_before_allreduce", bucket_cap_mb=25.0))
+
+
+def test_each_clipping_mode_equals_a_direct_computation(spawn_ranks, small_dataset):
+    spawn_ranks(modes_worker, 2, small_dataset)

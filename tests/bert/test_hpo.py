@@ -1,0 +1,127 @@
+"""`mlperf-bert hpo` on the micro system: a 3-trial study that is interrupted, resumed from its SQLite file, and
+whose best trial becomes a descriptor that trains to the same result and passes the compliance checker."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+
+from bert.hpo import StudyError, StudyRequest, descriptor_data, open_study, run_study, single_process, trial_objective
+from bert.system import load_system
+from compliance.checkers import compliance_check
+from tests.bert.test_train import _mllog
+from tests.conftest import descriptor, write_descriptor
+
+SEARCH = {
+    "optimizer.name": {"choices": ["lamb", "adam"]},
+    "optimizer.base_learning_rate": {"low": 0.01, "high": 0.03, "log": True},
+    "optimizer.warmup_steps": {"low": 0, "high": 20, "step": 10},
+}
+
+
+def _search_system(tmp_path: Path, target: float = 0.045) -> Path:
+    data = descriptor(max_samples=3072, log_weights_initialization=False, search=SEARCH)
+    data["run"]["eval"].update(target_accuracy=target, interval_samples=1024)
+    return write_descriptor(tmp_path, "micro_search", data)
+
+
+def _hpo(system: Path, storage: str, data: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "bert.cli", "hpo", "--system", str(system), "--storage", storage,
+            "--data-dir", str(data), *extra]
+
+
+def _states(storage: str) -> dict[str, int]:
+    trials = optuna.load_study(study_name="micro_search", storage=storage).get_trials(deepcopy=False)
+    return {state: sum(t.state.name == state for t in trials) for state in ("COMPLETE", "PRUNED", "FAIL")}
+
+
+def _interrupt_after_first_trial(cmd: list[str], env: dict, cwd: Path) -> str:
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output, deadline = [], time.monotonic() + 120
+    for line in proc.stdout:
+        output.append(line)
+        if "Trial 0 finished" in line:
+            proc.send_signal(signal.SIGINT)
+            break
+        assert time.monotonic() < deadline, "".join(output[-20:])
+    output.append(proc.communicate(timeout=60)[0])
+    assert proc.returncode == 1, "".join(output[-20:])
+    return "".join(output)
+
+
+def test_study_is_interrupted_resumed_and_its_best_descriptor_trains_and_passes(tmp_path, small_dataset, cpu_env):
+    system = _search_system(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    cmd = _hpo(system, storage, small_dataset, "--trials", "3", "--seed", "5")
+
+    interrupted = _interrupt_after_first_trial(cmd, cpu_env, tmp_path)
+    assert "interrupted; run the same command again to resume study 'micro_search'" in interrupted
+    assert _states(storage)["COMPLETE"] == 1
+    first = optuna.load_study(study_name="micro_search", storage=storage).trials[0]
+
+    resumed = subprocess.run(cmd, env=cpu_env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert _states(storage)["COMPLETE"] + _states(storage)["PRUNED"] == 3
+    kept = optuna.load_study(study_name="micro_search", storage=storage).trials[0]
+    assert (kept.params, kept.value) == (first.params, first.value)  # resumed, not restarted
+
+    out = tmp_path / "micro_tuned.json"
+    shown = subprocess.run(_hpo(system, storage, small_dataset, "--show", "--out", str(out)), env=cpu_env,
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    assert "best trials (training samples to 0.045; 3072 = the cap, not reached):" in shown.stdout
+    best = optuna.load_study(study_name="micro_search", storage=storage).best_trial
+    tuned = load_system(out)
+    assert tuned.run.optimizer.name == best.params["optimizer.name"]
+    assert tuned.run.optimizer.base_learning_rate == best.params["optimizer.base_learning_rate"]
+    assert f"trial {best.number}" in tuned.run.notes
+    assert ("logged under the LAMB key names" in tuned.run.notes) == (tuned.run.optimizer.name == "adam")
+
+    log = tmp_path / "result_0.txt"
+    train = subprocess.run([sys.executable, "-m", "bert.cli", "train", "--system", str(out), "--seed", "5",
+                            "--log-file", str(log), "--data-dir", str(small_dataset)],
+                           env=cpu_env, capture_output=True, text=True, timeout=120)
+    assert train.returncode == (0 if best.value < 3072 else 1), train.stderr[-3000:]
+    trained = next(x["value"] for x in _mllog(log) if x["key"] == "train_samples")
+    assert trained == best.value  # the trial, run again from the written descriptor
+    result = compliance_check(log)
+    assert result.passed, result.output
+
+
+def test_one_process_keeps_the_global_batch_and_micro_batch(tmp_path):
+    data = descriptor(processes_per_node=2, gradient_accumulation_steps=2, global_batch_size=32)
+    one = single_process(data)
+    assert (one["run"]["processes_per_node"], one["run"]["gradient_accumulation_steps"]) == (1, 4)
+    assert one["run"]["global_batch_size"] == 32 and one["system"]["number_of_nodes"] == "1"
+    assert data["run"]["processes_per_node"] == 2  # the input is not changed
+
+
+def test_empty_space_and_foreign_study_are_refused(tmp_path):
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    plain = load_system(write_descriptor(tmp_path, "plain", descriptor()))
+    with pytest.raises(StudyError, match="run.search is empty"):
+        run_study(StudyRequest(plain, storage, "shared", seed=1), trials=1)
+    searching = load_system(write_descriptor(tmp_path, "searching", descriptor(search=SEARCH)))
+    open_study(StudyRequest(searching, storage, "shared", seed=1))
+    with pytest.raises(StudyError, match="searches system 'searching', not 'other'"):
+        other = load_system(write_descriptor(tmp_path, "other", json.loads(searching.path.read_text())))
+        open_study(StudyRequest(other, storage, "shared", seed=1))
+
+
+def test_a_pruned_trial_stops_its_run_after_the_eval(tmp_path, small_dataset):
+    system = load_system(_search_system(tmp_path, target=0.9))  # far off: the first eval does not end the run
+    request = StudyRequest(system, "sqlite:///:memory:", "pruned", seed=1, data_dir=small_dataset, log_dir=tmp_path)
+    study = optuna.create_study(pruner=optuna.pruners.ThresholdPruner(upper=0.5))  # any error above 0.5 prunes
+    study.optimize(lambda trial: trial_objective(request, descriptor_data(system), trial), n_trials=1)
+    assert study.trials[0].state == optuna.trial.TrialState.PRUNED
+    assert list(study.trials[0].intermediate_values) == [1024]
+    stop = _mllog(tmp_path / "trial_0.txt")[-1]
+    assert stop["metadata"] == {**stop["metadata"], "status": "aborted",
+                                "reason": "stopped by the caller after the eval at 1024 samples"}

@@ -1,0 +1,55 @@
+import dataclasses
+
+import numpy as np
+import torch
+
+from bert.data.batch import collate
+from bert.data.shards import read_shard
+from bert.distributed.launch import DistContext
+from bert.model import BertForPreTraining
+from bert.optim.factory import build_optimizer, build_schedule
+from bert.step import TrainStep
+from bert.system import load_system
+
+CPU = DistContext(rank=0, world_size=1, local_rank=0, local_world_size=1, device=torch.device("cpu"))
+
+
+def _system(accumulate: int):
+    system = load_system("cpu_micro")
+    run = dataclasses.replace(system.run, gradient_accumulation_steps=accumulate, clip_norm=1e9)
+    return dataclasses.replace(system, run=run)
+
+
+def test_accumulated_gradient_is_the_mean_of_the_micro_batch_gradients(small_dataset):
+    samples = read_shard(sorted((small_dataset / "train").glob("*.hdf5"))[0])
+    batches = [collate(samples.take(np.arange(i * 8, i * 8 + 8))) for i in range(2)]
+    system = _system(accumulate=2)
+    torch.manual_seed(0)
+    model = BertForPreTraining(system.model_config())
+    expected = {}
+    for batch in batches:
+        model.zero_grad()
+        model(**batch.model_inputs(padded=False)).loss.backward()
+        for name, p in model.named_parameters():
+            expected[name] = expected.get(name, 0) + p.grad / 2
+    model.zero_grad()
+    optimizer = build_optimizer(model, system.run.optimizer)
+    seen = {}
+    optimizer.step = lambda: seen.update({n: p.grad.clone() for n, p in model.named_parameters()})
+    step = TrainStep(system, CPU, model, optimizer, build_schedule(system.run.optimizer))
+    step(iter(batches), 0)
+    for name in expected:
+        assert torch.allclose(seen[name], expected[name], atol=1e-6), name
+    loss, tokens = step.take_window()
+    assert tokens == sum(b.num_tokens for b in batches) and loss > 0
+
+
+def test_learning_rate_follows_the_schedule(small_dataset):
+    samples = read_shard(sorted((small_dataset / "train").glob("*.hdf5"))[0])
+    batch = collate(samples.take(np.arange(8)))
+    system = _system(accumulate=1)
+    model = BertForPreTraining(system.model_config())
+    schedule = build_schedule(system.run.optimizer)
+    step = TrainStep(system, CPU, model, build_optimizer(model, system.run.optimizer), schedule)
+    step(iter([batch]), 7)
+    assert step.optimizer.param_groups[0]["lr"] == schedule(7) > 0

@@ -222,31 +222,37 @@ def repository_root(descriptor: Path) -> Path:
     return parent.parent if parent.name == "systems" else parent
 
 
+def description_problems(desc: dict) -> list[tuple[str, str]]:
+    """Every problem of an MLPerf system description, in order, as (field, what is wrong and the fix)."""
+    problems = [(key, 'missing; the MLPerf system description needs all '
+                      f'{len(SYSTEM_DESCRIPTION_FIELDS)} fields (use "" where nothing applies)')
+                for key in SYSTEM_DESCRIPTION_FIELDS if key not in desc]
+    for key, value in desc.items():
+        if key not in SYSTEM_DESCRIPTION_FIELDS:
+            problems.append((key, "not an MLPerf system description field; move it to the run block or remove it"))
+        elif not isinstance(value, str):
+            problems.append((key, f'must be a string, got {value!r}; write it in quotes, as "{value}"'))
+    division, status = desc.get("division"), desc.get("status")
+    if isinstance(division, str) and division not in DIVISIONS:
+        problems.append(("division", f'must be "closed" or "open" (lower case), got {division!r}'))
+    if isinstance(status, str) and status not in STATUSES:
+        problems.append(("status", f"must be one of {', '.join(map(repr, STATUSES))}, got {status!r}"))
+    for key in ("number_of_nodes", "accelerators_per_node"):
+        if isinstance(desc.get(key), str) and not desc[key].isdigit():
+            problems.append((key, f'must be a whole number in quotes, got {desc[key]!r}'))
+    nodes = desc.get("number_of_nodes")
+    if isinstance(nodes, str) and nodes.isdigit() and int(nodes) < 1:
+        problems.append(("number_of_nodes", "must be at least \"1\""))
+    return problems
+
+
 def _check_description(where: str, desc: object) -> dict[str, str]:
     if not isinstance(desc, dict):
         raise ConfigError(where, "system", "expected an object with the MLPerf system description fields")
-    for key in SYSTEM_DESCRIPTION_FIELDS:
-        if key not in desc:
-            raise ConfigError(where, f"system.{key}", 'missing; the MLPerf system description needs all '
-                              f'{len(SYSTEM_DESCRIPTION_FIELDS)} fields (use "" where nothing applies)')
-    for key, value in desc.items():
-        if key not in SYSTEM_DESCRIPTION_FIELDS:
-            raise ConfigError(where, f"system.{key}", "not an MLPerf system description field; move it to "
-                              "the run block or remove it")
-        if not isinstance(value, str):
-            raise ConfigError(where, f"system.{key}", f'must be a string, got {value!r}; write it in quotes, '
-                              f'as "{value}"')
-    if desc["division"] not in DIVISIONS:
-        raise ConfigError(where, "system.division", f'must be "closed" or "open" (lower case), '
-                          f'got {desc["division"]!r}')
-    if desc["status"] not in STATUSES:
-        raise ConfigError(where, "system.status", f"must be one of {', '.join(map(repr, STATUSES))}, "
-                          f"got {desc['status']!r}")
-    for key in ("number_of_nodes", "accelerators_per_node"):
-        if not desc[key].isdigit():
-            raise ConfigError(where, f"system.{key}", f'must be a whole number in quotes, got {desc[key]!r}')
-    if int(desc["number_of_nodes"]) < 1:
-        raise ConfigError(where, "system.number_of_nodes", "must be at least \"1\"")
+    problems = description_problems(desc)
+    if problems:
+        key, problem = problems[0]
+        raise ConfigError(where, f"system.{key}", problem)
     return dict(desc)
 
 

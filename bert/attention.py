@@ -4,7 +4,8 @@
   kernels on GPU, a fused kernel on CPU).
 - unpadded: [T, H] real tokens with cumulative sequence lengths. On CUDA in half precision without attention
   dropout this calls torch's variable-length flash attention; elsewhere it scatters the tokens back to a
-  padded tile, runs the padded kernel and gathers them again, which is exact, so both paths agree.
+  padded tile (or the packed rows), runs the padded kernel with the layout's mask and gathers them again,
+  which is exact, so both paths agree.
 """
 
 from __future__ import annotations
@@ -25,6 +26,16 @@ def key_padding_mask(layout: TokenLayout, device: torch.device) -> torch.Tensor:
     lengths = (layout.cu_seqlens[1:] - layout.cu_seqlens[:-1]).to(device)
     positions = torch.arange(layout.padded_len, device=device)
     return (positions[None, :] < lengths[:, None])[:, None, None, :]
+
+
+def attention_mask(layout: TokenLayout, device: torch.device) -> torch.Tensor:
+    """The boolean mask (True = attend) of the layout's padded view: [B, 1, 1, L] over keys, or for packed
+    rows [B, 1, L, L], where a token attends only to its own sequence. Padding attends to padding, so that no
+    query row is empty (an empty row would make softmax NaN)."""
+    if not layout.packed:
+        return key_padding_mask(layout, device)
+    sequence = layout.sequence_ids.to(device)
+    return (sequence[:, :, None] == sequence[:, None, :])[:, None]
 
 
 def padded_attention(
@@ -50,7 +61,7 @@ def unpadded_attention(
     if can_use_varlen_kernel(q, dropout_p):
         cu = layout.cu_seqlens
         return varlen_attn(q, k, v, cu, cu, layout.max_len, layout.max_len)
-    mask = key_padding_mask(layout, q.device)
+    mask = attention_mask(layout, q.device)
     qp, kp, vp = (pad(t, layout).transpose(1, 2) for t in (q, k, v))
     out = padded_attention(qp, kp, vp, mask, dropout_p)
     return unpad(out.transpose(1, 2), layout)

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bert.attention import key_padding_mask, padded_attention, unpadded_attention
+from bert.attention import attention_mask, padded_attention, unpadded_attention
 from bert.config import BertConfig
 from bert.padding import TokenLayout, unpad
 
@@ -97,19 +97,26 @@ class BertModel(nn.Module):
         self, input_ids: torch.Tensor, segment_ids: torch.Tensor, layout: TokenLayout, padded: bool
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns (token states, pooled [CLS] states): [B*L, H] if padded else [T, H]; and [B, H]."""
-        positions = torch.arange(layout.padded_len, device=input_ids.device).expand_as(input_ids)
+        if layout.packed:
+            positions = layout.positions
+        else:
+            positions = torch.arange(layout.padded_len, device=input_ids.device).expand_as(input_ids)
         if padded:
-            mask = key_padding_mask(layout, input_ids.device)
+            mask = attention_mask(layout, input_ids.device)
             x = self.embeddings(input_ids, segment_ids, positions)
         else:
             mask = None
             x = self.embeddings(*(unpad(t, layout) for t in (input_ids, segment_ids, positions)))
         for layer in self.encoder:
             x = layer(x, layout, mask)
-        if padded:
+        first_tokens = layout.cu_seqlens[:-1].long()
+        if padded and layout.packed:
+            tokens = x.flatten(0, 1)
+            cls_states = tokens.index_select(0, layout.indices.index_select(0, first_tokens))
+        elif padded:
             cls_states, tokens = x[:, 0], x.flatten(0, 1)
         else:
-            cls_states, tokens = x.index_select(0, layout.cu_seqlens[:-1].long()), x
+            cls_states, tokens = x.index_select(0, first_tokens), x
         return tokens, torch.tanh(self.pooler(cls_states))
 
 

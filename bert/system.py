@@ -126,6 +126,12 @@ class PerformanceSpec:
     samples_to_converge: int | None = None  # null: the reference convergence point of the global batch
 
 
+# How a step's samples are spread over the ranks (bert.data.balance): random per-rank batches; a fixed count
+# from each length bin per rank; that plus a per-node exchange sorted and dealt in snake order (the seed
+# paper); an exchange over all ranks (NVIDIA's exchange padding); or up to 3 sequences per packed row.
+Balance = Literal["none", "stratified", "stratified+local_presort", "global_presort", "packed"]
+
+
 # Run fields a search may vary, besides those of run.optimizer; the rest fix the benchmark or the launch.
 SEARCHABLE_FIELDS = ("global_batch_size", "gradient_accumulation_steps", "clip")
 
@@ -148,6 +154,8 @@ class RunSpec:
     clip_norm: float = 1.0
     bucket_cap_mb: float = 25.0  # DDP's gradient bucket size, the unit of bucket-wise clipping
     unpadded: bool = True
+    balance: Balance = "none"
+    length_bins: list[int] | None = None  # upper edges of the length bins; null: 4 equal bins to max_seq_length
     eval: EvalSpec = field(default_factory=EvalSpec)
     max_samples: int  # the sample cap: a run that has not reached the target by then stops as aborted
     seed: int | None = None  # null: run_and_time.sh draws a distinct seed per run
@@ -288,6 +296,19 @@ def _check_run(where: str, system: System) -> None:
     for ok, name, problem in checks:
         if not ok:
             raise ConfigError(where, name, problem)
+    _check_length_bins(where, run)
+
+
+def _check_length_bins(where: str, run: RunSpec) -> None:
+    edges = run.length_bins
+    if edges is None:
+        return
+    if not edges or edges[0] < 1 or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ConfigError(where, "run.length_bins", f"{edges} must be positive, increasing upper edges, e.g. "
+                          "[128, 256, 384, 512]")
+    if edges[-1] < run.max_seq_length:
+        raise ConfigError(where, "run.length_bins", f"the last edge {edges[-1]} must reach run.max_seq_length "
+                          f"{run.max_seq_length}")
 
 
 def with_run_values(data: dict, values: dict[str, object]) -> dict:

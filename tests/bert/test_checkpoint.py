@@ -145,3 +145,29 @@ def test_safetensors_reader_rejects_a_truncated_file(tmp_path, reference):
     path.write_bytes(path.read_bytes()[:-4])
     with pytest.raises(CheckpointError, match="x.safetensors: tensor a: data offsets"):
         read_safetensors(path)
+
+
+def test_inspect_lists_tensors_missing_and_unexpected(tmp_path, reference):
+    from click.testing import CliRunner
+
+    from bert.cli import main
+
+    hf = _hf_state(reference)
+    del hf["cls.seq_relationship.bias"]
+    hf["bert.extra.weight"] = torch.zeros(3)
+    torch.save({"model": hf}, tmp_path / "ckpt.pt")
+    micro = json.loads((Path(__file__).resolve().parents[2] / "systems" / "cpu_micro.json").read_text())
+    micro["run"]["model_overrides"] = {"vocab_size": CONFIG.vocab_size}
+    (tmp_path / "micro.json").write_text(json.dumps(micro))
+    result = CliRunner().invoke(main, ["checkpoint", "inspect", str(tmp_path / "ckpt.pt"),
+                                       "--system", str(tmp_path / "micro.json")])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert "pytorch {'model': ...}" in lines[0] and "huggingface names" in lines[0]
+    assert any(line.split()[:3] == ["bert.embeddings.word_embeddings.weight", "float32", "[4093,"] for line in lines)
+    section = {title: lines.index(title) for title in ("missing: 1", "unexpected: 1", "ignored (not parameters): 3")}
+    assert lines[section["missing: 1"] + 1].strip() == "nsp.bias"
+    assert lines[section["unexpected: 1"] + 1].strip() == "bert.extra.weight"
+    converted = CliRunner().invoke(main, ["checkpoint", "convert", str(tmp_path / "ckpt.pt"), str(tmp_path / "o.pt"),
+                                          "--system", str(tmp_path / "micro.json")])
+    assert converted.exit_code == 1 and "nsp.bias" in converted.output and not (tmp_path / "o.pt").exists()

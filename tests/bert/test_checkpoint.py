@@ -64,6 +64,12 @@ def _write_source(kind: str, folder: Path, reference: dict[str, torch.Tensor]) -
                  for e in tensor_names(CONFIG)}
         torch.save({"model": model, "epoch": 3}, folder / "nvidia.pt")
         return folder / "nvidia.pt"
+    if kind == "tf_names":  # the TF checkpoint's tensors (kernels [in, out], no padding rows) in a torch file
+        tf = {e.tf: (reference[e.torch][: CONFIG.vocab_size] if e.vocab_padded else reference[e.torch])
+              for e in tensor_names(CONFIG)}
+        tf = {e.tf: tf[e.tf].t().contiguous() if e.transpose else tf[e.tf] for e in tensor_names(CONFIG)}
+        torch.save(tf, folder / "tf_names.pt")
+        return folder / "tf_names.pt"
     if kind == "hf_bin":
         torch.save(_hf_state(reference), folder / "pytorch_model.bin")
         return folder / "pytorch_model.bin"
@@ -82,7 +88,7 @@ def _assert_equal_model(path: Path, reference: dict[str, torch.Tensor]) -> None:
         assert torch.equal(state[name], tensor), name
 
 
-@pytest.mark.parametrize("kind", ["own", "nvidia", "hf_bin", "hf_safetensors"])
+@pytest.mark.parametrize("kind", ["own", "nvidia", "tf_names", "hf_bin", "hf_safetensors"])
 def test_each_layout_round_trips_through_convert_and_load(kind, tmp_path, reference):
     src = _write_source(kind, tmp_path, reference)
     out = tmp_path / "converted" / "init.pt"

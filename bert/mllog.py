@@ -19,6 +19,9 @@ from bert.tf_names import TensorName
 
 BENCHMARK = "bert"
 MAX_PREDICTIONS_PER_SEQ = "max_predictions_per_seq"  # no constant in mlperf_logging for this key
+# The init checkpoint's accuracy, measured before run_start; a key of its own, since an eval_accuracy line
+# before run_start would count as an eval of the run.
+INIT_CHECKPOINT_EVAL_ACCURACY = "init_checkpoint_eval_accuracy"
 # What an ADAM descriptor's notes say about its log (see hyperparameters).
 ADAM_KEYS_NOTE = (f"Optimizer ADAM (AdamW, open division): its betas, epsilon and weight decay are logged under the "
                   f"LAMB key names {C.OPT_LAMB_BETA_1}, {C.OPT_LAMB_BETA_2}, {C.OPT_LAMB_EPSILON} and "
@@ -112,6 +115,9 @@ class RunLog:
     def weights_initialization(self, names: list[TensorName]) -> None:
         for entry in names:
             self._event(C.WEIGHTS_INITIALIZATION, metadata={"tensor": entry.tf})
+
+    def checkpoint_eval(self, accuracy: float) -> None:
+        self._event(INIT_CHECKPOINT_EVAL_ACCURACY, accuracy)
 
     def init_stop(self) -> None:
         self._end(C.INIT_STOP)

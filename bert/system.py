@@ -101,6 +101,31 @@ class SearchParam:
     choices: list[str | int | float] | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class LaunchSpec:
+    """How run_and_time.sh starts the ranks (srun under Slurm, torchrun elsewhere); see bert.distributed.plan."""
+
+    env: dict[str, str] = field(default_factory=dict)  # exported to every rank, e.g. NCCL_* settings
+    master_port: int = 29500
+
+
+@dataclass(frozen=True, kw_only=True)
+class PerformanceSpec:
+    """Declared hardware figures for `mlperf-bert simulate` (bert.simulate.time_to_train); the notes say where
+    each comes from."""
+
+    gpu_samples_per_s: float  # training sequences/s of one accelerator (a published or measured figure)
+    eval_speedup: float = 3.0  # eval throughput / training throughput (forward only: about 3x)
+    hbm_gb_s: float  # accelerator memory bandwidth: the optimizer step is memory-bound
+    intra_node_gb_s: float  # per-accelerator allreduce bus bandwidth inside a node (NVLink)
+    inter_node_gb_s: float = 0.0  # per-node network bandwidth, all NICs together (0: single node)
+    link_latency_us: float = 5.0  # per hop of an allreduce step
+    allreduce: Literal["ring", "tree"] = "ring"  # the inter-node algorithm (NCCL_ALGO)
+    gradient_bytes: int = 2  # per parameter on the wire (fp16/bf16 gradients: 2)
+    optimizer_bytes_per_param: int = 30  # memory traffic of one LAMB/Adam update (fp32 state + copies)
+    samples_to_converge: int | None = None  # null: the reference convergence point of the global batch
+
+
 # How a step's samples are spread over the ranks (bert.data.balance): random per-rank batches; a fixed count
 # from each length bin per rank; that plus a per-node exchange sorted and dealt in snake order (the seed
 # paper); an exchange over all ranks (NVIDIA's exchange padding); or up to 3 sequences per packed row.
@@ -138,7 +163,13 @@ class RunSpec:
     print_interval_steps: int = 10
     dist_timeout_s: float = 300.0
     log_weights_initialization: bool = True
+    # A checkpoint to start from (`mlperf-bert checkpoint convert` output, or any layout it reads); relative
+    # paths are relative to the repository root. null: random initialisation. Its eval accuracy is measured
+    # before run_start, outside the timed region, as a check that it loaded (phase-1: about 0.34).
+    init_checkpoint: str | None = None
     dataset: DatasetSpec
+    launch: LaunchSpec = field(default_factory=LaunchSpec)
+    performance: PerformanceSpec | None = None  # set: `mlperf-bert simulate` can predict this system
     notes: str = ""
     search: dict[str, SearchParam] = field(default_factory=dict)  # the space of `mlperf-bert hpo`
 
@@ -179,6 +210,12 @@ class System:
     def model_config(self) -> BertConfig:
         return named_config(self.run.model, **self.run.model_overrides)
 
+    def init_checkpoint_path(self) -> Path | None:
+        if self.run.init_checkpoint is None:
+            return None
+        p = Path(self.run.init_checkpoint)
+        return p if p.is_absolute() else repository_root(self.path) / p
+
     def dataset_dir(self, override: str | os.PathLike | None = None) -> Path:
         d = Path(override) if override is not None else Path(self.run.dataset.dir)
         return d if d.is_absolute() else repository_root(self.path) / d
@@ -194,31 +231,37 @@ def repository_root(descriptor: Path) -> Path:
     return parent.parent if parent.name == "systems" else parent
 
 
+def description_problems(desc: dict) -> list[tuple[str, str]]:
+    """Every problem of an MLPerf system description, in order, as (field, what is wrong and the fix)."""
+    problems = [(key, 'missing; the MLPerf system description needs all '
+                      f'{len(SYSTEM_DESCRIPTION_FIELDS)} fields (use "" where nothing applies)')
+                for key in SYSTEM_DESCRIPTION_FIELDS if key not in desc]
+    for key, value in desc.items():
+        if key not in SYSTEM_DESCRIPTION_FIELDS:
+            problems.append((key, "not an MLPerf system description field; move it to the run block or remove it"))
+        elif not isinstance(value, str):
+            problems.append((key, f'must be a string, got {value!r}; write it in quotes, as "{value}"'))
+    division, status = desc.get("division"), desc.get("status")
+    if isinstance(division, str) and division not in DIVISIONS:
+        problems.append(("division", f'must be "closed" or "open" (lower case), got {division!r}'))
+    if isinstance(status, str) and status not in STATUSES:
+        problems.append(("status", f"must be one of {', '.join(map(repr, STATUSES))}, got {status!r}"))
+    for key in ("number_of_nodes", "accelerators_per_node"):
+        if isinstance(desc.get(key), str) and not desc[key].isdigit():
+            problems.append((key, f'must be a whole number in quotes, got {desc[key]!r}'))
+    nodes = desc.get("number_of_nodes")
+    if isinstance(nodes, str) and nodes.isdigit() and int(nodes) < 1:
+        problems.append(("number_of_nodes", "must be at least \"1\""))
+    return problems
+
+
 def _check_description(where: str, desc: object) -> dict[str, str]:
     if not isinstance(desc, dict):
         raise ConfigError(where, "system", "expected an object with the MLPerf system description fields")
-    for key in SYSTEM_DESCRIPTION_FIELDS:
-        if key not in desc:
-            raise ConfigError(where, f"system.{key}", 'missing; the MLPerf system description needs all '
-                              f'{len(SYSTEM_DESCRIPTION_FIELDS)} fields (use "" where nothing applies)')
-    for key, value in desc.items():
-        if key not in SYSTEM_DESCRIPTION_FIELDS:
-            raise ConfigError(where, f"system.{key}", "not an MLPerf system description field; move it to "
-                              "the run block or remove it")
-        if not isinstance(value, str):
-            raise ConfigError(where, f"system.{key}", f'must be a string, got {value!r}; write it in quotes, '
-                              f'as "{value}"')
-    if desc["division"] not in DIVISIONS:
-        raise ConfigError(where, "system.division", f'must be "closed" or "open" (lower case), '
-                          f'got {desc["division"]!r}')
-    if desc["status"] not in STATUSES:
-        raise ConfigError(where, "system.status", f"must be one of {', '.join(map(repr, STATUSES))}, "
-                          f"got {desc['status']!r}")
-    for key in ("number_of_nodes", "accelerators_per_node"):
-        if not desc[key].isdigit():
-            raise ConfigError(where, f"system.{key}", f'must be a whole number in quotes, got {desc[key]!r}')
-    if int(desc["number_of_nodes"]) < 1:
-        raise ConfigError(where, "system.number_of_nodes", "must be at least \"1\"")
+    problems = description_problems(desc)
+    if problems:
+        key, problem = problems[0]
+        raise ConfigError(where, f"system.{key}", problem)
     return dict(desc)
 
 

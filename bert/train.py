@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from bert.checkpoint import load_into
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.loader import LoaderBalance, TrainLoader
 from bert.distributed.launch import DistContext, init_distributed, shutdown
@@ -72,11 +73,16 @@ def run(request: RunRequest) -> int:
         config = system.model_config()
         torch.manual_seed(request.seed)
         model = BertForPreTraining(config).to(ctx.device)
+        checkpoint = system.init_checkpoint_path()
+        if checkpoint is not None:
+            load_into(model, checkpoint, config)
         if run_spec.log_weights_initialization:
             log.weights_initialization(tensor_names(config))
         step_fn = TrainStep(system, ctx, model, build_optimizer(model, run_spec.optimizer),
                             build_schedule(run_spec.optimizer))
         balance = loader_balance(system, ctx)
+        if checkpoint is not None:
+            _checkpoint_eval(ctx, files.eval_file, system, step_fn, log)
         log.init_stop()
 
         log.run_start()
@@ -96,6 +102,16 @@ def run(request: RunRequest) -> int:
         log.close()
         shutdown(ctx)
     return 0 if status == SUCCESS else 1
+
+
+def _checkpoint_eval(ctx: DistContext, eval_file: Path, system: System, step_fn: TrainStep, log: RunLog) -> None:
+    """The loaded checkpoint's eval accuracy, before run_start: a wrong conversion or eval set shows here
+    (the MLPerf phase-1 checkpoint scores about 0.34), not after the timed run."""
+    run_spec = system.run
+    eval_set = EvalSet(eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size)
+    accuracy = eval_set.accuracy(step_fn.model, step_fn.padded, step_fn.autocast)
+    log.checkpoint_eval(accuracy)
+    _say(ctx, f"init checkpoint {system.init_checkpoint_path()}: mlm accuracy {accuracy:.4f} before training")
 
 
 def loader_balance(system: System, ctx: DistContext) -> LoaderBalance:

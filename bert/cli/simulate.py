@@ -1,4 +1,4 @@
-"""`mlperf-bert simulate-balance`: the load-balance simulator (bert.simulate.balance) from the command line."""
+"""`mlperf-bert simulate`: time to train from a descriptor; `simulate-balance`: the load-balance simulator."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from bert.cli.common import load_descriptor
 from bert.data.balance import STRATEGIES
 
 
@@ -65,4 +66,53 @@ def simulate_balance(nodes: int, ranks_per_node: int, per_rank_batch: int, lengt
         click.echo(f"max_over_mean={results[0].max_over_mean:.4f}")
 
 
-COMMANDS = [simulate_balance]
+def _samples_to_converge(system, given: int | None) -> tuple[int, str]:
+    if given is not None:
+        return given, "--samples-to-converge"
+    declared = system.run.performance.samples_to_converge
+    if declared is not None:
+        return declared, "run.performance.samples_to_converge"
+    from compliance.checkers import rcp_reference
+
+    gbs = system.run.global_batch_size
+    reference = rcp_reference(gbs)
+    if reference is None:
+        raise click.ClickException(f"{system.path}: no reference convergence point for global batch {gbs}; declare "
+                                   "run.performance.samples_to_converge or pass --samples-to-converge")
+    return round(reference.mean_samples), f"reference convergence point ({reference.source}, GBS {gbs})"
+
+
+@click.command("simulate")
+@click.option("--system", "system_name", required=True, help="Descriptor with a run.performance block.")
+@click.option("--samples-to-converge", type=click.IntRange(min=1), default=None,
+              help="Override run.performance.samples_to_converge (default there, else the reference convergence "
+                   "point of the global batch size).")
+@click.option("--lengths", default="mlperf-wiki", show_default=True,
+              help="Sequence lengths for the load-balance simulator: a named distribution or a directory of shards.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def simulate(system_name: str, samples_to_converge: int | None, lengths: str, seed: int) -> None:
+    """Predict step time and time to train from the descriptor: a breakdown table whose last line is
+    predicted_time_to_train_s=<x>."""
+    from bert.simulate.balance import named_lengths, shard_lengths
+    from bert.simulate.time_to_train import breakdown_lines, predict
+
+    system = load_descriptor(system_name)
+    if system.run.performance is None:
+        raise click.ClickException(f"{system.path}: run.performance is not set; declare the per-GPU throughput and "
+                                   "the interconnect to simulate this system (see systems/dgxa100_1x8.json)")
+    samples, source = _samples_to_converge(system, samples_to_converge)
+    max_len = system.run.max_seq_length
+    try:
+        source_lengths = (shard_lengths(Path(lengths)) if Path(lengths).is_dir()
+                          else named_lengths(lengths, count=50_000, seed=seed, max_len=max_len))
+        prediction = predict(system, samples, source_lengths, seed=seed)
+    except (ValueError, FileNotFoundError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"{system.nodes} node(s) x {system.run.processes_per_node} GPU(s), global batch "
+               f"{system.run.global_batch_size}, balance {system.run.balance}, clip {system.run.clip}, "
+               f"{system.run.performance.gpu_samples_per_s:g} sequences/s per GPU; samples to converge from {source}")
+    for line in breakdown_lines(prediction):
+        click.echo(line)
+
+
+COMMANDS = [simulate_balance, simulate]

@@ -124,6 +124,7 @@ class RunSpec:
     clip_norm: float = 1.0
     bucket_cap_mb: float = 25.0  # DDP's gradient bucket size, the unit of bucket-wise clipping
     unpadded: bool = True
+    compile: bool = False  # torch.compile each encoder layer (see benchmarks/throughput_notes.md for when it helps)
     eval: EvalSpec = field(default_factory=EvalSpec)
     max_samples: int  # the sample cap: a run that has not reached the target by then stops as aborted
     seed: int | None = None  # null: run_and_time.sh draws a distinct seed per run

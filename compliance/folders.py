@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -20,11 +21,28 @@ def staging_folder(target: Path) -> Path:
 
 
 def replace_folder(built: Path, target: Path) -> None:
-    """Moves `built` to `target`; an existing `target` is moved aside first and deleted only after."""
+    """Moves `built` to `target`; an existing `target` is moved aside first, put back if the move fails, and
+    deleted only once `built` is in place."""
     if not target.exists():
         built.rename(target)
         return
     aside = _sibling(target, "old")
     target.rename(aside)
-    built.rename(target)
+    try:
+        built.rename(target)
+    except BaseException:
+        aside.rename(target)
+        raise
     shutil.rmtree(aside)
+
+
+def build_in_place(target: Path, build: Callable[[Path], None]) -> None:
+    """Runs `build(folder)` on a staging folder beside `target` and moves the result to `target` only when
+    `build` returns; on any failure (or interruption) the staging folder is removed and `target`, if it
+    existed, is left as it was."""
+    staging = staging_folder(target)
+    try:
+        build(staging)
+        replace_folder(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

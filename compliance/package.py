@@ -24,7 +24,7 @@ from bert.typed_config import ConfigError
 from compliance.check import CheckReport, Progress, check
 from compliance.checkers import BENCHMARK, require_ruleset
 from compliance.errors import InputError
-from compliance.folders import replace_folder, staging_folder
+from compliance.folders import build_in_place
 from compliance.precheck import ERROR, Finding, dropped_runs, folder_findings, log_findings, why_run_does_not_count
 from compliance.result_log import read_result_log, result_logs_in
 
@@ -121,10 +121,5 @@ def build_package(system: str | Path, logs_dir: str | Path, org: str, out: str |
     if target.exists() and not force:
         raise PackageError(f"{target} already exists; pass --force to replace it")
     commit, dirty = _source_commit()
-    staging = staging_folder(target)
-    try:
-        _write_tree(staging, descriptor, result_logs_in(logs_dir), impl)
-        replace_folder(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    build_in_place(target, lambda staging: _write_tree(staging, descriptor, result_logs_in(logs_dir), impl))
     return PackageResult(target, commit, dirty, check(target, ruleset, descriptor.division, progress))

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bert.system import MLPERF_TARGET_ACCURACY as MLPERF_TARGET
 from compliance.errors import InputError
 from compliance.result_log import ResultLog
-
-MLPERF_TARGET = 0.720
 
 
 class PlotError(InputError):

@@ -39,8 +39,7 @@ def _row_check(row: LogRow) -> str:
 
 
 def _log_table(report: CheckReport) -> Table:
-    table = Table(title=f"{report.target} (ruleset {report.ruleset}"
-                        f"{f', {report.division} division' if report.division else ''})", title_justify="left")
+    table = Table()
     table.add_column("log", overflow="fold")
     table.add_column("check")
     table.add_column("run")
@@ -87,6 +86,9 @@ def _compliance_failures(rows: list[LogRow], base: Path) -> list[str]:
 
 
 def print_check(report: CheckReport, console: Console) -> None:
+    # The heading is a line of its own: a table title would be wrapped to the table's width, splitting paths.
+    _say(console, f"{report.target} (ruleset {report.ruleset}"
+                  f"{f', {report.division} division' if report.division else ''})", style="italic")
     console.print(_log_table(report))
     print_problems(report, console)
     _say(console, f"VERDICT: {_verdict(report)}", style="bold")
@@ -119,7 +121,8 @@ def _verdict(report: CheckReport) -> str:
 
 
 def print_score(report: ScoreReport, console: Console) -> None:
-    table = Table(title=f"{report.check.target} (ruleset {report.check.ruleset})", title_justify="left")
+    _say(console, f"{report.check.target} (ruleset {report.check.ruleset})", style="italic")
+    table = Table()
     for name in ("system", "division", "score (minutes)", "samples to converge", "RCP", "scaling factor", "runs"):
         table.add_column(name, justify="left" if name in ("system", "division", "RCP") else "right")
     for s in report.systems:

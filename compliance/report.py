@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib.metadata import version
@@ -24,7 +23,7 @@ from compliance import plots
 from compliance.check import Progress, TargetError, find_package
 from compliance.checkers import BENCHMARK, rcp_reference
 from compliance.errors import InputError
-from compliance.folders import replace_folder, staging_folder
+from compliance.folders import build_in_place
 from compliance.render import print_problems
 from compliance.result_log import ResultLog, read_result_log, result_logs_in
 from compliance.score import ScoreReport, SystemScore, score
@@ -149,17 +148,17 @@ def write_report(path: str | Path, out: str | Path, ruleset: str = "5.0.0",
         raise TargetError(f"{path}: not a submission (ORG/systems/<name>.json and ORG/results/<name>/bert/)")
     _check_out(out)
     result = score(org, ruleset, progress)
-    staging = staging_folder(out)
-    try:
-        lines, figures = _header(org, result), []
+    figures: list[Path] = []
+
+    def build(staging: Path) -> None:
+        lines = _header(org, result)
         for bench in sorted((org / "results").glob(f"*/{BENCHMARK}")):
             if progress is not None:
                 progress(f"figures: {bench.parent.name}")
             section, drawn = _system_section(org, bench, result, staging)
             lines += section
-            figures += [out / f.name for f in drawn]
+            figures.extend(out / f.name for f in drawn)
         (staging / REPORT).write_text("\n".join(lines))
-        replace_folder(staging, out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    build_in_place(out, build)
     return ReportResult(out / REPORT, tuple(figures), result)

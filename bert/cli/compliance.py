@@ -18,7 +18,8 @@ def _console():
 
 def _with_progress(work, *args):
     """Runs one compliance function under a transient status line on stderr (shown on a terminal only);
-    its errors become one-line messages: exit 2 for a request it does not serve, 1 for bad input."""
+    its errors become one-line messages: exit 2 for a request it does not serve, 1 for bad input or a file
+    that cannot be read or written (the output trees are built aside, so such a failure leaves none half-written)."""
     from rich.console import Console
 
     from compliance.errors import InputError, UsageError
@@ -31,6 +32,9 @@ def _with_progress(work, *args):
         raise click.UsageError(str(e)) from None
     except InputError as e:
         raise click.ClickException(str(e)) from None
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        raise click.ClickException(f"{where}{e.strerror or e}; nothing was changed") from None
 
 
 @click.command()

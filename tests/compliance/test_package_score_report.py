@@ -1,12 +1,18 @@
 """Ten real cpu_micro runs, packaged, accepted by the official package checker, scored and reported."""
 
+import errno
 import json
 import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
+
+import compliance.package as package_module
 from compliance.checkers import PACKAGE_SUCCESS
+from compliance.folders import replace_folder
 from tests.compliance.conftest import cli
 from tests.compliance.fakes import write_runs
 from tests.conftest import REPO
@@ -31,7 +37,7 @@ def test_package_writes_the_tree_and_its_check_passes(micro_package):
     result, org = micro_package.package_result, micro_package.org
     assert result.exit_code == 0, result.output
     assert "packaged" in result.output and "VERDICT: PASS" in result.output
-    descriptor = json.loads((REPO / "systems" / "cpu_micro.json").read_text())
+    descriptor = json.loads(micro_package.system.read_text())
     assert json.loads((org / "systems" / "cpu_micro.json").read_text()) == descriptor["system"]
     results = org / "results" / "cpu_micro" / "bert"
     assert sorted(p.name for p in results.iterdir()) == sorted(f"result_{i}.txt" for i in range(10))
@@ -41,7 +47,7 @@ def test_package_writes_the_tree_and_its_check_passes(micro_package):
     for tracked in ("README.md", "run_and_time.sh", "setup.cfg", "bert/train.py", "bert/mllog.py"):
         assert (impl / tracked).read_bytes() == (REPO / tracked).read_bytes() or tracked in _changed_files()
     assert os.access(impl / "run_and_time.sh", os.X_OK)
-    assert (impl / "systems" / "cpu_micro.json").read_text() == (REPO / "systems" / "cpu_micro.json").read_text()
+    assert (impl / "systems" / "cpu_micro.json").read_text() == micro_package.system.read_text()
     assert [p.name for p in micro_package.out.iterdir()] == ["TestOrg"]  # no staging folder left behind
 
 
@@ -69,12 +75,12 @@ def test_score_is_the_olympic_mean_of_the_run_times(micro_package):
 
 
 def test_check_accepts_the_package_the_logs_folder_and_one_log(micro_package):
-    for target in (micro_package.org, micro_package.logs, micro_package.logs / "result_0.txt"):
-        result = cli("check", target)
+    """`package` has checked the tree under 5.0.0 already: here the tree under 4.1.0, the logs folder and one log."""
+    for target, ruleset in ((micro_package.org, "4.1.0"), (micro_package.logs, "5.0.0"),
+                            (micro_package.logs / "result_0.txt", "5.0.0")):
+        result = cli("check", target, "--ruleset", ruleset)
         assert result.exit_code == 0, result.output
-        assert "VERDICT: PASS" in result.output
-    older = cli("check", micro_package.org, "--ruleset", "4.1.0")
-    assert older.exit_code == 0, older.output
+        assert "VERDICT: PASS" in result.output and f"(ruleset {ruleset}" in result.output
 
 
 def test_report_writes_markdown_and_its_figures(micro_package, tmp_path):
@@ -120,3 +126,51 @@ def test_package_refuses_logs_that_would_fail_and_writes_nothing(tmp_path):
     assert "not packaged, nothing written" in result.output
     assert "9 result logs; a BERT submission needs exactly 10" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def _failing_midway(monkeypatch):
+    """Makes the implementation step of `package` fail after it has written part of the code folder."""
+    def extract(dest):
+        (dest / "README.md").write_text("half")
+        raise OSError(errno.ENOSPC, "No space left on device", str(dest / "bert"))
+    monkeypatch.setattr(package_module, "_extract_head", extract)
+
+
+def test_a_failure_midway_leaves_no_partial_tree(tmp_path, monkeypatch):
+    logs = write_runs(tmp_path / "logs")
+    out = tmp_path / "out"
+    _failing_midway(monkeypatch)
+    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out)
+    assert result.exit_code == 1
+    assert "No space left on device; nothing was changed" in result.output and "/bert" in result.output
+    assert list(out.iterdir()) == []
+
+
+def test_a_failure_midway_with_force_keeps_the_existing_tree(tmp_path, monkeypatch):
+    logs = write_runs(tmp_path / "logs")
+    out = tmp_path / "out"
+    assert cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out).exit_code == 0
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    _failing_midway(monkeypatch)
+    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out, "--force")
+    assert result.exit_code == 1 and "nothing was changed" in result.output
+    assert [p.name for p in out.iterdir()] == ["Org"]
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_replace_folder_puts_the_old_tree_back_when_the_move_fails(tmp_path, monkeypatch):
+    target, built = tmp_path / "Org", tmp_path / "new"
+    (target / "results").mkdir(parents=True)
+    (target / "results" / "kept.txt").write_text("old")
+    built.mkdir()
+    real_rename = Path.rename
+
+    def rename(self, dest):
+        if self == built:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real_rename(self, dest)
+    monkeypatch.setattr(Path, "rename", rename)
+    with pytest.raises(OSError, match="cross-device"):
+        replace_folder(built, target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Org", "new"]
+    assert (target / "results" / "kept.txt").read_text() == "old"

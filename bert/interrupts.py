@@ -2,10 +2,11 @@
 
 The first signal raises RunInterrupted in the main thread, so the run ends through its ordinary error path:
 an aborted run_stop with the reason, a flushed log, the process group shut down. The main thread only sees it
-when it runs Python, which it may not for a while (a collective waiting for a hung rank), so a second signal
-is served by a watcher thread: it calls `on_second` (which writes the aborted run_stop) and ends the process
-at once. The watcher learns of signals through signal.set_wakeup_fd, which the interpreter writes to as the
-signal arrives, whatever the main thread is doing.
+when it runs Python, which it may not for a while (a collective waiting for a hung rank), so a watcher
+thread serves a second signal, or a first one that has not ended the run within GRACE_S: it calls
+`on_stop_at_once` (which writes the aborted run_stop) and ends the process at once. That bounds the time a
+blocked rank takes to go after a launcher's SIGTERM (torchrun and Slurm kill only 30 s later). The watcher
+learns of signals through signal.set_wakeup_fd, which the interpreter writes to as the signal arrives.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from types import FrameType
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+GRACE_S = 10.0  # how long the main thread has to end the run after a first signal
 
 
 class RunInterrupted(Exception):
@@ -35,8 +37,8 @@ def exit_code(signum: int) -> int:
 class SignalGuard:
     """Context manager: installs the handlers (in the main thread only; elsewhere it does nothing)."""
 
-    def __init__(self, on_second: Callable[[str], None]):
-        self.on_second = on_second
+    def __init__(self, on_stop_at_once: Callable[[str], None]):
+        self.on_stop_at_once = on_stop_at_once
         self.armed = False
         self._active = False
         self._previous: dict[int, object] = {}
@@ -74,14 +76,23 @@ class SignalGuard:
             raise RunInterrupted(signum)
 
     def _watch(self, reader: socket.socket) -> None:
-        seen = 0
+        first: int | None = None
         with reader:
-            while data := reader.recv(64):
-                for signum in data:
-                    if signum not in SIGNALS:
-                        continue
-                    seen += 1
-                    if seen >= 2:
-                        name = signal.Signals(signum).name
-                        self.on_second(f"RunInterrupted: a second signal ({name}): ended at once")
-                        os._exit(exit_code(signum))
+            while True:
+                reader.settimeout(None if first is None else GRACE_S)
+                try:
+                    data = reader.recv(64)
+                except TimeoutError:
+                    self._stop_at_once(first, f"the run did not end within {GRACE_S:.0f} s of "
+                                              f"{signal.Signals(first).name} (blocked, e.g. in a collective "
+                                              "waiting for a hung rank): ended at once")
+                if not data:
+                    return
+                for signum in (s for s in data if s in SIGNALS):
+                    if first is not None:
+                        self._stop_at_once(signum, f"a second signal ({signal.Signals(signum).name}): ended at once")
+                    first = signum
+
+    def _stop_at_once(self, signum: int, why: str) -> None:
+        self.on_stop_at_once(f"RunInterrupted: {why}")
+        os._exit(exit_code(signum))

@@ -74,7 +74,7 @@ def run(request: RunRequest) -> int:
         log.close()
 
     status, reason, code = ABORTED, None, 1
-    with SignalGuard(on_second=stop_at_once) as signals:
+    with SignalGuard(on_stop_at_once=stop_at_once) as signals:
         try:
             status, reason = _run(request, ctx, log, progress)
         except Exception as e:  # the log must still end with run_stop, and the reason must reach the user

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -53,6 +54,34 @@ def torchrun(system: Path, data: Path, log: Path, env: dict, seed: int = 1) -> s
                             start_new_session=True)
 
 
+def start_ranks(system: Path, data: Path, log: Path, env: dict, out: Path) -> list[subprocess.Popen]:
+    """The ranks alone, with the environment torchrun would give them: for faults whose end the launcher
+    would decide (torchrun kills the ranks left 30 s after one failed, whatever --shutdown-timeout says)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    for rank in range(RANKS):
+        rank_env = dict(env, RANK=str(rank), WORLD_SIZE=str(RANKS), LOCAL_RANK=str(rank),
+                        LOCAL_WORLD_SIZE=str(RANKS), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        cmd = [sys.executable, "-m", "bert.cli", "train", "--system", str(system), "--seed", "1", "--log-file",
+               str(log), "--data-dir", str(data)]
+        with open(out / f"rank{rank}.out", "w") as stdout, open(out / f"rank{rank}.err", "w") as stderr:
+            procs.append(subprocess.Popen(cmd, env=rank_env, stdout=stdout, stderr=stderr))
+    return procs
+
+
+def wait_bounded(procs: list[subprocess.Popen], timeout: float = CASE_TIMEOUT_S) -> list[int]:
+    """The ranks' exit codes; kills them all and fails the test if any runs past the timeout."""
+    deadline = time.monotonic() + timeout
+    try:
+        return [p.wait(timeout=max(deadline - time.monotonic(), 0.1)) for p in procs]
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+        pytest.fail(f"ranks still running after {timeout:.0f} s")
+
+
 def finish(proc: subprocess.Popen) -> tuple[int, str, str]:
     """Waits for the launcher (bounded); kills its whole session and fails the test if it hangs."""
     try:
@@ -74,7 +103,8 @@ def wait_for_training(log_glob: tuple[Path, str], proc: subprocess.Popen, steps:
             time.sleep(0.2 * steps)
             return
         if proc.poll() is not None:
-            pytest.fail(f"the run ended (status {proc.returncode}) before training:\n{proc.stderr.read()[-3000:]}")
+            err = proc.stderr.read()[-3000:] if proc.stderr else ""
+            pytest.fail(f"the run ended (status {proc.returncode}) before training:\n{err}")
         time.sleep(0.1)
     pytest.fail("the run did not start training")
 

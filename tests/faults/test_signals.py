@@ -5,15 +5,17 @@ import os
 import signal
 import time
 
+from bert.interrupts import GRACE_S
 from tests.faults.conftest import (
     alive,
     assert_log_aborted,
     descendants,
     fault_descriptor,
     finish,
-    rank_pid,
     run_and_time,
+    start_ranks,
     torchrun,
+    wait_bounded,
     wait_for_training,
 )
 
@@ -48,22 +50,23 @@ def test_sigterm_to_torchrun_aborts_the_run(tmp_path, fault_data, fault_env):
     assert_log_aborted(log, "SIGTERM received")
 
 
-def test_a_second_signal_ends_a_hung_rank_at_once(tmp_path, fault_data, fault_env):
-    """Rank 1 is stopped, so rank 0 waits in a collective (for far longer than the test); the first SIGTERM
+def test_a_second_signal_ends_a_blocked_rank_at_once(tmp_path, fault_data, fault_env):
+    """Rank 1 is stopped, so rank 0 waits in a collective (its timeout far beyond the test); the first SIGTERM
     cannot reach its main thread there, the second ends it at once with the aborted run_stop."""
     log = tmp_path / "result_0.txt"
-    proc = torchrun(fault_descriptor(tmp_path, dist_timeout_s=600), fault_data, log, fault_env)
-    wait_for_training((tmp_path, log.name), proc)
-    rank0, rank1 = rank_pid(proc.pid, 0), rank_pid(proc.pid, 1)
-    os.kill(rank1, signal.SIGSTOP)
+    rank0, rank1 = start_ranks(fault_descriptor(tmp_path, dist_timeout_s=600), fault_data, log, fault_env, tmp_path)
+    wait_for_training((tmp_path, log.name), rank0)
+    rank1.send_signal(signal.SIGSTOP)
     try:
         time.sleep(1.0)  # rank 0 is now blocked in the allreduce of a step
-        os.kill(rank0, signal.SIGTERM)
+        rank0.send_signal(signal.SIGTERM)
         time.sleep(0.5)
-        os.kill(rank0, signal.SIGTERM)
-        code, _, _ = finish(proc)
+        started = time.monotonic()
+        rank0.send_signal(signal.SIGTERM)
+        (code,) = wait_bounded([rank0], timeout=GRACE_S)
     finally:
-        if alive([rank1]):
-            os.kill(rank1, signal.SIGKILL)
-    assert code != 0
-    assert_log_aborted(log, "a second signal (SIGTERM)")
+        rank1.kill()
+        rank1.wait()
+    assert code == 128 + signal.SIGTERM
+    assert time.monotonic() - started < GRACE_S / 2
+    assert_log_aborted(log, "a second signal (SIGTERM): ended at once")

@@ -82,14 +82,14 @@ def wait_bounded(procs: list[subprocess.Popen], timeout: float = CASE_TIMEOUT_S)
         pytest.fail(f"ranks still running after {timeout:.0f} s")
 
 
-def finish(proc: subprocess.Popen) -> tuple[int, str, str]:
+def finish(proc: subprocess.Popen, timeout: float = CASE_TIMEOUT_S) -> tuple[int, str, str]:
     """Waits for the launcher (bounded); kills its whole session and fails the test if it hangs."""
     try:
-        out, err = proc.communicate(timeout=CASE_TIMEOUT_S)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        pytest.fail(f"still running after {CASE_TIMEOUT_S} s:\n{out[-2000:]}\n{err[-3000:]}")
+        pytest.fail(f"still running after {timeout:.0f} s:\n{out[-2000:]}\n{err[-3000:]}")
     return proc.returncode, out, err
 
 
@@ -168,6 +168,6 @@ def assert_stdout_aborted(stdout: str, reason: str) -> dict:
 
 
 def run_and_time(system: Path, logdir: Path, data: Path, env: dict, **extra: str) -> subprocess.Popen:
-    env = dict(env, NEXP="1", SEED="3", LOGDIR=str(logdir), DATADIR=str(data), **extra)
+    env = {**env, "NEXP": "1", "SEED": "3", "LOGDIR": str(logdir), "DATADIR": str(data), **extra}
     return subprocess.Popen([str(REPO / "run_and_time.sh"), str(system)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)

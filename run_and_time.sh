@@ -106,6 +106,10 @@ for ((i = 0; i < nexp; i++)); do
     wait "$child" || status=$?
     child=""
     end=$(date +%s.%N)
+    if [[ $status != 0 ]]; then  # a rank 0 killed before its run_stop: the launcher's status is the evidence
+        why="the ranks ended without run_stop (launcher exit status $status): a rank was killed or crashed"
+        mlperf-bert log seal "$partial" --reason "$why; see the launcher's output" || true
+    fi
     result=$(publish "$partial" "$index")
     ran=$((ran + 1))
     seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')

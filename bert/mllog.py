@@ -8,6 +8,7 @@ its run_stop, then still reaches stdout. Values come from the system descriptor,
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -89,7 +90,7 @@ class RunLog:
     Safe to call from a second thread (the signal watcher of bert.interrupts); run_stop is written once.
     """
 
-    def __init__(self, path: str | os.PathLike | None, rank: int = 0, echo: bool = True):
+    def __init__(self, path: str | os.PathLike | None, rank: int = 0, echo: bool = True, append: bool = False):
         self.enabled = rank == 0 and path is not None
         self.path = Path(path) if path is not None else None
         self._logger: MLLogger | None = None
@@ -99,7 +100,8 @@ class RunLog:
         self.stopped = False
         if self.enabled:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            check_log_path(self.path)
+            if not append:
+                check_log_path(self.path)
             logger = logging.getLogger(f"mlperf_bert.{self.path}")
             logger.propagate = False
             logger.setLevel(logging.INFO)
@@ -223,6 +225,33 @@ class RunLog:
                     write(key, value, meta)
                 except LogWriteError:
                     pass  # reported by the error that ended the run; the line went to stdout
+
+    def seal(self, reason: str) -> None:
+        """The aborted run_stop alone, for a log whose run could not write its own (see seal_log)."""
+        with self._lock:
+            self.stopped = True
+            self._end(C.RUN_STOP, metadata={C.STATUS: C.ABORTED, "reason": reason})
+
+
+def seal_log(path: Path, reason: str) -> bool:
+    """Ends a log that a crash cut off (a rank 0 killed before its run_stop) with an aborted run_stop and
+    `reason`; returns whether it had to. A log that ends with run_stop, or holds no line, stays as it is."""
+    text = path.read_text(errors="replace") if path.is_file() else ""
+    lines = [line for line in text.splitlines() if line.startswith(":::MLLOG ")]
+    if not lines:
+        return False
+    try:
+        if json.loads(lines[-1].removeprefix(":::MLLOG "))["key"] == C.RUN_STOP:
+            return False
+    except (ValueError, KeyError, TypeError):
+        pass  # a line cut off mid-write: the run did not stop
+    if not text.endswith("\n"):
+        with open(path, "a") as f:
+            f.write("\n")  # a cut-off line keeps its own line
+    log = RunLog(path, echo=False, append=True)
+    log.seal(reason)
+    log.close()
+    return True
 
 
 SUCCESS, ABORTED = C.SUCCESS, C.ABORTED

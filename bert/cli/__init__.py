@@ -1,12 +1,12 @@
 """`mlperf-bert`: the command line. Thin: each command parses, calls one function, prints.
 
-One module per domain (training, data, systems); each lists its top-level commands in COMMANDS."""
+One module per domain (training, data, systems, logs); each lists its top-level commands in COMMANDS."""
 
 from __future__ import annotations
 
 import click
 
-from bert.cli import data, systems, training
+from bert.cli import data, logs, systems, training
 
 
 @click.group()
@@ -14,6 +14,6 @@ def main() -> None:
     """MLPerf Training BERT: train, prepare data, check and package submissions."""
 
 
-for _module in (training, data, systems):
+for _module in (training, data, systems, logs):
     for _command in _module.COMMANDS:
         main.add_command(_command)

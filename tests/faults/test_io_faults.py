@@ -8,7 +8,7 @@ from collections import namedtuple
 import pytest
 
 from bert.data.verify import verify_dataset
-from bert.mllog import LOG_FREE_BYTES, LogError, RunLog
+from bert.mllog import LOG_FREE_BYTES, LogError, RunLog, seal_log
 from bert.system import load_system
 from bert.train import RunRequest, run
 from tests.conftest import REPO
@@ -76,3 +76,16 @@ def test_run_and_time_refuses_a_folder_with_results_when_asked(tmp_path, cpu_env
     assert "already holds results (result_0.txt)" in proc.stderr and "ON_EXISTING=refuse" in proc.stderr
     assert (logdir / "cpu_micro" / "result_0.txt").read_text() == "earlier\n"
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_seal_ends_a_cut_off_log_and_leaves_a_finished_one(tmp_path):
+    log = RunLog(tmp_path / "result_0.txt", echo=False)
+    log.run_start()
+    log.close()
+    with open(tmp_path / "result_0.txt", "a") as f:
+        f.write(':::MLLOG {"namespace": "", "time_ms": 1, "key": "blo')  # a line cut off by a crash
+    assert seal_log(tmp_path / "result_0.txt", "rank 0 was killed")
+    lines = (tmp_path / "result_0.txt").read_text().splitlines()
+    assert lines[1].endswith('"key": "blo') and '"reason": "rank 0 was killed"' in lines[2]
+    assert not seal_log(tmp_path / "result_0.txt", "again")
+    assert (tmp_path / "result_0.txt").read_text().splitlines() == lines

@@ -34,9 +34,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 @dataclass
 class RunSample:
+    log: str  # the run's partial log, named in its processes' command lines
     peak_rss_mib: float = 0.0
-    first_fds: int | None = None
-    peak_fds: int = 0
+    fds: dict[int, tuple[int, int]] = field(default_factory=dict)  # pid -> (first, peak) open descriptors
+
+    def fd_growth(self) -> tuple[int, int, int]:
+        """(growth, first, peak) of the process whose descriptors grew most."""
+        return max(((peak - first, first, peak) for first, peak in self.fds.values()), default=(0, 0, 0))
 
 
 @dataclass
@@ -59,9 +63,10 @@ def _status(pid: int) -> dict[str, str]:
     return dict(line.split(":", 1) for line in lines if ":" in line)
 
 
-def run_processes(logdir: Path) -> list[int]:
-    """Live processes whose command line names the soak's log folder: the ranks (and launcher) of a run."""
-    marker = str(logdir).encode()
+def run_processes(log: str) -> list[int]:
+    """Live processes (launcher, ranks) whose command line names the log file `log`, so also ranks that
+    outlived a launcher that died."""
+    marker = b"--log-file\0" + log.encode() + b"\0"
     found = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
@@ -84,27 +89,29 @@ def available_mib() -> float:
     return int(meminfo["MemAvailable"].split()[0]) / 1024
 
 
-def training(logdir: Path) -> bool:
-    """Whether the current run has started (run_start in its partial log): descriptors are counted from then,
-    when the ranks have opened what they keep open."""
-    return any("run_start" in p.read_text(errors="replace") for p in logdir.rglob("result_*.txt.partial"))
+def training(log: str) -> bool:
+    """Whether the run has started (run_start in its log): descriptors are counted from then, when the ranks
+    have opened what they keep open."""
+    try:
+        return "run_start" in Path(log).read_text(errors="replace")
+    except OSError:
+        return False
 
 
 def sample_ranks(soak: Soak, stop: threading.Event, interval: float) -> None:
     while not stop.wait(interval):
-        if not soak.runs or not training(soak.logdir):
+        if not soak.runs or not training(soak.runs[-1].log):
             continue
         current = soak.runs[-1]
-        for pid in run_processes(soak.logdir):
+        for pid in run_processes(current.log):
             try:
                 rss = int(_status(pid)["VmRSS"].split()[0]) / 1024
             except (OSError, KeyError):
                 continue
             fds = open_fds(pid)
             current.peak_rss_mib = max(current.peak_rss_mib, rss)
-            current.peak_fds = max(current.peak_fds, fds)
-            if current.first_fds is None:
-                current.first_fds = fds
+            first, peak = current.fds.get(pid, (fds, fds))
+            current.fds[pid] = (first, max(peak, fds))
 
 
 def result_problems(logdir: Path) -> list[str]:
@@ -134,8 +141,9 @@ def leak_problems(soak: Soak, memory_tolerance_mib: float, fd_growth: int) -> li
         problems.append(f"available memory fell by {first.available_mib - last.available_mib:.0f} MiB "
                         f"from run 1 to run {len(soak.between)}")
     for i, run in enumerate(soak.runs, 1):
-        if run.first_fds is not None and run.peak_fds - run.first_fds > fd_growth:
-            problems.append(f"run {i}: a rank's descriptors grew from {run.first_fds} to {run.peak_fds}")
+        growth, first, peak = run.fd_growth()
+        if growth > fd_growth:
+            problems.append(f"run {i}: a process's open descriptors grew from {first} to {peak} during the run")
     return problems
 
 
@@ -161,19 +169,21 @@ def soak(system: str, nexp: int, logdir: Path, interval: float) -> tuple[Soak, i
 
 def _follow(proc: subprocess.Popen, state: Soak, interval: float, output: list[str]) -> None:
     """Reads run_and_time's output, taking the between-runs sample at each RESULT line."""
-    logdir = state.logdir
     for line in proc.stdout:
         output.append(line)
-        if line.startswith("run_and_time: run ") and "/" in line.split()[2]:
-            state.runs.append(RunSample())
+        if line.startswith("run_and_time: run ") and " log " in line:
+            state.runs.append(RunSample(line.rsplit(" log ", 1)[1].strip() + ".partial"))
             print(line.rstrip(), flush=True)
-        elif line.startswith("RESULT,bert,"):
-            time.sleep(interval)  # let the ranks' exits settle before looking for leftovers
+        elif line.startswith("RESULT,bert,") and state.runs:
+            run = state.runs[-1]
+            deadline = time.monotonic() + 10 * interval  # the ranks' exits may trail the launcher's
+            while run_processes(run.log) and time.monotonic() < deadline:
+                time.sleep(interval / 4)
             shm = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
-            state.between.append(Between(run_processes(logdir), open_fds(proc.pid), shm, available_mib()))
-            run = state.runs[-1] if state.runs else RunSample()
-            print(f"  {line.strip()}  peak rank RSS {run.peak_rss_mib:.0f} MiB, descriptors {run.first_fds} -> "
-                  f"{run.peak_fds}, available memory {state.between[-1].available_mib:.0f} MiB", flush=True)
+            state.between.append(Between(run_processes(run.log), open_fds(proc.pid), shm, available_mib()))
+            growth, first, peak = run.fd_growth()
+            print(f"  {line.strip()}  peak rank RSS {run.peak_rss_mib:.0f} MiB, descriptors {first} -> {peak}, "
+                  f"available memory {state.between[-1].available_mib:.0f} MiB", flush=True)
 
 
 def main() -> int:

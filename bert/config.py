@@ -45,6 +45,17 @@ class BertConfig:
     def replace(self, **changes: Any) -> BertConfig:
         return dataclasses.replace(self, **changes)
 
+    def transformers_kwargs(self) -> dict[str, Any]:
+        """Arguments of transformers.BertConfig for the same model (whose vocabulary has no padding rows)."""
+        return {
+            "vocab_size": self.vocab_size, "hidden_size": self.hidden_size, "num_hidden_layers": self.num_layers,
+            "num_attention_heads": self.num_heads, "intermediate_size": self.intermediate_size,
+            "hidden_act": "gelu", "hidden_dropout_prob": self.hidden_dropout,
+            "attention_probs_dropout_prob": self.attention_dropout,
+            "max_position_embeddings": self.max_position_embeddings, "type_vocab_size": self.type_vocab_size,
+            "initializer_range": self.initializer_range, "layer_norm_eps": self.layer_norm_eps,
+        }
+
 
 NAMED_CONFIGS: dict[str, BertConfig] = {
     "large": BertConfig(),

@@ -23,10 +23,13 @@ from bert.system import System
 from bert.tf_names import TensorName
 
 BENCHMARK = "bert"
-MAX_PREDICTIONS_PER_SEQ = "max_predictions_per_seq"
+MAX_PREDICTIONS_PER_SEQ = "max_predictions_per_seq"  # no constant in mlperf_logging for this key
+# The init checkpoint's accuracy, measured before run_start; a key of its own, since an eval_accuracy line
+# before run_start would count as an eval of the run.
+INIT_CHECKPOINT_EVAL_ACCURACY = "init_checkpoint_eval_accuracy"
 # Free disk a log needs at start-up: a BERT-large log is well under 1 MiB, so this leaves room for what else
 # the run and the launcher write beside it.
-LOG_FREE_BYTES = 64 << 20  # no constant in mlperf_logging for this key
+LOG_FREE_BYTES = 64 << 20
 # What an ADAM descriptor's notes say about its log (see hyperparameters).
 ADAM_KEYS_NOTE = (f"Optimizer ADAM (AdamW, open division): its betas, epsilon and weight decay are logged under the "
                   f"LAMB key names {C.OPT_LAMB_BETA_1}, {C.OPT_LAMB_BETA_2}, {C.OPT_LAMB_EPSILON} and "
@@ -187,6 +190,9 @@ class RunLog:
     def weights_initialization(self, names: list[TensorName]) -> None:
         for entry in names:
             self._event(C.WEIGHTS_INITIALIZATION, metadata={"tensor": entry.tf})
+
+    def checkpoint_eval(self, accuracy: float) -> None:
+        self._event(INIT_CHECKPOINT_EVAL_ACCURACY, accuracy)
 
     def init_stop(self) -> None:
         self._end(C.INIT_STOP)

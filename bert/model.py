@@ -6,7 +6,8 @@ alone, gathered by indices the data pipeline computed on the host, so no step wa
 
 Parameters stay one tensor per reference TF variable (see bert.tf_names): LAMB's trust ratio is per tensor,
 so fusing query/key/value into one parameter would change the optimizer. The forward still runs one fused
-QKV matmul by concatenating the three weights.
+QKV matmul by concatenating the three weights. LayerNorm is apex's fused kernel where apex is importable
+(bert.fused); `compile_encoder` compiles each encoder layer with torch.compile.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bert.attention import key_padding_mask, padded_attention, unpadded_attention
+from bert.attention import attention_mask, padded_attention, unpadded_attention
 from bert.config import BertConfig
-from bert.padding import TokenLayout, unpad
+from bert.fused import is_layer_norm, layer_norm
+from bert.padding import TokenLayout, gather_rows, unpad
 
 
 @dataclass
@@ -37,13 +39,21 @@ class Embeddings(nn.Module):
         self.word_embeddings = nn.Embedding(config.padded_vocab_size, config.hidden_size)
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
-        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.layer_norm = layer_norm(config.hidden_size, config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
 
     def forward(self, input_ids: torch.Tensor, segment_ids: torch.Tensor, positions: torch.Tensor):
         x = self.word_embeddings(input_ids) + self.position_embeddings(positions)
         x = x + self.token_type_embeddings(segment_ids)
-        return self.dropout(self.layer_norm(x))
+        return self.dropout(self.layer_norm(x).to(_activation_dtype(x)))
+
+
+def _activation_dtype(x: torch.Tensor) -> torch.dtype:
+    """Under autocast the residual stream is kept in the autocast dtype, as apex's mixed precision keeps it:
+    an fp32 stream would make every residual sum fp32 and every following matmul cast its input back. The
+    LayerNorms still accumulate in fp32 inside their kernels, and the weights stay fp32."""
+    device = x.device.type
+    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
 
 
 class SelfAttention(nn.Module):
@@ -53,7 +63,7 @@ class SelfAttention(nn.Module):
         self.num_heads, self.head_size = config.num_heads, config.head_size
         self.query, self.key, self.value = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
         self.output = nn.Linear(h, h)
-        self.layer_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
+        self.layer_norm = layer_norm(h, config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.attention_dropout = config.attention_dropout
 
@@ -63,8 +73,8 @@ class SelfAttention(nn.Module):
         qkv = F.linear(x, weight, bias)
         dropout_p = self.attention_dropout if self.training else 0.0
         if mask is None:  # unpadded: x is [T, H]
-            q, k, v = qkv.view(-1, 3, self.num_heads, self.head_size).unbind(1)
-            context = unpadded_attention(q, k, v, layout, dropout_p).flatten(1)
+            qkv = qkv.view(-1, 3, self.num_heads, self.head_size)
+            context = unpadded_attention(qkv, layout, dropout_p).flatten(1)
         else:  # padded: x is [B, L, H]
             b, s, _ = x.shape
             q, k, v = qkv.view(b, s, 3, self.num_heads, self.head_size).permute(2, 0, 3, 1, 4).unbind(0)
@@ -78,7 +88,7 @@ class EncoderLayer(nn.Module):
         self.attention = SelfAttention(config)
         self.intermediate = nn.Linear(config.hidden_size, config.intermediate_size)
         self.output = nn.Linear(config.intermediate_size, config.hidden_size)
-        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.layer_norm = layer_norm(config.hidden_size, config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
 
     def forward(self, x: torch.Tensor, layout: TokenLayout, mask: torch.Tensor | None) -> torch.Tensor:
@@ -97,19 +107,26 @@ class BertModel(nn.Module):
         self, input_ids: torch.Tensor, segment_ids: torch.Tensor, layout: TokenLayout, padded: bool
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns (token states, pooled [CLS] states): [B*L, H] if padded else [T, H]; and [B, H]."""
-        positions = torch.arange(layout.padded_len, device=input_ids.device).expand_as(input_ids)
+        if layout.packed:
+            positions = layout.positions
+        else:
+            positions = torch.arange(layout.padded_len, device=input_ids.device).expand_as(input_ids)
         if padded:
-            mask = key_padding_mask(layout, input_ids.device)
+            mask = attention_mask(layout, input_ids.device)
             x = self.embeddings(input_ids, segment_ids, positions)
         else:
             mask = None
             x = self.embeddings(*(unpad(t, layout) for t in (input_ids, segment_ids, positions)))
         for layer in self.encoder:
             x = layer(x, layout, mask)
-        if padded:
+        first_tokens = layout.cu_seqlens[:-1].long()
+        if padded and layout.packed:
+            tokens = x.flatten(0, 1)
+            cls_states = tokens.index_select(0, layout.indices.index_select(0, first_tokens))
+        elif padded:
             cls_states, tokens = x[:, 0], x.flatten(0, 1)
         else:
-            cls_states, tokens = x.index_select(0, layout.cu_seqlens[:-1].long()), x
+            cls_states, tokens = gather_rows(x, first_tokens), x
         return tokens, torch.tanh(self.pooler(cls_states))
 
 
@@ -117,7 +134,7 @@ class MaskedLMHead(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.transform = nn.Linear(config.hidden_size, config.hidden_size)
-        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.layer_norm = layer_norm(config.hidden_size, config.layer_norm_eps)
         self.bias = nn.Parameter(torch.zeros(config.padded_vocab_size))
         self.vocab_size = config.vocab_size
 
@@ -144,7 +161,7 @@ class BertForPreTraining(nn.Module):
             nn.init.trunc_normal_(module.weight, std=std, a=-2 * std, b=2 * std)
             if getattr(module, "bias", None) is not None:
                 nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.LayerNorm):
+        elif is_layer_norm(module):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
 
@@ -162,10 +179,20 @@ class BertForPreTraining(nn.Module):
         cu_seqlens[b]+pos if not); mlm_labels: [M] their original ids; nsp_labels: [B]."""
         tokens, pooled = self.bert(input_ids, segment_ids, layout, padded)
         decoder_weight = self.bert.embeddings.word_embeddings.weight
-        mlm_logits = self.mlm(tokens.index_select(0, mlm_index), decoder_weight)
+        mlm_logits = self.mlm(gather_rows(tokens, mlm_index), decoder_weight)
         nsp_logits = self.nsp(pooled)
         mlm_loss = F.cross_entropy(mlm_logits.float(), mlm_labels)
         nsp_loss = F.cross_entropy(nsp_logits.float(), nsp_labels)
         with torch.no_grad():
             correct = (mlm_logits.argmax(-1) == mlm_labels).sum()
         return PretrainingOutput(mlm_loss + nsp_loss, mlm_loss, nsp_loss, correct, mlm_labels.numel())
+
+
+def compile_encoder(model: BertForPreTraining) -> None:
+    """Compiles every encoder layer in place with torch.compile; parameter names do not change.
+
+    Shapes are dynamic from the start: the token count and the padded length change with every batch, and
+    recompiling for each would cost more than the compiled layer saves.
+    """
+    for layer in model.bert.encoder:
+        layer.compile(dynamic=True)

@@ -16,6 +16,7 @@ from torch.nn.parallel import DistributedDataParallel
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
 from bert.distributed.clipping import AfterAllreduce, BeforeAllreduce, loss_scale
 from bert.distributed.launch import DistContext
+from bert.model import compile_encoder
 from bert.numerics import NumericGuard
 from bert.optim.factory import set_learning_rate
 from bert.optim.schedule import LrSchedule
@@ -33,6 +34,8 @@ class TrainStep:
                  schedule: LrSchedule, nan_at_step: int | None = None):
         run = system.run
         self.model, self.optimizer, self.schedule, self.ctx = model, optimizer, schedule, ctx
+        if run.compile:
+            compile_encoder(model)
         self.trained = DistributedDataParallel(model, bucket_cap_mb=run.bucket_cap_mb) if ctx.distributed else model
         self.padded = not run.unpadded
         self.accumulate = run.gradient_accumulation_steps

@@ -101,6 +101,37 @@ class SearchParam:
     choices: list[str | int | float] | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class LaunchSpec:
+    """How run_and_time.sh starts the ranks (srun under Slurm, torchrun elsewhere); see bert.distributed.plan."""
+
+    env: dict[str, str] = field(default_factory=dict)  # exported to every rank, e.g. NCCL_* settings
+    master_port: int = 29500
+
+
+@dataclass(frozen=True, kw_only=True)
+class PerformanceSpec:
+    """Declared hardware figures for `mlperf-bert simulate` (bert.simulate.time_to_train); the notes say where
+    each comes from."""
+
+    gpu_samples_per_s: float  # training sequences/s of one accelerator (a published or measured figure)
+    eval_speedup: float = 3.0  # eval throughput / training throughput (forward only: about 3x)
+    hbm_gb_s: float  # accelerator memory bandwidth: the optimizer step is memory-bound
+    intra_node_gb_s: float  # per-accelerator allreduce bus bandwidth inside a node (NVLink)
+    inter_node_gb_s: float = 0.0  # per-node network bandwidth, all NICs together (0: single node)
+    link_latency_us: float = 5.0  # per hop of an allreduce step
+    allreduce: Literal["ring", "tree"] = "ring"  # the inter-node algorithm (NCCL_ALGO)
+    gradient_bytes: int = 2  # per parameter on the wire (fp16/bf16 gradients: 2)
+    optimizer_bytes_per_param: int = 30  # memory traffic of one LAMB/Adam update (fp32 state + copies)
+    samples_to_converge: int | None = None  # null: the reference convergence point of the global batch
+
+
+# How a step's samples are spread over the ranks (bert.data.balance): random per-rank batches; a fixed count
+# from each length bin per rank; that plus a per-node exchange sorted and dealt in snake order (the seed
+# paper); an exchange over all ranks (NVIDIA's exchange padding); or up to 3 sequences per packed row.
+Balance = Literal["none", "stratified", "stratified+local_presort", "global_presort", "packed"]
+
+
 # Run fields a search may vary, besides those of run.optimizer; the rest fix the benchmark or the launch.
 SEARCHABLE_FIELDS = ("global_batch_size", "gradient_accumulation_steps", "clip")
 
@@ -123,6 +154,9 @@ class RunSpec:
     clip_norm: float = 1.0
     bucket_cap_mb: float = 25.0  # DDP's gradient bucket size, the unit of bucket-wise clipping
     unpadded: bool = True
+    compile: bool = False  # torch.compile each encoder layer (see benchmarks/throughput_notes.md for when it helps)
+    balance: Balance = "none"
+    length_bins: list[int] | None = None  # upper edges of the length bins; null: 4 equal bins to max_seq_length
     eval: EvalSpec = field(default_factory=EvalSpec)
     max_samples: int  # the sample cap: a run that has not reached the target by then stops as aborted
     seed: int | None = None  # null: run_and_time.sh draws a distinct seed per run
@@ -132,7 +166,13 @@ class RunSpec:
     # fp16: more consecutive loss-scale overflows than this abort the run (the scale has fallen 2^N-fold).
     max_loss_scale_overflows: int = 24
     log_weights_initialization: bool = True
+    # A checkpoint to start from (`mlperf-bert checkpoint convert` output, or any layout it reads); relative
+    # paths are relative to the repository root. null: random initialisation. Its eval accuracy is measured
+    # before run_start, outside the timed region, as a check that it loaded (phase-1: about 0.34).
+    init_checkpoint: str | None = None
     dataset: DatasetSpec
+    launch: LaunchSpec = field(default_factory=LaunchSpec)
+    performance: PerformanceSpec | None = None  # set: `mlperf-bert simulate` can predict this system
     notes: str = ""
     search: dict[str, SearchParam] = field(default_factory=dict)  # the space of `mlperf-bert hpo`
 
@@ -173,6 +213,12 @@ class System:
     def model_config(self) -> BertConfig:
         return named_config(self.run.model, **self.run.model_overrides)
 
+    def init_checkpoint_path(self) -> Path | None:
+        if self.run.init_checkpoint is None:
+            return None
+        p = Path(self.run.init_checkpoint)
+        return p if p.is_absolute() else repository_root(self.path) / p
+
     def dataset_dir(self, override: str | os.PathLike | None = None) -> Path:
         d = Path(override) if override is not None else Path(self.run.dataset.dir)
         return d if d.is_absolute() else repository_root(self.path) / d
@@ -188,31 +234,37 @@ def repository_root(descriptor: Path) -> Path:
     return parent.parent if parent.name == "systems" else parent
 
 
+def description_problems(desc: dict) -> list[tuple[str, str]]:
+    """Every problem of an MLPerf system description, in order, as (field, what is wrong and the fix)."""
+    problems = [(key, 'missing; the MLPerf system description needs all '
+                      f'{len(SYSTEM_DESCRIPTION_FIELDS)} fields (use "" where nothing applies)')
+                for key in SYSTEM_DESCRIPTION_FIELDS if key not in desc]
+    for key, value in desc.items():
+        if key not in SYSTEM_DESCRIPTION_FIELDS:
+            problems.append((key, "not an MLPerf system description field; move it to the run block or remove it"))
+        elif not isinstance(value, str):
+            problems.append((key, f'must be a string, got {value!r}; write it in quotes, as "{value}"'))
+    division, status = desc.get("division"), desc.get("status")
+    if isinstance(division, str) and division not in DIVISIONS:
+        problems.append(("division", f'must be "closed" or "open" (lower case), got {division!r}'))
+    if isinstance(status, str) and status not in STATUSES:
+        problems.append(("status", f"must be one of {', '.join(map(repr, STATUSES))}, got {status!r}"))
+    for key in ("number_of_nodes", "accelerators_per_node"):
+        if isinstance(desc.get(key), str) and not desc[key].isdigit():
+            problems.append((key, f'must be a whole number in quotes, got {desc[key]!r}'))
+    nodes = desc.get("number_of_nodes")
+    if isinstance(nodes, str) and nodes.isdigit() and int(nodes) < 1:
+        problems.append(("number_of_nodes", "must be at least \"1\""))
+    return problems
+
+
 def _check_description(where: str, desc: object) -> dict[str, str]:
     if not isinstance(desc, dict):
         raise ConfigError(where, "system", "expected an object with the MLPerf system description fields")
-    for key in SYSTEM_DESCRIPTION_FIELDS:
-        if key not in desc:
-            raise ConfigError(where, f"system.{key}", 'missing; the MLPerf system description needs all '
-                              f'{len(SYSTEM_DESCRIPTION_FIELDS)} fields (use "" where nothing applies)')
-    for key, value in desc.items():
-        if key not in SYSTEM_DESCRIPTION_FIELDS:
-            raise ConfigError(where, f"system.{key}", "not an MLPerf system description field; move it to "
-                              "the run block or remove it")
-        if not isinstance(value, str):
-            raise ConfigError(where, f"system.{key}", f'must be a string, got {value!r}; write it in quotes, '
-                              f'as "{value}"')
-    if desc["division"] not in DIVISIONS:
-        raise ConfigError(where, "system.division", f'must be "closed" or "open" (lower case), '
-                          f'got {desc["division"]!r}')
-    if desc["status"] not in STATUSES:
-        raise ConfigError(where, "system.status", f"must be one of {', '.join(map(repr, STATUSES))}, "
-                          f"got {desc['status']!r}")
-    for key in ("number_of_nodes", "accelerators_per_node"):
-        if not desc[key].isdigit():
-            raise ConfigError(where, f"system.{key}", f'must be a whole number in quotes, got {desc[key]!r}')
-    if int(desc["number_of_nodes"]) < 1:
-        raise ConfigError(where, "system.number_of_nodes", "must be at least \"1\"")
+    problems = description_problems(desc)
+    if problems:
+        key, problem = problems[0]
+        raise ConfigError(where, f"system.{key}", problem)
     return dict(desc)
 
 
@@ -250,6 +302,19 @@ def _check_run(where: str, system: System) -> None:
     for ok, name, problem in checks:
         if not ok:
             raise ConfigError(where, name, problem)
+    _check_length_bins(where, run)
+
+
+def _check_length_bins(where: str, run: RunSpec) -> None:
+    edges = run.length_bins
+    if edges is None:
+        return
+    if not edges or edges[0] < 1 or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ConfigError(where, "run.length_bins", f"{edges} must be positive, increasing upper edges, e.g. "
+                          "[128, 256, 384, 512]")
+    if edges[-1] < run.max_seq_length:
+        raise ConfigError(where, "run.length_bins", f"the last edge {edges[-1]} must reach run.max_seq_length "
+                          f"{run.max_seq_length}")
 
 
 def with_run_values(data: dict, values: dict[str, object]) -> dict:

@@ -3,11 +3,15 @@
 Used for `weights_initialization` log lines and for checkpoint conversion. TF dense kernels are [in, out]
 while torch Linear weights are [out, in]: entries with `transpose=True` need a transpose either way.
 Tensors over the vocabulary (`vocab_padded=True`) carry extra rows in torch (see BertConfig.pad_vocab_to_multiple).
+Hugging Face transformers' names are derived from the TF names (`hf_name`), not listed a second time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+import torch
 
 from bert.config import BertConfig
 
@@ -77,3 +81,52 @@ def torch_to_tf(config: BertConfig) -> dict[str, TensorName]:
 
 def tf_to_torch(config: BertConfig) -> dict[str, TensorName]:
     return {entry.tf: entry for entry in tensor_names(config)}
+
+
+# Hugging Face transformers' BertForPreTraining follows the TF names with a few mechanical changes: '/' becomes
+# '.', layer_<i> becomes layer.<i>, and the TF variable suffixes become torch's weight/bias.
+_HF_SUFFIXES = {"kernel": "weight", "gamma": "weight", "beta": "bias", "output_weights": "weight",
+                "output_bias": "bias", "bias": "bias"}
+# transformers also lists the tied MLM decoder in its state dict: its weight is the word embedding matrix and
+# its bias the MLM output bias. Keys are the decoder's names, values the TF names of the tensors they alias.
+HF_TIED = {"cls.predictions.decoder.weight": "bert/embeddings/word_embeddings",
+           "cls.predictions.decoder.bias": "cls/predictions/output_bias"}
+
+
+def hf_name(tf: str) -> str:
+    """The transformers BertForPreTraining parameter name of a reference TF variable."""
+    parts = [part.replace("layer_", "layer.") if part.startswith("layer_") else part for part in tf.split("/")]
+    suffix = _HF_SUFFIXES.get(parts[-1])
+    # Embedding tables are TF variables of their own; in torch they are the `weight` of an Embedding.
+    return ".".join(parts[:-1] + [suffix]) if suffix else ".".join(parts + ["weight"])
+
+
+def torch_to_hf(config: BertConfig) -> dict[str, str]:
+    """This model's parameter name -> transformers' name (same [out, in] layout: no transposes)."""
+    return {entry.torch: hf_name(entry.tf) for entry in tensor_names(config)}
+
+
+def to_hf_state_dict(state: Mapping[str, torch.Tensor], config: BertConfig) -> dict[str, torch.Tensor]:
+    """This model's state dict as transformers' BertForPreTraining state dict, tied decoder included.
+
+    Vocabulary tensors lose the padding rows (transformers' model has exactly vocab_size rows).
+    """
+    out = {}
+    for entry in tensor_names(config):
+        tensor = state[entry.torch]
+        out[hf_name(entry.tf)] = tensor[: config.vocab_size] if entry.vocab_padded else tensor
+    for tied, tf in HF_TIED.items():
+        out[tied] = out[hf_name(tf)]
+    return out
+
+
+def from_hf_state_dict(state: Mapping[str, torch.Tensor], config: BertConfig) -> dict[str, torch.Tensor]:
+    """A transformers BertForPreTraining state dict as this model's; padding rows of the vocabulary are zero."""
+    out = {}
+    for entry in tensor_names(config):
+        tensor = state[hf_name(entry.tf)]
+        if entry.vocab_padded:
+            rows = config.padded_vocab_size - tensor.shape[0]
+            tensor = torch.cat([tensor, tensor.new_zeros((rows, *tensor.shape[1:]))])
+        out[entry.torch] = tensor
+    return out

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import torch
 
+from bert.checkpoint import load_into
 from bert.data.dataset import check_dataset, dataset_files
-from bert.data.loader import TrainLoader
+from bert.data.loader import LoaderBalance, TrainLoader
 from bert.distributed.launch import DistContext, init_distributed, shutdown
+from bert.distributed.presort import build_exchange
 from bert.eval import EvalSet
 from bert.interrupts import RunInterrupted, SignalGuard, exit_code
 from bert.mllog import ABORTED, SUCCESS, RunLog
@@ -104,20 +106,46 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
     config = system.model_config()
     torch.manual_seed(request.seed)
     model = BertForPreTraining(config).to(ctx.device)
+    checkpoint = system.init_checkpoint_path()
+    if checkpoint is not None:
+        load_into(model, checkpoint, config)
     if run_spec.log_weights_initialization:
         log.weights_initialization(tensor_names(config))
     step_fn = TrainStep(system, ctx, model, build_optimizer(model, run_spec.optimizer),
                         build_schedule(run_spec.optimizer), request.nan_at_step)
+    balance = loader_balance(system, ctx)
+    if checkpoint is not None:
+        _checkpoint_eval(ctx, files.eval_file, system, step_fn, log)
     log.init_stop()
 
     log.run_start()
     eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size)
     loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, request.seed,
-                         system.per_process_batch, ctx.device)
+                         system.per_process_batch, ctx.device, balance=balance)
     try:
         return _train(system, ctx, step_fn, loader, eval_set, log, progress, request.on_eval)
     finally:
         loader.close()
+
+
+def _checkpoint_eval(ctx: DistContext, eval_file: Path, system: System, step_fn: TrainStep, log: RunLog) -> None:
+    """The loaded checkpoint's eval accuracy, before run_start: a wrong conversion or eval set shows here
+    (the MLPerf phase-1 checkpoint scores about 0.34), not after the timed run."""
+    run_spec = system.run
+    eval_set = EvalSet(eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size)
+    accuracy = eval_set.accuracy(step_fn.model, step_fn.padded, step_fn.autocast)
+    log.checkpoint_eval(accuracy)
+    _say(ctx, f"init checkpoint {system.init_checkpoint_path()}: mlm accuracy {accuracy:.4f} before training")
+
+
+def loader_balance(system: System, ctx: DistContext) -> LoaderBalance:
+    """The descriptor's load-balance strategy for this rank, with its presort group (created here, at init)."""
+    run_spec = system.run
+    exchange = None
+    if ctx.distributed:
+        exchange = build_exchange(ctx.rank, ctx.world_size, run_spec.processes_per_node, run_spec.balance,
+                                  run_spec.max_seq_length, run_spec.max_predictions_per_seq)
+    return LoaderBalance(run_spec.balance, run_spec.length_bins, run_spec.max_seq_length, exchange)
 
 
 def _train(system, ctx, step_fn, loader, eval_set, log, progress, on_eval) -> tuple[str, str | None]:

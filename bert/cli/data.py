@@ -91,6 +91,19 @@ def _shape_options(f):
                         "an input_mask; varlen: rows cut to their length (no input_mask).")(f)
 
 
+def _bucket_options(overwrite_help: str):
+    """The options of the two-pass bucket commands (reshard, stratify) after the shape options."""
+    def wrap(f):
+        f = click.option("--quiet", is_flag=True, help="No progress bars.")(f)
+        f = click.option("--overwrite", is_flag=True, help=overwrite_help)(f)
+        f = click.option("--tmp", "tmp_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                         help="Folder for the temporary buckets (about the input's size; default: inside --out).")(f)
+        return click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
+                            show_default="one per core", help="Processes writing the output shards (the second "
+                            "pass).")(f)
+    return wrap
+
+
 _INPUT_HELP = "A shard or a folder of shards (*.hdf5); repeat it, or list more paths after it."
 
 
@@ -233,12 +246,7 @@ def eval_set(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
 @click.option("--shards", type=click.IntRange(min=1), required=True, help="How many shards to write (K).")
 @click.option("--seed", type=int, default=12345, show_default=True, help="Seed of the sample-level shuffle.")
 @_shape_options
-@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
-              show_default="one per core", help="Processes writing the output shards (the second pass).")
-@click.option("--tmp", "tmp_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Folder for the temporary buckets (about the input's size; default: inside --out).")
-@click.option("--overwrite", is_flag=True, help="Delete the shards already in --out.")
-@click.option("--quiet", is_flag=True, help="No progress bars.")
+@_bucket_options("Delete the shards already in --out.")
 def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, shards: int, seed: int, form: str,
             max_seq_length: int, max_predictions: int, workers: int, tmp_dir: Path | None, overwrite: bool,
             quiet: bool) -> None:
@@ -254,6 +262,38 @@ def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
     written = _data_errors(lambda: run_reshard(paths, out, shards, seed, shape, workers, overwrite, tmp_dir,
                                                not quiet))
     click.echo(f"wrote {len(written)} shards to {out}")
+
+
+@data.command()
+@click.option("--input", "inputs", multiple=True, type=click.Path(exists=True, path_type=Path), help=_INPUT_HELP)
+@click.argument("more_inputs", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for the shard sets: OUT/len-0001-0128/part-00000-of-0000K.hdf5 ...")
+@click.option("--bins", "bins_text", default="128,256,384,512", show_default=True,
+              help="Upper edges of the length bins (real tokens); any increasing edges.")
+@click.option("--shards", type=click.IntRange(min=1), required=True,
+              help="Shards per bin (K); at least the number of ranks lets every rank read its own.")
+@click.option("--seed", type=int, default=12345, show_default=True, help="Seed of the sample-level shuffle.")
+@_shape_options
+@_bucket_options("Delete the shards already in the bin folders.")
+def stratify(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, bins_text: str, shards: int,
+             seed: int, form: str, max_seq_length: int, max_predictions: int, workers: int, tmp_dir: Path | None,
+             overwrite: bool, quiet: bool) -> None:
+    """Split shards into one shard set per length bin (the stratified sampler's input), in bounded memory
+    like reshard: K shards of near-equal size per bin, every sample once, shuffled. Train on them with
+    run.dataset.train_glob "train/len-*/*.hdf5" and run.balance "stratified" or "stratified+local_presort"."""
+    from bert.data.reshard import OutputShape
+    from bert.data.stratify import stratify as run_stratify
+
+    try:
+        edges = [int(v) for v in bins_text.split(",")]
+    except ValueError:
+        raise _DataError(f"--bins {bins_text!r}: expected whole numbers separated by commas") from None
+    paths = _shard_paths(inputs, more_inputs)
+    shape = OutputShape(form, max_seq_length, max_predictions)
+    written = _data_errors(lambda: run_stratify(paths, out, edges, shards, seed, shape, workers, overwrite, tmp_dir,
+                                                not quiet))
+    click.echo(f"wrote {len(written)} shards in {len({p.parent for p in written})} bin folders under {out}")
 
 
 @data.command()

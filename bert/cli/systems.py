@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import sys
+from pathlib import Path
 
 import click
 
@@ -38,6 +41,56 @@ def system_env(system: str) -> None:
     for key, value in values.items():
         click.echo(f"{key}={shlex.quote(str(value))}")
 
+
+def _launcher(choice: str) -> str:
+    if choice != "auto":
+        return choice
+    return "slurm" if os.environ.get("SLURM_JOB_ID") else "torchrun"
+
+
+def _master_addr(launcher: str, given: str | None) -> str:
+    if given:
+        return given
+    if launcher == "slurm":
+        return "<first host of $SLURM_JOB_NODELIST>"
+    return os.environ.get("MASTER_ADDR", "localhost")
+
+
+@system_group.command(name="plan")
+@click.argument("system")
+@click.option("--seed", type=int, default=None, help="Run seed [default: run.seed, else 0].")
+@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The run's result file [default: logs/<system>/result_0.txt].")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Dataset directory [default: run.dataset.dir]; its shards are dealt out to the ranks.")
+@click.option("--launcher", type=click.Choice(["auto", "slurm", "torchrun"]), default="auto", show_default=True,
+              help="auto: slurm when SLURM_JOB_ID is set, else torchrun.")
+@click.option("--master-addr", default=None, help="Rendezvous host [default: Slurm's first host, $MASTER_ADDR or "
+              "localhost].")
+@click.option("--node-rank", type=int, default=0, show_default=True, help="This host's node (torchrun).")
+@click.option("--cache-cleared/--no-cache-cleared", default=False)
+@click.option("--command", "command_only", is_flag=True,
+              help="Print only this node's launch command (env assignments first), NUL-separated, for "
+                   "run_and_time.sh.")
+def system_plan(system: str, seed: int | None, log_file: Path | None, data_dir: Path | None, launcher: str,
+                master_addr: str | None, node_rank: int, cache_cleared: bool, command_only: bool) -> None:
+    """The launch plan: exact commands, environment and per-rank shard assignment; starts nothing."""
+    from bert.distributed.plan import TrainArgs, build_plan, describe, launch_command, launch_env
+
+    s = load_descriptor(system)
+    seed = seed if seed is not None else s.run.seed if s.run.seed is not None else 0
+    data = s.dataset_dir(data_dir)
+    args = TrainArgs(seed, log_file or Path("logs", s.name, "result_0.txt"), data, cache_cleared)
+    launcher = _launcher(launcher)
+    addr = _master_addr(launcher, master_addr)
+    if command_only:
+        env = [f"{k}={v}" for k, v in sorted(launch_env(s, launcher, addr).items())]
+        argv = ["env", *env, *launch_command(s, args, launcher, node_rank, addr, "python")]
+        sys.stdout.write("\0".join(argv) + "\0")
+        return
+    shards = len(sorted(data.glob(s.run.dataset.train_glob))) if data.is_dir() else 0
+    for line in describe(build_plan(s, args, launcher, shards, addr), s, shards):
+        click.echo(line)
 
 
 COMMANDS = [system_group]

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bert.data.shards import Samples
+from bert.data.balance import pack_rows
+from bert.data.shards import Samples, concat_ranges
 from bert.padding import TokenLayout
 
 
@@ -28,7 +29,7 @@ class Batch:
 
     @property
     def num_samples(self) -> int:
-        return self.input_ids.shape[0]
+        return self.nsp_labels.shape[0]
 
     @property
     def num_tokens(self) -> int:
@@ -50,9 +51,7 @@ class Batch:
         return self._map(lambda t: t.to(device, non_blocking=non_blocking))
 
     def _map(self, fn) -> Batch:
-        layout = TokenLayout(fn(self.layout.indices), fn(self.layout.cu_seqlens), self.layout.max_len,
-                             self.layout.batch_size, self.layout.padded_len)
-        return Batch(fn(self.input_ids), fn(self.segment_ids), layout, fn(self.mlm_index_padded),
+        return Batch(fn(self.input_ids), fn(self.segment_ids), self.layout.map(fn), fn(self.mlm_index_padded),
                      fn(self.mlm_index_unpadded), fn(self.mlm_labels), fn(self.nsp_labels))
 
 
@@ -65,17 +64,48 @@ def collate(samples: Samples, pad_to_multiple: int = 8) -> Batch:
     """Pads to the longest sample rounded up to `pad_to_multiple` (tensor-core friendly shapes)."""
     length = padded_length(samples, pad_to_multiple)
     ids, _, seg = samples.padded(length)
-    lengths = samples.lengths
-    layout = TokenLayout.from_lengths(torch.from_numpy(lengths), length)
+    layout = TokenLayout.from_lengths(torch.from_numpy(samples.lengths), length)
+    row_starts = np.arange(len(samples), dtype=np.int64) * length
+    return _batch(samples, ids, seg, layout, row_starts)
+
+
+def collate_packed(samples: Samples, row_len: int) -> Batch:
+    """Packs the samples into rows of `row_len` tokens, up to 3 a row (bert.data.balance.pack_rows); each
+    keeps its own positions, [CLS] and attention span (TokenLayout.sequence_ids)."""
+    row_of = pack_rows(samples.lengths, row_len)
+    samples = samples.take(np.argsort(row_of, kind="stable"))  # the layout's sequence order: row by row
+    row_of = np.sort(row_of)
+    lengths = samples.lengths.astype(np.int64)
+    rows = int(row_of[-1]) + 1 if len(samples) else 0
+    before_row = np.concatenate([[0], np.cumsum(np.bincount(row_of, lengths)).astype(np.int64)])
+    ends_in_row = np.cumsum(lengths) - before_row[row_of]
+    starts = row_of * row_len + ends_in_row - lengths  # each sequence's first place in the flat [rows*row_len]
+    places = concat_ranges(starts, lengths)
+    ids, seg = np.zeros(rows * row_len, np.int64), np.zeros(rows * row_len, np.int64)
+    positions, sequence = np.zeros(rows * row_len, np.int64), np.full(rows * row_len, -1, np.int64)
+    ids[places], seg[places] = samples.tokens, samples.segments
+    positions[places] = places - np.repeat(starts, lengths)
+    seat = np.arange(len(samples)) - np.searchsorted(row_of, row_of)  # the sequence's number within its row
+    sequence[places] = np.repeat(seat, lengths)
+    cu_seqlens = torch.zeros(len(samples) + 1, dtype=torch.int32)
+    cu_seqlens[1:] = torch.from_numpy(np.cumsum(lengths))
+    layout = TokenLayout(torch.from_numpy(places), cu_seqlens, int(lengths.max(initial=0)), rows, row_len,
+                         torch.from_numpy(positions.reshape(rows, row_len)),
+                         torch.from_numpy(sequence.reshape(rows, row_len)))
+    return _batch(samples, ids.reshape(rows, row_len), seg.reshape(rows, row_len), layout, starts)
+
+
+def _batch(samples: Samples, ids: np.ndarray, seg: np.ndarray, layout: TokenLayout, starts: np.ndarray) -> Batch:
+    """`starts`: each sample's first place in the flattened padded view."""
     rows, cols = np.nonzero(samples.masked_positions)
     positions = samples.masked_positions[rows, cols].astype(np.int64)
-    starts = layout.cu_seqlens.numpy().astype(np.int64)[:-1]
+    unpadded_starts = layout.cu_seqlens.numpy().astype(np.int64)[:-1]
     return Batch(
         input_ids=torch.from_numpy(ids.astype(np.int64)),
         segment_ids=torch.from_numpy(seg.astype(np.int64)),
         layout=layout,
-        mlm_index_padded=torch.from_numpy(rows * length + positions),
-        mlm_index_unpadded=torch.from_numpy(starts[rows] + positions),
+        mlm_index_padded=torch.from_numpy(starts[rows] + positions),
+        mlm_index_unpadded=torch.from_numpy(unpadded_starts[rows] + positions),
         mlm_labels=torch.from_numpy(samples.masked_ids[rows, cols].astype(np.int64)),
         nsp_labels=torch.from_numpy(samples.nsp_labels.astype(np.int64)),
     )

@@ -73,6 +73,13 @@ def _empty(max_predictions: int) -> Samples:
                    np.zeros(0, np.int8))
 
 
+def fresh_buckets(scratch: Path, count: int) -> Buckets:
+    """`count` empty buckets in a new folder under `scratch`, after removing those of a run that was killed."""
+    for stale in scratch.glob(".reshard-*"):
+        shutil.rmtree(stale)
+    return Buckets(scratch / f".reshard-{os.getpid()}", count)
+
+
 def near_equal_sizes(total: int, count: int) -> np.ndarray:
     """`count` sizes that add up to `total` and differ by at most one."""
     return np.full(count, total // count, dtype=np.int64) + (np.arange(count) < total % count)
@@ -89,7 +96,7 @@ def deal(samples: Samples, lacking: np.ndarray, buckets: Buckets, rng: np.random
         buckets.append(int(bucket), samples.take(order[bounds[bucket]:bounds[bucket + 1]]))
 
 
-def _check_fits(path: Path, samples: Samples, shape: OutputShape) -> None:
+def check_fits(path: Path, samples: Samples, shape: OutputShape) -> None:
     if len(samples) and samples.lengths.max() > shape.max_seq_length:
         raise ShardError(f"{path}: holds samples of {samples.lengths.max()} tokens, more than --max-seq-length "
                          f"{shape.max_seq_length}")
@@ -98,7 +105,7 @@ def _check_fits(path: Path, samples: Samples, shape: OutputShape) -> None:
                          "masked positions")
 
 
-def _claim_folder(out_dir: Path, inputs: list[Path], overwrite: bool) -> None:
+def claim_folder(out_dir: Path, inputs: list[Path], overwrite: bool) -> None:
     out_dir = out_dir.resolve()
     inside = [p for p in inputs if out_dir in p.resolve().parents]
     if inside:
@@ -130,11 +137,8 @@ def reshard(inputs: list[Path], out_dir: Path, num_shards: int, seed: int, shape
     total = sum(counts)
     if total < num_shards:
         raise ValueError(f"{len(inputs)} input shard(s) hold {total} samples, fewer than --shards {num_shards}")
-    _claim_folder(out_dir, inputs, overwrite)
-    scratch = tmp_dir or out_dir
-    for stale in scratch.glob(".reshard-*"):  # the buckets of a run that was killed
-        shutil.rmtree(stale)
-    buckets = Buckets(scratch / f".reshard-{os.getpid()}", num_shards)
+    claim_folder(out_dir, inputs, overwrite)
+    buckets = fresh_buckets(tmp_dir or out_dir, num_shards)
     try:
         rng = np.random.default_rng(seed)
         lacking = near_equal_sizes(total, num_shards)
@@ -143,11 +147,12 @@ def reshard(inputs: list[Path], out_dir: Path, num_shards: int, seed: int, shape
             for path, count in zip(inputs, counts):
                 for rows in row_blocks(count, READ_BLOCK):
                     samples = read_shard(path, rows)
-                    _check_fits(path, samples, shape)
+                    check_fits(path, samples, shape)
                     vocab_bound = max(vocab_bound, samples.id_bound)
                     deal(samples, lacking, buckets, rng)
                     advance(len(samples))
-        write = _BucketWriter(buckets, out_dir, seed, shape, vocab_bound)
+        names = tuple(out_dir / f"part-{k:05d}-of-{num_shards:05d}.hdf5" for k in range(num_shards))
+        write = BucketWriter(buckets, names, seed, shape, vocab_bound)
         with progress_bar("reshard: write", total, "samples", show_progress) as advance:
             return run_parallel(write, range(num_shards), workers, advance)
     finally:
@@ -155,11 +160,11 @@ def reshard(inputs: list[Path], out_dir: Path, num_shards: int, seed: int, shape
 
 
 @dataclass(frozen=True)
-class _BucketWriter:
-    """Pass 2 for one bucket: read it, shuffle it, write it as output shard k."""
+class BucketWriter:
+    """Pass 2 for one bucket: read it, shuffle it, write it as output shard k (to names[k])."""
 
     buckets: Buckets
-    out_dir: Path
+    names: tuple[Path, ...]
     seed: int
     shape: OutputShape
     vocab_bound: int
@@ -167,7 +172,7 @@ class _BucketWriter:
     def __call__(self, k: int, report: Advance) -> Path:
         bucket = self.buckets.read(k, self.shape.max_predictions)
         bucket = bucket.take(np.random.default_rng([self.seed, k]).permutation(len(bucket)))
-        path = self.out_dir / f"part-{k:05d}-of-{self.buckets.count:05d}.hdf5"
+        path = self.names[k]
         _write(path, bucket, self.shape, self.vocab_bound, report)
         return path
 
@@ -194,7 +199,7 @@ def pick_eval_set(inputs: list[Path], out_path: Path, num_samples: int, shape: O
     with progress_bar("eval-set", num_samples, "samples", show_progress) as advance:
         for path, available in zip(inputs, counts):
             samples = read_shard(path, slice(0, min(available, num_samples - count)))
-            _check_fits(path, samples, shape)
+            check_fits(path, samples, shape)
             picked.append(samples)
             vocab_bound = max(vocab_bound, samples.id_bound)
             count += len(samples)

@@ -1,8 +1,18 @@
+import pytest
 import torch
 
 from bert.config import named_config
 from bert.model import BertForPreTraining
-from bert.tf_names import tensor_names, tf_to_torch, torch_to_tf
+from bert.tf_names import (
+    HF_TIED,
+    from_hf_state_dict,
+    hf_name,
+    tensor_names,
+    tf_to_torch,
+    to_hf_state_dict,
+    torch_to_hf,
+    torch_to_tf,
+)
 
 
 def _meta_model(name: str) -> BertForPreTraining:
@@ -40,3 +50,46 @@ def test_lookup_tables_are_inverse():
     config = named_config("tiny")
     forward, backward = torch_to_tf(config), tf_to_torch(config)
     assert all(backward[e.tf].torch == name for name, e in forward.items())
+
+
+def test_hf_names_follow_the_tf_names():
+    by_tf = tf_to_torch(named_config("large"))
+    examples = {
+        "bert/encoder/layer_23/attention/self/query/kernel": "bert.encoder.layer.23.attention.self.query.weight",
+        "bert/encoder/layer_0/output/LayerNorm/gamma": "bert.encoder.layer.0.output.LayerNorm.weight",
+        "bert/encoder/layer_5/output/dense/bias": "bert.encoder.layer.5.output.dense.bias",
+        "bert/embeddings/word_embeddings": "bert.embeddings.word_embeddings.weight",
+        "bert/embeddings/LayerNorm/beta": "bert.embeddings.LayerNorm.bias",
+        "cls/predictions/output_bias": "cls.predictions.bias",
+        "cls/predictions/transform/dense/kernel": "cls.predictions.transform.dense.weight",
+        "cls/seq_relationship/output_weights": "cls.seq_relationship.weight",
+        "cls/seq_relationship/output_bias": "cls.seq_relationship.bias",
+    }
+    for tf, hf in examples.items():
+        assert tf in by_tf and hf_name(tf) == hf
+
+
+def test_hf_names_are_exactly_the_transformers_parameters():
+    transformers = pytest.importorskip("transformers", reason="transformers is in the test extra")
+    config = named_config("large")
+    with torch.device("meta"):
+        peer = transformers.BertForPreTraining(transformers.BertConfig(**config.transformers_kwargs()))
+    assert sorted(torch_to_hf(config).values()) == sorted(n for n, _ in peer.named_parameters())
+    tied = set(peer.state_dict()) - {n for n, _ in peer.named_parameters()}
+    assert tied == set(HF_TIED)
+
+
+def test_hf_state_dict_drops_and_restores_the_vocabulary_padding():
+    config = named_config("micro", vocab_size=4093)
+    torch.manual_seed(0)
+    state = BertForPreTraining(config).state_dict()
+    hf = to_hf_state_dict(state, config)
+    assert hf["bert.embeddings.word_embeddings.weight"].shape == (4093, 64)
+    assert hf["cls.predictions.decoder.weight"] is hf["bert.embeddings.word_embeddings.weight"]
+    assert hf["cls.predictions.decoder.bias"] is hf["cls.predictions.bias"]
+    back = from_hf_state_dict(hf, config)
+    assert back.keys() == state.keys()
+    word = back["bert.embeddings.word_embeddings.weight"]
+    assert word.shape == (4096, 64) and torch.equal(word[:4093], state["bert.embeddings.word_embeddings.weight"][:4093])
+    assert word[4093:].abs().sum() == 0
+    assert all(torch.equal(back[k], state[k]) for k in state if "word_embeddings" not in k and k != "mlm.bias")

@@ -1,0 +1,66 @@
+"""`mlperf-bert simulate` against published MLPerf BERT results: predicted / published time to train.
+
+Each prediction is the command's own output (its last line, predicted_time_to_train_s) for the descriptor
+in systems/, whose run.performance.gpu_samples_per_s is a published single-node figure (the descriptor's
+notes say which). Goal: every ratio within 25% of 1.
+
+    python benchmarks/time_to_train.py [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+# Published times to train (MLPerf_BERT.md section 4).
+PUBLISHED = [
+    ("dgxa100_1x8", "NVIDIA v2.1 DGX A100 1x8 (closed)", 16.9 * 60),
+    ("dgxa100_512x8_packed", "NVIDIA v2.0 DGX A100 512x8, packed (closed)", 12.3),
+    ("dgxa100_128x8_adam", "seed paper, Samsung v2.0 DGX A100 128x8, ADAM (open)", 22.3),
+]
+GOAL = 0.25
+SOURCE = ("per-GPU throughput: 314 sequences/s per A100 = NVIDIA v2.1 DGX A100 1x8 (16.9 min): 2,550,000 samples "
+          "(the first eval at or past the GBS-448 reference convergence mean) / 1014 s / 8 GPUs, eval included")
+
+
+def predicted_seconds(system: str) -> tuple[float, list[str]]:
+    from click.testing import CliRunner
+
+    from bert.cli import main
+
+    result = CliRunner().invoke(main, ["simulate", "--system", system])
+    if result.exit_code != 0:
+        raise SystemExit(f"mlperf-bert simulate --system {system} failed:\n{result.output}")
+    lines = result.output.splitlines()
+    return float(lines[-1].split("=", 1)[1]), lines
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-write", action="store_true", help="Print only; keep the results file as it is.")
+    args = parser.parse_args(argv)
+    from bert.system import load_system
+
+    rows, details = [], []
+    started = time.perf_counter()
+    for name, label, published in PUBLISHED:
+        predicted, lines = predicted_seconds(name)
+        per_gpu = load_system(name).run.performance.gpu_samples_per_s
+        ratio = predicted / published
+        rows.append(f"{label:<56} published {published:8.1f} s  predicted {predicted:8.1f} s  "
+                    f"ratio {ratio:5.2f}  {'within' if abs(ratio - 1) <= GOAL else 'OUTSIDE'} 25%  "
+                    f"({per_gpu:g} seq/s per GPU)")
+        details += ["", *lines]
+    elapsed = time.perf_counter() - started
+    out = [*rows, "", SOURCE, f"simulate time for the three: {elapsed:.1f} s", *details]
+    print("\n".join(out))
+    if not args.no_write:
+        from results_file import write_results
+
+        write_results(Path(__file__).with_name("time_to_train_results.md"), out, argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,283 @@
+"""Model checkpoints: read the published layouts, map them to this model's parameters, write and load.
+
+Sources: the MLPerf phase-1 TensorFlow 1 checkpoint (read with TensorFlow, an optional extra), PyTorch files
+in NVIDIA's `{'model': state_dict}` layout or a bare state dict, and safetensors files (read by the small
+reader below). Tensor names may be the reference TF names, transformers' names (what NVIDIA's PyTorch
+implementations use too) or this model's own. Every name goes through the one table in bert.tf_names:
+TF kernels are transposed there, and vocabulary tensors gain (or keep) their padding rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from bert.config import BertConfig
+from bert.tf_names import HF_TIED, TensorName, hf_name, tensor_names
+
+TF_INSTALL_HINT = "pip install -e '.[tf]'  (or: pip install tensorflow-cpu)"
+# Present in published checkpoints but not model parameters: TF optimizer slots and counters, transformers'
+# tied decoder and its position-id buffer. They are listed by inspect and skipped by convert.
+_IGNORED_SUFFIXES = ("/adam_m", "/adam_v", "/lamb_m", "/lamb_v", "/Momentum", ".position_ids")
+_IGNORED_NAMES = frozenset({"global_step", "bad_steps", "loss_scale", "good_steps", *HF_TIED})
+_SAFETENSORS_DTYPES = {
+    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+    "BOOL": torch.bool,
+}
+_MAX_SAFETENSORS_HEADER = 100 * 2**20
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be read or does not fit the model; the message names the file."""
+
+
+@dataclass
+class Source:
+    """The tensors of one checkpoint file, under their names in the file."""
+
+    path: Path
+    container: str  # tensorflow, safetensors, pytorch, pytorch {'model': ...}
+    tensors: dict[str, torch.Tensor]
+
+
+@dataclass
+class CheckpointFit:
+    """How a source's tensors meet a model config."""
+
+    naming: str  # tf, huggingface, mlperf-bert
+    state: dict[str, torch.Tensor] = field(default_factory=dict)  # this model's names, ready to load
+    missing: list[str] = field(default_factory=list)  # model parameters the file lacks (model names)
+    unexpected: list[str] = field(default_factory=list)  # file tensors the model has no place for
+    ignored: list[str] = field(default_factory=list)  # known non-parameters (optimizer slots, tied copies)
+    mismatched: list[str] = field(default_factory=list)  # one line per tensor of the wrong shape
+
+    @property
+    def fits(self) -> bool:
+        return not (self.missing or self.mismatched)
+
+
+def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
+    """A safetensors file: an 8-byte little-endian header length, a JSON header, raw little-endian tensors."""
+    data = bytearray(path.read_bytes())
+    if len(data) < 8:
+        raise CheckpointError(f"{path}: too short for a safetensors file ({len(data)} bytes)")
+    (header_len,) = struct.unpack("<Q", data[:8])
+    if header_len > min(_MAX_SAFETENSORS_HEADER, len(data) - 8):
+        raise CheckpointError(f"{path}: not a safetensors file (header length {header_len} of {len(data)} bytes)")
+    try:
+        header = json.loads(data[8:8 + header_len])
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{path}: safetensors header is not valid JSON: {e}") from None
+    body = memoryview(data)[8 + header_len:]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _SAFETENSORS_DTYPES.get(info.get("dtype"))
+        if dtype is None:
+            raise CheckpointError(f"{path}: tensor {name}: unsupported dtype {info.get('dtype')!r}")
+        begin, end = info["data_offsets"]
+        shape = info["shape"]
+        expected = dtype.itemsize * _numel(shape)
+        if not 0 <= begin <= end <= len(body) or end - begin != expected:
+            raise CheckpointError(f"{path}: tensor {name}: data offsets {begin}..{end} do not hold "
+                                  f"{shape} of {info['dtype']} ({expected} bytes) in a {len(body)}-byte body")
+        flat = torch.frombuffer(body[begin:end], dtype=dtype) if expected else torch.empty(0, dtype=dtype)
+        tensors[name] = flat.reshape(shape)
+    if sys.byteorder != "little":
+        tensors = {k: _from_little_endian(v) for k, v in tensors.items()}
+    return tensors
+
+
+def _numel(shape: list[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _from_little_endian(t: torch.Tensor) -> torch.Tensor:
+    if t.element_size() == 1:
+        return t
+    raw = t.contiguous().view(torch.uint8).view(-1, t.element_size()).flip(1)
+    return raw.contiguous().view(t.dtype).reshape(t.shape)
+
+
+def tf_checkpoint_prefix(path: Path) -> Path | None:
+    """The TF checkpoint prefix (`model.ckpt-28252`) that `path` names, or None if it names none."""
+    if path.is_dir():
+        index = sorted(path.glob("*.index"))
+        return index[-1].with_suffix("") if index else None
+    if path.suffix == ".index" or path.name.endswith(".meta") or ".data-" in path.name:
+        return path.parent / path.name.split(".data-")[0].removesuffix(".index").removesuffix(".meta")
+    return path if Path(f"{path}.index").is_file() else None
+
+
+def _read_tensorflow(prefix: Path) -> dict[str, torch.Tensor]:
+    try:
+        import tensorflow as tf
+    except ModuleNotFoundError:
+        raise CheckpointError(f"{prefix}: reading a TensorFlow checkpoint needs TensorFlow: "
+                              f"{TF_INSTALL_HINT}") from None
+    reader = tf.train.load_checkpoint(str(prefix))
+    return {name: torch.from_numpy(reader.get_tensor(name).copy())
+            for name in sorted(reader.get_variable_to_shape_map())}
+
+
+def _read_pytorch(path: Path) -> tuple[str, dict[str, torch.Tensor]]:
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # torch raises many types for a file that is not a torch archive
+        raise CheckpointError(f"{path}: not a PyTorch checkpoint, safetensors file or TensorFlow checkpoint "
+                              f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+    container = "pytorch"
+    if isinstance(obj, Mapping) and isinstance(obj.get("model"), Mapping):
+        obj, container = obj["model"], "pytorch {'model': ...}"
+    if not isinstance(obj, Mapping) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise CheckpointError(f"{path}: expected a state dict (name -> tensor) or {{'model': state dict}}")
+    # DistributedDataParallel's wrapper adds `module.` in front of every name.
+    return container, {k.removeprefix("module."): v for k, v in obj.items()}
+
+
+def read_source(path: str | os.PathLike) -> Source:
+    path = Path(path)
+    prefix = tf_checkpoint_prefix(path)
+    if prefix is not None:
+        return Source(prefix, "tensorflow", _read_tensorflow(prefix))
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file (give a .pt/.bin, a .safetensors file or a "
+                              "TensorFlow checkpoint prefix such as model.ckpt-28252)")
+    if path.suffix == ".safetensors":
+        return Source(path, "safetensors", read_safetensors(path))
+    container, tensors = _read_pytorch(path)
+    return Source(path, container, tensors)
+
+
+_NAMINGS: dict[str, Callable[[TensorName], str]] = {
+    "mlperf-bert": lambda e: e.torch,
+    "huggingface": lambda e: hf_name(e.tf),
+    "tf": lambda e: e.tf,
+}
+
+
+def _naming(names: set[str], table: list[TensorName]) -> str:
+    """The naming whose names cover most of the file's tensors."""
+    return max(_NAMINGS, key=lambda n: len(names & {_NAMINGS[n](e) for e in table}))
+
+
+def _ignored(name: str) -> bool:
+    return name in _IGNORED_NAMES or name.endswith(_IGNORED_SUFFIXES)
+
+
+def _fit(entry: TensorName, tensor: torch.Tensor, naming: str, config: BertConfig) -> torch.Tensor:
+    """The file's tensor in this model's layout: TF kernels transposed, vocabulary rows padded with zeros."""
+    if naming == "tf" and entry.transpose:
+        tensor = tensor.t()
+    if entry.vocab_padded and tensor.shape[0] == config.vocab_size < config.padded_vocab_size:
+        pad = tensor.new_zeros((config.padded_vocab_size - config.vocab_size, *tensor.shape[1:]))
+        tensor = torch.cat([tensor, pad])
+    return tensor.contiguous()
+
+
+def map_to_model(source: Source, config: BertConfig, shapes: Mapping[str, torch.Size]) -> CheckpointFit:
+    """Maps the file's tensors onto the model's parameters (names -> `shapes`), collecting every problem."""
+    table = tensor_names(config)
+    naming = _naming(set(source.tensors), table)
+    name_of = _NAMINGS[naming]
+    result = CheckpointFit(naming)
+    used = set()
+    for entry in table:
+        name = name_of(entry)
+        if name not in source.tensors:
+            result.missing.append(entry.torch)
+            continue
+        used.add(name)
+        tensor = _fit(entry, source.tensors[name], naming, config)
+        if tensor.shape != shapes[entry.torch]:
+            result.mismatched.append(f"tensor {name} has shape {list(source.tensors[name].shape)}, the model's "
+                                     f"{entry.torch} needs {list(shapes[entry.torch])}")
+            continue
+        result.state[entry.torch] = tensor
+    for name in source.tensors:
+        if name not in used:
+            (result.ignored if _ignored(name) else result.unexpected).append(name)
+    return result
+
+
+def model_shapes(config: BertConfig) -> dict[str, torch.Size]:
+    """Every parameter's shape, from a model built on the meta device (no memory, no initialisation)."""
+    from bert.model import BertForPreTraining
+
+    with torch.device("meta"):
+        model = BertForPreTraining(config)
+    return {name: p.shape for name, p in model.state_dict().items()}
+
+
+def fit_error(where: Path, mapping: CheckpointFit) -> CheckpointError:
+    """One line naming the file, the first offending tensor and the shapes (or the missing parameters)."""
+    if mapping.mismatched:
+        more = f" (and {len(mapping.mismatched) - 1} more)" if len(mapping.mismatched) > 1 else ""
+        return CheckpointError(f"{where}: does not fit the model: {mapping.mismatched[0]}{more}")
+    shown = ", ".join(mapping.missing[:3]) + (f" and {len(mapping.missing) - 3} more" if len(mapping.missing) > 3
+                                               else "")
+    return CheckpointError(f"{where}: does not fit the model: {len(mapping.missing)} parameter(s) missing "
+                           f"({mapping.naming} names): {shown}")
+
+
+def load_state(path: str | os.PathLike, config: BertConfig) -> dict[str, torch.Tensor]:
+    """The checkpoint at `path` as a state dict of BertForPreTraining(config); CheckpointError if it does not fit."""
+    source = read_source(path)
+    mapping = map_to_model(source, config, model_shapes(config))
+    if not mapping.fits:
+        raise fit_error(source.path, mapping)
+    return mapping.state
+
+
+def convert(src: str | os.PathLike, out: str | os.PathLike, config: BertConfig) -> CheckpointFit:
+    """Writes the checkpoint at `src` as this model's state dict in NVIDIA's `{'model': ...}` layout.
+
+    Written to a temporary name and renamed, so `out` is either complete or absent.
+    """
+    source = read_source(src)
+    mapping = map_to_model(source, config, model_shapes(config))
+    if not mapping.fits:
+        raise fit_error(source.path, mapping)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        torch.save({"model": mapping.state, "converted_from": str(source.path)}, tmp)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return mapping
+
+
+def load_into(model: torch.nn.Module, path: str | os.PathLike, config: BertConfig) -> None:
+    """Loads the checkpoint into `model` (on any device); a file that does not fit raises CheckpointError."""
+    state = load_state(path, config)
+    # The padding rows of the vocabulary are never targets; the file may carry zeros or anything there.
+    model.load_state_dict(state, strict=True)
+
+
+def describe(source: Source, fit: CheckpointFit) -> list[str]:
+    """What `mlperf-bert checkpoint inspect` prints: every tensor, then how the file meets the model."""
+    lines = [f"{source.path}: {source.container}, {len(source.tensors)} tensors, {fit.naming} names"]
+    width = max((len(n) for n in source.tensors), default=0)
+    for name, tensor in source.tensors.items():
+        lines.append(f"  {name:<{width}}  {str(tensor.dtype).removeprefix('torch.'):<8}  {list(tensor.shape)}")
+    total = len(fit.state) + len(fit.missing) + len(fit.mismatched)
+    lines.append(f"model parameters found: {len(fit.state)} of {total}")
+    for title, names in (("missing", fit.missing), ("shape mismatch", fit.mismatched),
+                         ("unexpected", fit.unexpected), ("ignored (not parameters)", fit.ignored)):
+        lines.append(f"{title}: {len(names)}")
+        lines += [f"  {n}" for n in names]
+    return lines

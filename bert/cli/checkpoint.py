@@ -1,0 +1,76 @@
+"""`mlperf-bert checkpoint ...`: convert published checkpoints to this model and inspect them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bert.cli.common import load_descriptor
+from bert.config import BertConfig, named_config
+
+_SOURCES = ("SRC: a TensorFlow checkpoint prefix (model.ckpt-28252, or its folder), a PyTorch file (a state dict "
+            "or NVIDIA's {'model': ...}) or a .safetensors file, with TF, transformers or this model's names.")
+
+
+def _config(system: str | None, model: str) -> BertConfig:
+    if system is not None:
+        return load_descriptor(system).model_config()
+    try:
+        return named_config(model)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--model") from None
+
+
+def _model_options(command):
+    command = click.option("--model", default="large", show_default=True,
+                           help="Named model config the checkpoint is for (ignored with --system).")(command)
+    return click.option("--system", default=None,
+                        help="Take the model config from this descriptor (a path or a name in systems/).")(command)
+
+
+@click.group(name="checkpoint")
+def checkpoint_group() -> None:
+    """Model checkpoints (the MLPerf phase-1 checkpoint and its converted forms)."""
+
+
+@checkpoint_group.command(name="convert", help=f"Convert SRC to OUT, this model's state dict in NVIDIA's "
+                          f"{{'model': ...}} layout (what run.init_checkpoint loads). {_SOURCES}")
+@click.argument("src", type=click.Path(path_type=Path))
+@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@_model_options
+def convert(src: Path, out: Path, system: str | None, model: str) -> None:
+    from bert.checkpoint import CheckpointError
+    from bert.checkpoint import convert as run_convert
+
+    try:
+        fit = run_convert(src, out, _config(system, model))
+    except CheckpointError as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"wrote {out}: {len(fit.state)} tensors from {fit.naming} names "
+               f"({len(fit.ignored)} non-parameters skipped)")
+    if fit.unexpected:
+        click.echo(f"warning: {len(fit.unexpected)} tensor(s) of {src} have no place in the model and were "
+                   f"left out: {', '.join(fit.unexpected[:5])}", err=True)
+
+
+@checkpoint_group.command(name="inspect", help=f"List the tensors of FILE and which model parameters are missing "
+                          f"or unexpected. {_SOURCES.replace('SRC', 'FILE')}")
+@click.argument("file", type=click.Path(path_type=Path))
+@_model_options
+def inspect(file: Path, system: str | None, model: str) -> None:
+    from bert.checkpoint import CheckpointError, describe, map_to_model, model_shapes, read_source
+
+    config = _config(system, model)
+    try:
+        source = read_source(file)
+    except CheckpointError as e:
+        raise click.ClickException(str(e)) from None
+    fit = map_to_model(source, config, model_shapes(config))
+    for line in describe(source, fit):
+        click.echo(line)
+    if not fit.fits:
+        raise SystemExit(1)
+
+
+COMMANDS = [checkpoint_group]

@@ -1,0 +1,102 @@
+"""`mlperf-bert check | package | score | report`: the submitter's last mile, over the official tools."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+RULESET_HELP = "Official ruleset (4.1.0 or 5.0.0; BERT was retired after 5.0.0)."
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(width=max(Console().width, 120))
+
+
+def _with_progress(work, *args):
+    """Runs one compliance function under a transient status line on stderr (shown on a terminal only);
+    its errors become one-line messages: exit 2 for a request it does not serve, 1 for bad input."""
+    from rich.console import Console
+
+    from compliance.errors import InputError, UsageError
+
+    status = Console(stderr=True).status("starting")
+    try:
+        with status:
+            return work(*args, progress=status.update)
+    except UsageError as e:
+        raise click.UsageError(str(e)) from None
+    except InputError as e:
+        raise click.ClickException(str(e)) from None
+
+
+@click.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("--ruleset", default="5.0.0", show_default=True, help=RULESET_HELP)
+@click.option("--division", type=click.Choice(["closed", "open"]), default=None,
+              help="The division the logs must belong to (default: what the logs and system JSON say).")
+def check(path: Path, ruleset: str, division: str | None) -> None:
+    """Check a result log, a folder of result logs or a submission tree with the official tools."""
+    from compliance.check import check
+    from compliance.render import print_check
+
+    report = _with_progress(check, path, ruleset, division)
+    print_check(report, _console())
+    sys.exit(0 if report.passed else 1)
+
+
+@click.command()
+@click.option("--system", "system_name", required=True, help="Descriptor of the runs: a path or a name in systems/.")
+@click.option("--logs", "logs_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder of the runs' result_*.txt logs (e.g. logs/<system>).")
+@click.option("--org", required=True, help="Submitting organization: the top folder of the package.")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write ORG/.")
+@click.option("--impl", default="pytorch", show_default=True,
+              help="Implementation name: benchmarks/bert/implementations/<impl>/.")
+@click.option("--force", is_flag=True, help="Replace an existing OUT/ORG.")
+@click.option("--ruleset", default="5.0.0", show_default=True, help=RULESET_HELP)
+def package(system_name: str, logs_dir: Path, org: str, out: Path, impl: str, force: bool, ruleset: str) -> None:
+    """Build a submission tree from a descriptor and its logs, then check it."""
+    from compliance.package import build_package
+    from compliance.render import print_check
+
+    result = _with_progress(build_package, system_name, logs_dir, org, out, impl, force, ruleset)
+    note = " (the checkout has uncommitted changes; they are not in the package)" if result.uncommitted_changes else ""
+    click.echo(f"packaged {result.org_dir} with the code of commit {result.commit[:12]}{note}")
+    print_check(result.check, _console())
+    sys.exit(0 if result.check.passed else 1)
+
+
+@click.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--ruleset", default="5.0.0", show_default=True, help=RULESET_HELP)
+def score(path: Path, ruleset: str) -> None:
+    """Score a submission (ORG folder) with the official result summarizer, after the package checker."""
+    from compliance.render import print_score
+    from compliance.score import score
+
+    report = _with_progress(score, path, ruleset)
+    print_score(report, _console())
+    sys.exit(0 if report.passed else 1)
+
+
+@click.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--out", required=True, type=click.Path(path_type=Path),
+              help="Folder for report.md and its figures (replaced when it holds an earlier report).")
+@click.option("--ruleset", default="5.0.0", show_default=True, help=RULESET_HELP)
+def report(path: Path, out: Path, ruleset: str) -> None:
+    """Write a Markdown report with figures for a submission (ORG folder)."""
+    from compliance.report import write_report
+
+    result = _with_progress(write_report, path, out, ruleset)
+    verdict = "PASS" if result.score.passed else "FAIL (see the verdict in the report)"
+    click.echo(f"wrote {result.path} and {len(result.figures)} figures; verdict {verdict}")
+    sys.exit(0 if result.score.passed else 1)
+
+
+COMMANDS = [check, package, score, report]

@@ -1,0 +1,118 @@
+"""`mlperf-bert simulate`: time to train from a descriptor; `simulate-balance`: the load-balance simulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bert.cli.common import load_descriptor
+from bert.data.balance import STRATEGIES
+
+
+def _bins(value: str | None) -> list[int] | None:
+    if value is None:
+        return None
+    try:
+        edges = [int(v) for v in value.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected increasing whole numbers, e.g. 128,256,384,512") from None
+    if any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 1:
+        raise click.BadParameter(f"{value!r}: edges must be positive and increasing")
+    return edges
+
+
+def format_stats(stats, label: str | None = None) -> str:
+    counts = f"  bins/rank {'/'.join(map(str, stats.bin_counts))}" if stats.bin_counts else ""
+    return (f"{label or stats.strategy:<34} max/mean {stats.max_over_mean:6.3f}  "
+            f"padding waste {stats.padding_waste:6.1%}  step time x{stats.step_time_ratio:6.3f}  "
+            f"tokens/rank {stats.tokens_per_rank:8.0f}{counts}")
+
+
+@click.command("simulate-balance")
+@click.option("--nodes", type=click.IntRange(min=1), default=128, show_default=True)
+@click.option("--ranks-per-node", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--per-rank-batch", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option("--lengths", default="mlperf-wiki", show_default=True,
+              help="A named synthetic length distribution (mlperf-wiki) or a directory of shards.")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
+              help="Simulate this one strategy (default: all); its last line is max_over_mean=<x>.")
+@click.option("--bins", "bins_text", default=None, help="Upper edges of the length bins (default 128,256,384,512).")
+@click.option("--steps", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--padded", is_flag=True, help="Run the unpacked strategies padded (default: unpadded encoder).")
+@click.option("--max-len", type=click.IntRange(min=8), default=512, show_default=True)
+def simulate_balance(nodes: int, ranks_per_node: int, per_rank_batch: int, lengths: str, strategy: str | None,
+                     bins_text: str | None, steps: int, seed: int, padded: bool, max_len: int) -> None:
+    """Per step: the busiest rank's tokens over the mean, the padding waste and the step time against perfect
+    balance (cost model with attention's quadratic term), for each load-balance strategy."""
+    from bert.simulate.balance import named_lengths, shard_lengths
+    from bert.simulate.balance import simulate_balance as simulate
+
+    bins = _bins(bins_text)
+    try:
+        source = shard_lengths(Path(lengths)) if Path(lengths).is_dir() else named_lengths(lengths, max_len=max_len)
+        chosen = [strategy] if strategy else list(STRATEGIES)
+        results = [simulate(source, nodes, ranks_per_node, per_rank_batch, s, steps=steps, seed=seed, bins=bins,
+                            unpadded=not padded, max_len=max_len) for s in chosen]
+    except (ValueError, FileNotFoundError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"{nodes} nodes x {ranks_per_node} ranks, {per_rank_batch} per rank (GBS "
+               f"{nodes * ranks_per_node * per_rank_batch}), lengths {lengths} (mean {source.mean():.1f}), "
+               f"{steps} steps, {'padded' if padded else 'unpadded'} encoder")
+    for stats in results:
+        click.echo(format_stats(stats))
+    if strategy:
+        click.echo(f"max_over_mean={results[0].max_over_mean:.4f}")
+
+
+def _samples_to_converge(system, given: int | None) -> tuple[int, str]:
+    if given is not None:
+        return given, "--samples-to-converge"
+    declared = system.run.performance.samples_to_converge
+    if declared is not None:
+        return declared, "run.performance.samples_to_converge"
+    from compliance.checkers import rcp_reference
+
+    gbs = system.run.global_batch_size
+    reference = rcp_reference(gbs)
+    if reference is None:
+        raise click.ClickException(f"{system.path}: no reference convergence point for global batch {gbs}; declare "
+                                   "run.performance.samples_to_converge or pass --samples-to-converge")
+    return round(reference.mean_samples), f"reference convergence point ({reference.source}, GBS {gbs})"
+
+
+@click.command("simulate")
+@click.option("--system", "system_name", required=True, help="Descriptor with a run.performance block.")
+@click.option("--samples-to-converge", type=click.IntRange(min=1), default=None,
+              help="Override run.performance.samples_to_converge (default there, else the reference convergence "
+                   "point of the global batch size).")
+@click.option("--lengths", default="mlperf-wiki", show_default=True,
+              help="Sequence lengths for the load-balance simulator: a named distribution or a directory of shards.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def simulate(system_name: str, samples_to_converge: int | None, lengths: str, seed: int) -> None:
+    """Predict step time and time to train from the descriptor: a breakdown table whose last line is
+    predicted_time_to_train_s=<x>."""
+    from bert.simulate.balance import named_lengths, shard_lengths
+    from bert.simulate.time_to_train import breakdown_lines, predict
+
+    system = load_descriptor(system_name)
+    if system.run.performance is None:
+        raise click.ClickException(f"{system.path}: run.performance is not set; declare the per-GPU throughput and "
+                                   "the interconnect to simulate this system (see systems/dgxa100_1x8.json)")
+    samples, source = _samples_to_converge(system, samples_to_converge)
+    max_len = system.run.max_seq_length
+    try:
+        source_lengths = (shard_lengths(Path(lengths)) if Path(lengths).is_dir()
+                          else named_lengths(lengths, count=50_000, seed=seed, max_len=max_len))
+        prediction = predict(system, samples, source_lengths, seed=seed)
+    except (ValueError, FileNotFoundError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"{system.nodes} node(s) x {system.run.processes_per_node} GPU(s), global batch "
+               f"{system.run.global_batch_size}, balance {system.run.balance}, clip {system.run.clip}, "
+               f"{system.run.performance.gpu_samples_per_s:g} sequences/s per GPU; samples to converge from {source}")
+    for line in breakdown_lines(prediction):
+        click.echo(line)
+
+
+COMMANDS = [simulate_balance, simulate]

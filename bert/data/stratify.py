@@ -1,0 +1,107 @@
+"""`mlperf-bert data stratify`: split shards into one shard set per length bin, for the stratified sampler.
+
+The output holds one folder per bin, `len-<low>-<high>/part-k-of-K.hdf5` (low < length <= high; the first bin
+starts at 1), each with `shards_per_bin` shards of near-equal size, every input sample in exactly one shard
+of its bin, shuffled. It is reshard's external two-pass shuffle with the buckets grouped by bin (the same
+Buckets, exact dealing and writer pool, bert.data.reshard), after a first pass that counts each bin's
+samples: memory stays one input block plus one output shard per worker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bert.data.balance import bin_of
+from bert.data.pool import run_parallel
+from bert.data.progress import progress_bar
+from bert.data.reshard import (
+    READ_BLOCK,
+    Buckets,
+    BucketWriter,
+    OutputShape,
+    check_fits,
+    claim_folder,
+    deal,
+    fresh_buckets,
+    near_equal_sizes,
+)
+from bert.data.shards import Samples, read_shard, row_blocks, shard_header
+from bert.data.stratified import bin_folder
+
+
+@dataclass(frozen=True)
+class _Bin:
+    """Deals into buckets first .. first + count - 1 of a shared Buckets (one bin's shards)."""
+
+    buckets: Buckets
+    first: int
+
+    def append(self, bucket: int, samples: Samples) -> None:
+        self.buckets.append(self.first + bucket, samples)
+
+
+def _check_edges(edges: list[int], shape: OutputShape) -> None:
+    if not edges or edges[0] < 1 or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ValueError(f"--bins {','.join(map(str, edges))}: edges must be positive and increasing")
+    if edges[-1] < shape.max_seq_length:
+        raise ValueError(f"--bins: the last edge {edges[-1]} must reach --max-seq-length {shape.max_seq_length}")
+
+
+def _count_bins(inputs: list[Path], counts: list[int], edges: list[int], shape: OutputShape,
+                show_progress: bool) -> tuple[np.ndarray, int]:
+    """Samples per bin, and the bound of the token ids, from a first pass over the inputs."""
+    per_bin, vocab_bound = np.zeros(len(edges), np.int64), 0
+    with progress_bar("stratify: count", sum(counts), "samples", show_progress) as advance:
+        for path, count in zip(inputs, counts):
+            for rows in row_blocks(count, READ_BLOCK):
+                samples = read_shard(path, rows)
+                check_fits(path, samples, shape)
+                per_bin += np.bincount(bin_of(samples.lengths, edges), minlength=len(edges))
+                vocab_bound = max(vocab_bound, samples.id_bound)
+                advance(len(samples))
+    return per_bin, vocab_bound
+
+
+def stratify(inputs: list[Path], out_dir: Path, edges: list[int], shards_per_bin: int, seed: int,
+             shape: OutputShape | None = None, workers: int = 1, overwrite: bool = False,
+             tmp_dir: Path | None = None, show_progress: bool = True) -> list[Path]:
+    """Writes `shards_per_bin` shards for every bin that has samples; returns their paths, bin by bin."""
+    shape = shape or OutputShape()
+    _check_edges(edges, shape)
+    if shards_per_bin < 1:
+        raise ValueError(f"--shards {shards_per_bin} must be at least 1")
+    counts = [shard_header(p).samples for p in inputs]
+    per_bin, vocab_bound = _count_bins(inputs, counts, edges, shape, show_progress)
+    used = [k for k in range(len(edges)) if per_bin[k] >= shards_per_bin]
+    if len(used) < np.count_nonzero(per_bin):
+        thin = next(k for k in range(len(edges)) if 0 < per_bin[k] < shards_per_bin)
+        raise ValueError(f"bin {thin} (lengths up to {edges[thin]}) holds {per_bin[thin]} samples, fewer than "
+                         f"--shards {shards_per_bin}; use fewer shards or wider bins")
+    folders = {k: out_dir / bin_folder(edges[k - 1] if k else 0, edges[k]) for k in used}
+    for folder in folders.values():
+        claim_folder(folder, inputs, overwrite)
+    buckets = fresh_buckets(tmp_dir or out_dir, len(used) * shards_per_bin)
+    try:
+        rng = np.random.default_rng(seed)
+        lacking = np.concatenate([near_equal_sizes(int(per_bin[k]), shards_per_bin) for k in used])
+        seat = {k: i * shards_per_bin for i, k in enumerate(used)}
+        with progress_bar("stratify: deal", sum(counts), "samples", show_progress) as advance:
+            for path, count in zip(inputs, counts):
+                for rows in row_blocks(count, READ_BLOCK):
+                    samples = read_shard(path, rows)
+                    which = bin_of(samples.lengths, edges)
+                    for k in used:
+                        mine = samples.take(np.flatnonzero(which == k))
+                        first = seat[k]
+                        deal(mine, lacking[first:first + shards_per_bin], _Bin(buckets, first), rng)
+                    advance(len(samples))
+        names = tuple(folders[k] / f"part-{j:05d}-of-{shards_per_bin:05d}.hdf5"
+                      for k in used for j in range(shards_per_bin))
+        write = BucketWriter(buckets, names, seed, shape, vocab_bound)
+        with progress_bar("stratify: write", sum(counts), "samples", show_progress) as advance:
+            return run_parallel(write, range(len(names)), workers, advance)
+    finally:
+        buckets.remove()

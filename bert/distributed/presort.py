@@ -1,0 +1,94 @@
+"""Presorting: the ranks of a group exchange their batches, sort the gathered sequences by length and deal
+them in snake order (bert.data.balance.snake_deal), so that every rank gets as many sequences as it gave
+and a near-equal token total.
+
+Local presorting (the seed paper) groups the ranks of one node of the launch shape: processes_per_node
+consecutive ranks, on the fast intra-node links; stratified sampling has already balanced the nodes. Global
+presorting (NVIDIA's exchange padding) groups all ranks. The exchange is one all-gather of fixed-size host
+tensors on a gloo group of its own, started a step ahead by the loader (bert.data.loader), so the step
+itself never waits for it and the device is not involved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from bert.data.balance import snake_deal
+from bert.data.shards import Samples
+
+
+def presort_groups(world_size: int, ranks_per_node: int, strategy: str) -> list[list[int]]:
+    """The ranks that exchange batches: one group per node, or all ranks; none for other strategies."""
+    if strategy == "stratified+local_presort":
+        return [list(range(first, first + ranks_per_node)) for first in range(0, world_size, ranks_per_node)]
+    if strategy == "global_presort":
+        return [list(range(world_size))]
+    return []
+
+
+def encode(samples: Samples, row_len: int, predictions: int) -> torch.Tensor:
+    """[N, 2 + 2*row_len + 2*predictions] int32: length, nsp label, tokens, segments, masked positions, ids."""
+    n = len(samples)
+    ids, _, seg = samples.padded(row_len)
+    width = samples.max_predictions
+    if width > predictions:
+        raise ValueError(f"samples with {width} masked positions exceed run.max_predictions_per_seq {predictions}")
+    masked = np.zeros((n, 2, predictions), np.int32)
+    masked[:, 0, :width], masked[:, 1, :width] = samples.masked_positions, samples.masked_ids
+    head = np.stack([samples.lengths, samples.nsp_labels], axis=1)
+    rows = np.concatenate([head, ids, seg, masked.reshape(n, -1)], axis=1).astype(np.int32)
+    return torch.from_numpy(rows)
+
+
+def decode(rows: torch.Tensor, row_len: int, predictions: int) -> Samples:
+    rows = rows.numpy()
+    lengths = rows[:, 0].astype(np.int64)
+    real = np.arange(row_len)[None, :] < lengths[:, None]
+    ids, seg = rows[:, 2:2 + row_len], rows[:, 2 + row_len:2 + 2 * row_len]
+    masked = rows[:, 2 + 2 * row_len:].reshape(len(rows), 2, predictions)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return Samples(ids[real].astype(np.int32), seg[real].astype(np.int8), offsets, masked[:, 0].copy(),
+                   masked[:, 1].copy(), rows[:, 1].astype(np.int8))
+
+
+@dataclass
+class PendingExchange:
+    work: dist.Work
+    gathered: list[torch.Tensor]
+
+
+class PresortExchange:
+    """One rank's end of the exchange within its group (`members`, ranks in launch order)."""
+
+    def __init__(self, group: dist.ProcessGroup, members: list[int], rank: int, row_len: int, predictions: int):
+        self.group, self.members, self.seat = group, members, members.index(rank)
+        self.row_len, self.predictions = row_len, predictions
+
+    def start(self, samples: Samples) -> PendingExchange:
+        mine = encode(samples, self.row_len, self.predictions)
+        gathered = [torch.empty_like(mine) for _ in self.members]
+        work = dist.all_gather(gathered, mine, group=self.group, async_op=True)
+        return PendingExchange(work, gathered)
+
+    def finish(self, pending: PendingExchange) -> Samples:
+        """This rank's share of the group's sequences, the longest ones dealt first."""
+        pending.work.wait()
+        everything = decode(torch.cat(pending.gathered), self.row_len, self.predictions)
+        return everything.take(np.flatnonzero(snake_deal(everything.lengths, len(self.members)) == self.seat))
+
+
+def build_exchange(rank: int, world_size: int, ranks_per_node: int, strategy: str, row_len: int,
+                   predictions: int) -> PresortExchange | None:
+    """Creates the gloo groups of the strategy (every rank creates every group, in the same order, as
+    torch.distributed requires) and returns this rank's exchange; None when there is nothing to exchange."""
+    groups = [g for g in presort_groups(world_size, ranks_per_node, strategy) if len(g) > 1]
+    mine = None
+    for members in groups:
+        group = dist.new_group(members, backend="gloo")
+        if rank in members:
+            mine = PresortExchange(group, members, rank, row_len, predictions)
+    return mine

@@ -1,0 +1,173 @@
+"""Time to train predicted from a descriptor: step time from its parts, steps from the convergence point.
+
+One step of G ranks per node on N nodes, each with b sequences (per micro-batch) and A accumulation steps:
+
+    compute    = A * b / gpu_samples_per_s * balance        balance: the load-balance simulator's step-time
+                                                             ratio (slowest rank over perfect balance)
+    allreduce  = intra-node ring (reduce-scatter + all-gather over NVLink, bus bandwidth)
+                 + each GPU's 1/G shard reduced across nodes over its share of the node's network (ring or
+                 tree; the ring pays 2(N-1) latencies, the tree 2 log2 N)
+    exposed    = before_allreduce: all of it (the whole gradient is clipped first, then sent);
+                 after_allreduce, bucketwise: DDP overlaps the buckets with the last micro-batch's backward
+                 (2/3 of its compute), so max(allreduce - backward, one bucket's share) shows;
+                 after_allreduce also reads the gradient once more for the global norm
+    optimizer  = parameters * optimizer_bytes_per_param / HBM bandwidth (the update is memory-bound)
+    step       = compute + exposed + norm + optimizer
+    eval       = eval samples / ranks / (gpu_samples_per_s * eval_speedup)
+
+Evals happen at the first step past each multiple of the eval interval (bert.train); the run stops at the
+first eval whose sample count reaches the samples to converge (declared, or the reference convergence point
+of the global batch size, which the caller looks up). The prediction is time to train: steps * step + evals
+* eval; untimed initialisation is not in it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from bert.simulate.balance import named_lengths, simulate_balance
+from bert.system import System
+
+BACKWARD_SHARE = 2 / 3  # backward does twice the forward's matmul work
+_FP32_BYTES = 4
+
+
+@dataclass(frozen=True)
+class StepBreakdown:
+    compute_s: float
+    balance_ratio: float
+    allreduce_s: float
+    exposed_allreduce_s: float
+    norm_s: float
+    optimizer_s: float
+
+    @property
+    def step_s(self) -> float:
+        return self.compute_s + self.exposed_allreduce_s + self.norm_s + self.optimizer_s
+
+
+@dataclass(frozen=True)
+class Prediction:
+    system: str
+    parameters: int
+    step: StepBreakdown
+    steps: int
+    samples: int
+    evals: int
+    eval_s: float
+    samples_to_converge: int
+
+    @property
+    def train_s(self) -> float:
+        return self.steps * self.step.step_s
+
+    @property
+    def time_to_train_s(self) -> float:
+        return self.train_s + self.evals * self.eval_s
+
+
+def model_parameters(system: System) -> int:
+    import torch
+
+    from bert.model import BertForPreTraining
+
+    with torch.device("meta"):
+        return sum(p.numel() for p in BertForPreTraining(system.model_config()).parameters())
+
+
+def allreduce_seconds(nbytes: float, nodes: int, gpus_per_node: int, system: System) -> float:
+    """Hierarchical allreduce of `nbytes` per GPU: a ring inside each node, then across nodes per shard."""
+    perf = system.run.performance
+    latency = perf.link_latency_us * 1e-6
+    seconds = 0.0
+    if gpus_per_node > 1:
+        g = gpus_per_node
+        seconds += 2 * (g - 1) / g * nbytes / (perf.intra_node_gb_s * 1e9) + 2 * (g - 1) * latency
+    if nodes > 1:
+        shard, bandwidth = nbytes / gpus_per_node, perf.inter_node_gb_s * 1e9 / gpus_per_node
+        if perf.allreduce == "ring":
+            seconds += 2 * (nodes - 1) / nodes * shard / bandwidth + 2 * (nodes - 1) * latency
+        else:  # NCCL's double binary tree: the full shard up and down, log-depth latency
+            seconds += 2 * shard / bandwidth + 2 * math.ceil(math.log2(nodes)) * latency
+    return seconds
+
+
+def _buckets(parameters: int, system: System) -> int:
+    return max(1, math.ceil(parameters * _FP32_BYTES / (system.run.bucket_cap_mb * 2**20)))
+
+
+def step_breakdown(system: System, parameters: int, balance_ratio: float) -> StepBreakdown:
+    run, perf = system.run, system.run.performance
+    micro_s = system.per_process_batch / perf.gpu_samples_per_s * balance_ratio
+    compute = micro_s * run.gradient_accumulation_steps
+    allreduce = 0.0
+    if system.world_size > 1:
+        allreduce = allreduce_seconds(parameters * perf.gradient_bytes, system.nodes, run.processes_per_node, system)
+    hbm = perf.hbm_gb_s * 1e9
+    norm = 0.0
+    if run.clip == "before_allreduce":
+        exposed = allreduce
+    else:
+        exposed = max(allreduce - BACKWARD_SHARE * micro_s, allreduce / _buckets(parameters, system))
+        if run.clip == "after_allreduce":
+            norm = parameters * _FP32_BYTES / hbm
+    return StepBreakdown(compute, balance_ratio, allreduce, exposed if allreduce else 0.0, norm,
+                         parameters * perf.optimizer_bytes_per_param / hbm)
+
+
+def converging_eval(samples_to_converge: int, global_batch: int, interval: int) -> tuple[int, int]:
+    """(steps, evals) of the first eval whose sample count reaches `samples_to_converge` (evals at the first
+    step past each multiple of the interval, as bert.train runs them)."""
+    evals = max(1, samples_to_converge // interval)
+    while True:
+        steps = -(-evals * interval // global_batch)
+        if steps * global_batch >= samples_to_converge:
+            return steps, evals
+        evals += 1
+
+
+def predict(system: System, samples_to_converge: int, lengths: np.ndarray | None = None,
+            balance_steps: int = 32, seed: int = 0) -> Prediction:
+    """The prediction for `system` (which must have run.performance); `lengths`: the sequence lengths the
+    load-balance simulator draws from (default: the MLPerf Wikipedia shape)."""
+    run, perf = system.run, system.run.performance
+    if perf is None:
+        raise ValueError(f"{system.path}: run.performance is not set; declare the system's figures to simulate it")
+    if lengths is None:
+        lengths = named_lengths("mlperf-wiki", count=50_000, seed=seed, max_len=run.max_seq_length)
+    ratio = 1.0
+    if system.world_size > 1:
+        ratio = simulate_balance(lengths, system.nodes, run.processes_per_node, system.per_process_batch,
+                                 run.balance, steps=balance_steps, seed=seed, bins=run.length_bins,
+                                 unpadded=run.unpadded, max_len=run.max_seq_length).step_time_ratio
+    parameters = model_parameters(system)
+    step = step_breakdown(system, parameters, ratio)
+    steps, evals = converging_eval(samples_to_converge, run.global_batch_size, system.eval_interval_samples)
+    eval_s = math.ceil(run.eval.samples / system.world_size) / (perf.gpu_samples_per_s * perf.eval_speedup)
+    return Prediction(system.name, parameters, step, steps, steps * run.global_batch_size, evals, eval_s,
+                      samples_to_converge)
+
+
+def breakdown_lines(p: Prediction) -> list[str]:
+    """The table `mlperf-bert simulate` prints; the last line is predicted_time_to_train_s=<x>."""
+    s = p.step
+    rows = [
+        ("parameters", f"{p.parameters:,}"),
+        ("compute per step (balanced x ratio)", f"{s.compute_s * 1e3:.2f} ms (x{s.balance_ratio:.3f})"),
+        ("allreduce per step", f"{s.allreduce_s * 1e3:.2f} ms"),
+        ("allreduce exposed", f"{s.exposed_allreduce_s * 1e3:.2f} ms"),
+        ("global norm", f"{s.norm_s * 1e3:.2f} ms"),
+        ("optimizer", f"{s.optimizer_s * 1e3:.2f} ms"),
+        ("step", f"{s.step_s * 1e3:.2f} ms"),
+        ("samples to converge", f"{p.samples_to_converge:,}"),
+        ("steps (to the converging eval)", f"{p.steps:,} ({p.samples:,} samples)"),
+        ("training", f"{p.train_s:.2f} s"),
+        ("evals", f"{p.evals} x {p.eval_s * 1e3:.2f} ms = {p.evals * p.eval_s:.2f} s"),
+        ("time to train", f"{p.time_to_train_s:.2f} s ({p.time_to_train_s / 60:.2f} min)"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    return [f"{p.system}:"] + [f"  {name:<{width}}  {value}" for name, value in rows] + [
+        f"predicted_time_to_train_s={p.time_to_train_s:.3f}"]

@@ -1,0 +1,130 @@
+"""`mlperf-bert package`: a submission tree from a descriptor and its result logs, then `check` on it.
+
+    OUT/ORG/systems/<name>.json                       the descriptor's MLPerf system description
+    OUT/ORG/results/<name>/bert/result_0..9.txt       the logs, renumbered in run order
+    OUT/ORG/benchmarks/bert/implementations/<impl>/   `git archive HEAD` of this harness (code, README,
+                                                      run_and_time.sh) and systems/<name>.json, the descriptor
+
+<name> is the descriptor's file stem. The tree is written into a temporary sibling folder and renamed into
+place at the end, so OUT/ORG is never half-written; an existing OUT/ORG is replaced only with `force`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from bert.system import System, load_system
+from bert.typed_config import ConfigError
+from compliance.check import CheckReport, Progress, check
+from compliance.checkers import BENCHMARK, require_ruleset
+from compliance.errors import InputError
+from compliance.folders import replace_folder, staging_folder
+from compliance.precheck import ERROR, Finding, dropped_runs, folder_findings, log_findings, why_run_does_not_count
+from compliance.result_log import read_result_log, result_logs_in
+
+HARNESS_ROOT = Path(__file__).resolve().parent.parent
+
+
+class PackageError(InputError):
+    """The package cannot be built; nothing was written."""
+
+
+@dataclass(frozen=True)
+class PackageResult:
+    org_dir: Path
+    commit: str
+    uncommitted_changes: bool  # the checkout differs from the commit the implementation folder holds
+    check: CheckReport
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(HARNESS_ROOT), *args], capture_output=True, timeout=120)
+
+
+def _source_commit() -> tuple[str, bool]:
+    head = _git("rev-parse", "HEAD")
+    if head.returncode != 0:
+        raise PackageError(f"{HARNESS_ROOT} is not a git checkout; the implementation folder is made with "
+                           "`git archive HEAD` of the harness, so package from a clone of it")
+    dirty = _git("status", "--porcelain", "--untracked-files=no").stdout.strip() != b""
+    return head.stdout.decode().strip(), dirty
+
+
+def _extract_head(dest: Path) -> None:
+    archive = _git("archive", "--format=tar", "HEAD")
+    if archive.returncode != 0:
+        raise PackageError(f"git archive HEAD failed in {HARNESS_ROOT}: {archive.stderr.decode().strip()}")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(dest, filter="data")
+        else:  # Python < 3.11.4: the archive comes from our own checkout
+            tar.extractall(dest)
+
+
+def _refusals(system: System, logs_dir: Path, ruleset: str) -> list[Finding]:
+    """The plain-words errors that would make the package fail its check: refused before writing anything."""
+    logs = [read_result_log(p) for p in result_logs_in(logs_dir)]
+    failing, found = {}, folder_findings(logs_dir, logs, system.division, ruleset)
+    for log in logs:
+        own = log_findings(log, system.division)
+        found += own
+        reason = why_run_does_not_count(log, own)
+        if reason is not None:
+            failing[log.path.name] = reason
+    found += dropped_runs(logs_dir, failing)
+    # A log's own errors are allowed in the one run olympic scoring drops; dropped_runs judges them together.
+    return [f for f in found if f.level == ERROR and (f.blocks or Path(f.where) == logs_dir)]
+
+
+def _write_tree(root: Path, system: System, logs: list[Path], impl: str) -> None:
+    (root / "systems").mkdir()
+    (root / "systems" / f"{system.name}.json").write_text(json.dumps(system.description, indent=2) + "\n")
+    results = root / "results" / system.name / BENCHMARK
+    results.mkdir(parents=True)
+    for index, log in enumerate(logs):
+        shutil.copyfile(log, results / f"result_{index}.txt")
+    code = root / "benchmarks" / BENCHMARK / "implementations" / impl
+    code.mkdir(parents=True)
+    _extract_head(code)
+    (code / "systems").mkdir(exist_ok=True)
+    shutil.copyfile(system.path, code / "systems" / f"{system.name}.json")
+
+
+def _check_names(org: str, impl: str) -> None:
+    for option, name in (("--org", org), ("--impl", impl)):
+        if not name or name in (".", "..") or "/" in name or "\\" in name:
+            raise PackageError(f"{option} {name!r}: must be a plain folder name")
+
+
+def build_package(system: str | Path, logs_dir: str | Path, org: str, out: str | Path, impl: str = "pytorch",
+                  force: bool = False, ruleset: str = "5.0.0", progress: Progress | None = None) -> PackageResult:
+    """Builds OUT/ORG from the descriptor and its logs, then checks it. Raises PackageError, writing nothing,
+    for input the check would reject in plain words."""
+    ruleset, logs_dir, out = require_ruleset(ruleset), Path(logs_dir), Path(out)
+    _check_names(org, impl)
+    try:
+        descriptor = load_system(system)
+    except ConfigError as e:
+        raise PackageError(str(e)) from None
+    if not logs_dir.is_dir():
+        raise PackageError(f"{logs_dir}: no such folder of result logs")
+    refusals = _refusals(descriptor, logs_dir, ruleset)
+    if refusals:
+        raise PackageError("not packaged, nothing written:\n" + "\n".join(f"  {f}" for f in refusals))
+    target = out / org
+    if target.exists() and not force:
+        raise PackageError(f"{target} already exists; pass --force to replace it")
+    commit, dirty = _source_commit()
+    staging = staging_folder(target)
+    try:
+        _write_tree(staging, descriptor, result_logs_in(logs_dir), impl)
+        replace_folder(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return PackageResult(target, commit, dirty, check(target, ruleset, descriptor.division, progress))

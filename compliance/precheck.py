@@ -1,0 +1,253 @@
+"""Plain-words checks run before the official tools, for what those tools check badly or crash on.
+
+Each problem is a Finding naming the file and the fix. `blocks` marks input on which the official tools
+crash or silently check the wrong thing (a division they do not know, a results folder without its system
+JSON, a damaged log): those tools are then not run, and the verdict fails until the input is fixed.
+Findings about one log belong to that log's row; the others are about the folder or the package.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from bert.system import DIVISIONS, description_problems
+from compliance.checkers import BENCHMARK, rcp_batch_sizes, rcp_reference
+from compliance.result_log import ResultLog
+
+ERROR, WARNING = "error", "warning"
+RUNS = 10  # result logs in a BERT submission
+CLOSED_TARGET = 0.720  # masked-LM accuracy a closed-division run must reach
+# System-description problems the official tools crash on (or, for division, silently misread).
+_BLOCKING_FIELDS = ("division", "number_of_nodes", "accelerators_per_node")
+
+
+@dataclass(frozen=True)
+class Finding:
+    where: str
+    message: str
+    level: str = ERROR  # an error fails the verdict; a warning is shown and does not
+    blocks: bool = False  # the official tools are not run on this input
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+def _malformed(log: ResultLog) -> list[Finding]:
+    if not log.malformed:
+        return []
+    shown = "; ".join(f"line {m.lineno}: {m.problem}" for m in log.malformed[:3])
+    more = f" and {len(log.malformed) - 3} more" if len(log.malformed) > 3 else ""
+    return [Finding(str(log.path), f"{len(log.malformed)} malformed :::MLLOG line(s) ({shown}{more}); the official "
+                    "checkers reject or crash on the whole file. The log is damaged: rerun this run", blocks=True)]
+
+
+def _division(log: ResultLog, expected: str | None) -> list[Finding]:
+    where, logged = str(log.path), log.division
+    if logged is None:
+        return [Finding(where, "no submission_division line; the compliance checker cannot pick its rules")]
+    if logged not in DIVISIONS:
+        return [Finding(where, f"submission_division is {logged!r}; it must be 'closed' or 'open' (lower case), "
+                        "and the compliance checker crashes on anything else. Fix system.division in the "
+                        "descriptor and rerun", blocks=True)]
+    if expected is not None and logged != expected:
+        return [Finding(where, f"logged division {logged!r}, but the submission is checked as {expected!r}; "
+                        "the runs must come from a descriptor of the same division")]
+    return []
+
+
+def _run_fields(log: ResultLog, division: str | None) -> list[Finding]:
+    where, found = str(log.path), []
+    if log.value("submission_benchmark") != BENCHMARK:
+        found.append(Finding(where, f"submission_benchmark is {log.value('submission_benchmark')!r}, not "
+                             f"'{BENCHMARK}'", blocks=True))
+    sizes = set(map(repr, log.values("global_batch_size")))
+    if not sizes:
+        found.append(Finding(where, "no global_batch_size line; the RCP checker cannot match the run to a "
+                             "reference convergence point"))
+    elif len(sizes) > 1 or not isinstance(log.global_batch_size, int):
+        found.append(Finding(where, f"global_batch_size logged as {', '.join(sorted(sizes))}; it must be logged "
+                             "once, as an integer"))
+    seeds = log.values("seed")
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        problem = "no seed line" if not seeds else f"seed logged as {seeds!r}, not an integer"
+        found.append(Finding(where, f"{problem}; the seed checker requires an integer seed per run",
+                             ERROR if division == "closed" else WARNING))
+    accuracies = [v for v in log.values("eval_accuracy") if isinstance(v, (int, float))]
+    if division == "closed" and not any(CLOSED_TARGET <= v < 1.0 for v in accuracies):
+        best = f"{max(accuracies):.4f}" if accuracies else "none"
+        found.append(Finding(where, f"no eval_accuracy reached the MLPerf target {CLOSED_TARGET:.3f} (best: {best}); "
+                             "the closed division needs it"))
+    if any("epoch_num" not in e.metadata for e in log.all("eval_accuracy")):
+        found.append(Finding(where, "an eval_accuracy line has no epoch_num (samples seen); the RCP checker "
+                             "crashes on it", blocks=True))
+    return found
+
+
+def _run_end(log: ResultLog) -> list[Finding]:
+    where = str(log.path)
+    if log.first("run_start") is None:
+        return [Finding(where, "no run_start line: the run never started timing, so it has no time to score")]
+    if len(log.all("run_start")) > 1:
+        return [Finding(where, f"{len(log.all('run_start'))} run_start lines: the file holds several runs (a log "
+                        "written to twice?); keep one run per result file")]
+    if log.first("run_stop") is None:
+        return [Finding(where, "no run_stop line: the log is truncated (the run crashed, was killed or is still "
+                        "running) and counts as a run that did not converge; rerun it")]
+    if not log.converged:
+        reason = log.first("run_stop").metadata.get("reason")
+        return [Finding(where, f"did not converge (run_stop status {log.status!r}{f': {reason}' if reason else ''});"
+                        " under olympic scoring one such run can be the dropped slowest, two invalidate the "
+                        "submission", WARNING)]
+    return []
+
+
+def log_findings(log: ResultLog, division: str | None = None) -> list[Finding]:
+    """Problems of one log; `division` is the division it must have (None: whatever it logged)."""
+    if not log.events and not log.malformed:
+        return [Finding(str(log.path), "no :::MLLOG lines: not an MLPerf result log (the trainer writes one with "
+                        "--log-file)", blocks=True)]
+    found = _malformed(log) + _division(log, division)
+    return found + _run_fields(log, division or log.division) + _run_end(log)
+
+
+def _by_value(logs: list[ResultLog], value) -> dict[object, list[str]]:
+    groups = defaultdict(list)
+    for log in logs:
+        groups[value(log)].append(log.path.name)
+    return groups
+
+
+def _describe_groups(groups: dict[object, list[str]]) -> str:
+    return "; ".join(f"{value!r} in {', '.join(names)}" for value, names in groups.items())
+
+
+def _run_count(folder: Path, logs: list[ResultLog]) -> list[Finding]:
+    where, found = str(folder), []
+    if not logs:
+        return [Finding(where, "no result_*.txt logs; the official tools read result_0.txt ... result_9.txt",
+                        blocks=True)]
+    if len(logs) < RUNS:
+        found.append(Finding(where, f"{len(logs)} result logs; a BERT submission needs exactly {RUNS}: add "
+                             f"{RUNS - len(logs)} (NEXP={RUNS - len(logs)} ./run_and_time.sh SYSTEM appends them)"))
+    elif len(logs) > RUNS:
+        found.append(Finding(where, f"{len(logs)} result logs; a BERT submission needs exactly {RUNS}: keep "
+                             f"{RUNS} consecutive runs"))
+    others = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith("result_"))
+    if others:
+        found.append(Finding(where, f"the official tools ignore {', '.join(others)} (not named result_*.txt)",
+                             WARNING))
+    return found
+
+
+def _consistency(folder: Path, logs: list[ResultLog], division: str | None) -> list[Finding]:
+    where, found = str(folder), []
+    divisions = _by_value(logs, lambda log: log.division)
+    if len(divisions) > 1:
+        found.append(Finding(where, f"runs of different divisions ({_describe_groups(divisions)}); a folder holds "
+                             "the runs of one submission"))
+    sizes = _by_value(logs, lambda log: log.global_batch_size)
+    if len(sizes) > 1:
+        found.append(Finding(where, f"mixed batch sizes: global_batch_size {_describe_groups(sizes)}; the RCP "
+                             "checker compares one batch size per folder (it reports only 'Could not detect "
+                             "global_batch_size'): keep the runs of one configuration"))
+    repeated = {seed: names for seed, names in _by_value(logs, lambda log: log.seed).items()
+                if seed is not None and len(names) > 1}
+    if repeated:
+        closed = division == "closed"
+        found.append(Finding(where, f"seeds repeated across runs ({_describe_groups(repeated)}); every run needs "
+                             "its own seed" + ("" if closed else " (the official seed checker checks only the "
+                                               "closed division)"), ERROR if closed else WARNING))
+    return found
+
+
+def dropped_runs(folder: Path, failing: dict[str, str]) -> list[Finding]:
+    """Olympic scoring drops one failing or non-converged run (as the slowest); two invalidate the submission."""
+    if len(failing) == 1:
+        (name, reason), = failing.items()
+        return [Finding(str(folder), f"1 run does not count ({name}: {reason}); olympic scoring accepts it as the "
+                        "dropped slowest run", WARNING)]
+    if len(failing) > 1:
+        return [Finding(str(folder), f"{len(failing)} runs do not count ({', '.join(failing)}: see each log's "
+                        "problems); olympic scoring drops at most one")]
+    return []
+
+
+def why_run_does_not_count(log: ResultLog, findings: list[Finding]) -> str | None:
+    """The first error of a run's own findings, or its missing convergence; None for a run that counts."""
+    errors = [f.message for f in findings if f.level == ERROR]
+    if errors:
+        return errors[0]
+    return None if log.converged else "did not converge"
+
+
+def _rcp_range(folder: Path, batch_size: int, ruleset: str) -> list[Finding]:
+    sizes = rcp_batch_sizes(ruleset)
+    if batch_size > sizes[-1]:
+        return [Finding(str(folder), f"global_batch_size {batch_size} is above the largest reference convergence "
+                        f"point ({sizes[-1]}); the RCP checker fails it ('Missing RCP'): use a batch size of at "
+                        f"most {sizes[-1]} or have an RCP for {batch_size} accepted first")]
+    if batch_size < sizes[0]:
+        reference = rcp_reference(batch_size, ruleset)
+        return [Finding(str(folder), f"global_batch_size {batch_size} is below the smallest reference convergence "
+                        f"point ({sizes[0]}); the RCP checker compares it with {sizes[0]} and fails it unless the "
+                        f"olympic mean of samples to converge is at least {reference.min_mean_samples:,.0f}",
+                        WARNING)]
+    return []
+
+
+def folder_findings(folder: Path, logs: list[ResultLog], division: str | None, ruleset: str) -> list[Finding]:
+    """Problems of the runs of one submission taken together (not those of each log)."""
+    found = _run_count(folder, logs)
+    if logs:
+        found += _consistency(folder, logs, division)
+        sizes = {log.global_batch_size for log in logs}
+        if division == "closed" and len(sizes) == 1 and isinstance(next(iter(sizes)), int):
+            found += _rcp_range(folder, next(iter(sizes)), ruleset)
+    return found
+
+
+def system_json_findings(path: Path) -> list[Finding]:
+    """Problems of one package system description (systems/<name>.json)."""
+    where = str(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        return [Finding(where, f"not readable as JSON ({e}); the package checker crashes on it", blocks=True)]
+    if not isinstance(data, dict):
+        return [Finding(where, "not a JSON object of system description fields", blocks=True)]
+    found = []
+    for field, problem in description_problems(data):
+        unknown = "not an MLPerf system description field" in problem
+        blocks = field in _BLOCKING_FIELDS or (field in data and not isinstance(data[field], str))
+        found.append(Finding(where, f"{field}: {problem}", WARNING if unknown else ERROR, blocks))
+    return found
+
+
+def package_findings(org: Path) -> list[Finding]:
+    """Problems of the package layout: systems/<name>.json beside results/<name>/bert/, the code folder."""
+    missing = [part for part in ("systems", "results") if not (org / part).is_dir()]
+    if missing:
+        return [Finding(str(org), f"no {' or '.join(m + '/' for m in missing)} folder; a submission holds "
+                        "systems/<name>.json and results/<name>/bert/result_0..9.txt", blocks=True)]
+    systems = {p.stem for p in (org / "systems").glob("*.json")}
+    results = {p.name for p in (org / "results").iterdir() if p.is_dir()}
+    found = []
+    for name in sorted(results - systems):
+        found.append(Finding(str(org / "results" / name), f"no systems/{name}.json; the system JSON file name must "
+                             f"equal the results folder name (found: {', '.join(sorted(systems)) or 'none'})",
+                             blocks=True))
+    for name in sorted(systems - results):
+        found.append(Finding(str(org / "systems" / f"{name}.json"), f"no results/{name}/ folder for this system",
+                             WARNING))
+    for name in sorted(results):
+        bench = org / "results" / name / BENCHMARK
+        if not bench.is_dir():
+            found.append(Finding(str(bench.parent), f"no {BENCHMARK}/ folder of result logs"))
+    implementations = org / "benchmarks" / BENCHMARK / "implementations"
+    if not implementations.is_dir() or not any(implementations.iterdir()):
+        found.append(Finding(str(org), f"no benchmarks/{BENCHMARK}/implementations/<name>/ with the code, README and "
+                             "run_and_time.sh; the rules require it (the package checker does not look)", WARNING))
+    return found

@@ -1,0 +1,178 @@
+"""One MLPerf result log, parsed once: its events, the lines that do not parse, and the figures read off them.
+
+Lines are found the way the official parser finds them (any line holding `:::MLLOG `, the text after its last
+occurrence), so that what is reported here is what the checkers see. A line is malformed when it is not a JSON
+object with `time_ms`, `key`, `value` and `metadata`: the official parser rejects the file for bad JSON and
+crashes on a missing field, so such a line is reported here, with its line number in the file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+TOKEN = ":::MLLOG "
+ENCODING = "latin-1"  # what the official tools read logs as
+
+
+@dataclass(frozen=True)
+class Event:
+    lineno: int  # line number in the file, from 1
+    time_ms: float
+    key: str
+    value: Any
+    metadata: dict
+
+
+@dataclass(frozen=True)
+class Malformed:
+    lineno: int
+    text: str
+    problem: str
+
+
+@dataclass(frozen=True)
+class EvalPoint:
+    samples: float  # training samples seen (the eval_accuracy epoch_num)
+    accuracy: float
+
+
+@dataclass(frozen=True)
+class ThroughputPoint:
+    samples: float  # training samples seen at the end of the block
+    samples_per_second: float  # training only: from block_start to the following eval_start
+
+
+def _parse_line(text: str) -> dict | str:
+    """The event fields of one `:::MLLOG` line, or what is wrong with it."""
+    body = text[text.rindex(TOKEN) + len(TOKEN):].strip()
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as e:
+        return f"not valid JSON: {e.msg}, column {e.colno}"
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    missing = [f for f in ("time_ms", "key", "value", "metadata") if f not in data]
+    if missing:
+        return f"no {', '.join(missing)} field"
+    if isinstance(data["time_ms"], bool) or not isinstance(data["time_ms"], (int, float)):
+        return f"time_ms is {data['time_ms']!r}, not a number"
+    if not isinstance(data["key"], str):
+        return f"key is {data['key']!r}, not a string"
+    if not isinstance(data["metadata"], dict):
+        return f"metadata is {data['metadata']!r}, not an object"
+    return data
+
+
+@dataclass(frozen=True)
+class ResultLog:
+    path: Path
+    events: tuple[Event, ...]
+    malformed: tuple[Malformed, ...]
+
+    def all(self, key: str) -> list[Event]:
+        return [e for e in self.events if e.key == key]
+
+    def values(self, key: str) -> list[Any]:
+        return [e.value for e in self.events if e.key == key]
+
+    def first(self, key: str) -> Event | None:
+        return next((e for e in self.events if e.key == key), None)
+
+    def value(self, key: str) -> Any:
+        """The value of the first `key` event, or None."""
+        event = self.first(key)
+        return event.value if event is not None else None
+
+    @property
+    def division(self) -> Any:
+        return self.value("submission_division")
+
+    @property
+    def global_batch_size(self) -> Any:
+        return self.value("global_batch_size")
+
+    @property
+    def seed(self) -> Any:
+        return self.value("seed")
+
+    @property
+    def status(self) -> str | None:
+        """The run_stop status (`success` or `aborted`), or None for a log without run_stop."""
+        stop = self.first("run_stop")
+        return stop.metadata.get("status") if stop is not None else None
+
+    @property
+    def converged(self) -> bool:
+        return self.status == "success"
+
+    @property
+    def run_minutes(self) -> float | None:
+        """Wall-clock minutes from run_start to run_stop: the time the result summarizer scores."""
+        start, stop = self.first("run_start"), self.first("run_stop")
+        if start is None or stop is None:
+            return None
+        return (stop.time_ms - start.time_ms) / 60_000
+
+    @property
+    def evals(self) -> list[EvalPoint]:
+        return [EvalPoint(e.metadata["epoch_num"], e.value) for e in self.all("eval_accuracy")
+                if "epoch_num" in e.metadata and isinstance(e.value, (int, float))]
+
+    @property
+    def samples_to_converge(self) -> float | None:
+        """As the RCP checker counts it: the epoch_num of the last eval before a successful run_stop."""
+        stop = self.first("run_stop")
+        if stop is None or not self.converged:
+            return None
+        before = [e for e in self.all("eval_accuracy") if e.lineno < stop.lineno and "epoch_num" in e.metadata]
+        return before[-1].metadata["epoch_num"] if before else None
+
+    def throughput(self) -> list[ThroughputPoint]:
+        """Training samples per second of each block (block_start to the next eval_start)."""
+        points, block = [], None
+        for event in self.events:
+            if event.key == "block_start":
+                block = event
+            elif event.key == "eval_start" and block is not None:
+                samples = event.metadata.get("epoch_num", 0) - block.metadata.get("first_epoch_num", 0)
+                seconds = (event.time_ms - block.time_ms) / 1000
+                if samples > 0 and seconds > 0:
+                    points.append(ThroughputPoint(event.metadata["epoch_num"], samples / seconds))
+                block = None
+        return points
+
+
+def read_result_log(path: str | Path) -> ResultLog:
+    path = Path(path)
+    events, malformed = [], []
+    with open(path, encoding=ENCODING) as f:
+        for lineno, line in enumerate(f, start=1):
+            if TOKEN not in line:
+                continue
+            parsed = _parse_line(line)
+            if isinstance(parsed, str):
+                malformed.append(Malformed(lineno, line.rstrip("\n"), parsed))
+            else:
+                events.append(Event(lineno, float(parsed["time_ms"]), parsed["key"], parsed["value"],
+                                    parsed["metadata"]))
+    return ResultLog(path, tuple(events), tuple(malformed))
+
+
+def result_logs_in(folder: Path) -> list[Path]:
+    """The files the official tools read as a folder's runs (`result_*.txt`), in run order."""
+    def run_index(p: Path) -> tuple[int, str]:
+        suffix = p.stem.removeprefix("result_")
+        return (int(suffix), "") if suffix.isdigit() else (1 << 30, suffix)
+    return sorted(folder.glob("result_*.txt"), key=run_index)
+
+
+def olympic_mean(values: list[float]) -> float:
+    """The mean after dropping the lowest and the highest value (the MLPerf score of 10 runs)."""
+    if len(values) < 3:
+        raise ValueError(f"an olympic mean needs at least 3 values, got {len(values)}")
+    ordered = sorted(values)
+    return mean(ordered[1:-1])

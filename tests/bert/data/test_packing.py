@@ -1,0 +1,80 @@
+"""Packed rows: each sequence keeps its own positions, [CLS] and attention span, and the model computes on
+them what it computes on the same samples padded or unpadded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from bert.config import named_config
+from bert.data.batch import collate, collate_packed
+from bert.data.shards import Samples
+from bert.model import BertForPreTraining
+
+
+def make_samples(lengths: list[int], vocab: int = 500, predictions: int = 4, seed: int = 0) -> Samples:
+    rng = np.random.default_rng(seed)
+    lengths = np.asarray(lengths)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    segments = np.concatenate([(np.arange(n) >= n // 2) for n in lengths]).astype(np.int8)
+    positions = np.zeros((len(lengths), predictions), np.int32)
+    for i, n in enumerate(lengths):
+        chosen = np.sort(rng.choice(np.arange(1, n), size=min(predictions, n - 1), replace=False))
+        positions[i, :len(chosen)] = chosen
+    ids = np.where(positions > 0, rng.integers(5, vocab, positions.shape), 0).astype(np.int32)
+    return Samples(rng.integers(5, vocab, offsets[-1]).astype(np.int32), segments, offsets, positions, ids,
+                   rng.integers(0, 2, len(lengths)).astype(np.int8))
+
+
+LENGTHS = [30, 5, 12, 40, 9, 17, 3, 22]
+
+
+def test_packed_rows_hold_each_sequence_once_with_restarting_positions():
+    samples = make_samples(LENGTHS)
+    batch = collate_packed(samples, 48)
+    layout = batch.layout
+    assert batch.num_samples == len(LENGTHS) and layout.batch_size < len(LENGTHS)
+    assert ((layout.sequence_ids.max(1).values + 1) <= 3).all()  # at most 3 sequences a row
+    assert layout.num_tokens == sum(LENGTHS) and (batch.input_ids > 0).sum() == sum(LENGTHS)
+    flat_ids, flat_pos = batch.input_ids.flatten(), layout.positions.flatten()
+    for b in range(len(LENGTHS)):
+        rows = layout.indices[layout.cu_seqlens[b]:layout.cu_seqlens[b + 1]]
+        assert flat_pos[rows].tolist() == list(range(len(rows)))  # positions restart in every sequence
+    original = sorted(samples.tokens[samples.offsets[i]:samples.offsets[i + 1]].tolist() for i in range(8))
+    packed = sorted(flat_ids[layout.indices[layout.cu_seqlens[b]:layout.cu_seqlens[b + 1]]].tolist()
+                    for b in range(8))
+    assert original == packed
+
+
+@pytest.mark.parametrize("padded", [True, False])
+def test_packed_model_equals_the_padded_model_on_the_same_samples(padded):
+    torch.manual_seed(0)
+    model = BertForPreTraining(named_config("micro", max_position_embeddings=64)).eval()
+    samples = make_samples(LENGTHS)
+    reference = model(**collate(samples).model_inputs(padded=True))
+    out = model(**collate_packed(samples, 48).model_inputs(padded=padded))
+    assert torch.allclose(out.loss, reference.loss, atol=1e-5)  # fp32 tolerance
+    assert torch.allclose(out.nsp_loss, reference.nsp_loss, atol=1e-5)
+    assert out.mlm_correct == reference.mlm_correct
+
+
+@pytest.mark.parametrize("padded", [True, False])
+def test_packed_attention_never_attends_across_sequences(padded):
+    torch.manual_seed(0)
+    model = BertForPreTraining(named_config("micro", max_position_embeddings=64)).double().eval()
+    batch = collate_packed(make_samples(LENGTHS), 64)
+    layout = batch.layout
+    states, _ = model.bert(batch.input_ids, batch.segment_ids, layout, padded)
+    changed = batch.input_ids.clone().flatten()
+    victim = layout.indices[layout.cu_seqlens[0]:layout.cu_seqlens[1]]  # the first sequence's tokens
+    changed[victim[1:]] = 7
+    states2, _ = model.bert(changed.view_as(batch.input_ids), batch.segment_ids, layout, padded)
+    rows = layout.indices if padded else torch.arange(layout.num_tokens)
+    own = torch.zeros(len(rows), dtype=torch.bool)
+    own[: int(layout.cu_seqlens[1])] = True
+    others = rows[~own]
+    assert layout.sequence_ids.flatten()[layout.indices[~own]].ne(-1).all()
+    assert (layout.indices[~own] // 64 == int(victim[0]) // 64).any()  # another sequence shares its row
+    assert torch.equal(states[others], states2[others])
+    assert not torch.allclose(states[rows[own]], states2[rows[own]])

@@ -1,0 +1,80 @@
+"""The load-balance simulator against figures worked out by hand, and its command line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from bert.cli import main
+from bert.simulate.balance import named_lengths, shard_lengths, simulate_balance
+
+W = 6144.0  # BERT-large attention width
+
+
+def test_two_lengths_split_by_bins_balance_every_rank_exactly():
+    # Lengths 10 and 30 in bins (..20], (20..40]: every rank draws one of each, so each computes 40 tokens.
+    lengths = np.array([10, 30] * 50)
+    stats = simulate_balance(lengths, 2, 2, 2, "stratified", steps=5, bins=[20, 40], max_len=64)
+    assert stats.bin_counts == (1, 1)
+    assert stats.max_over_mean == 1.0 and stats.padding_waste == 0.0
+    assert stats.step_time_ratio == pytest.approx(1.0)
+    assert stats.tokens_per_rank == 40
+
+
+def test_padded_and_packed_cost_by_hand():
+    lengths = np.array([10, 30] * 50)
+    padded = simulate_balance(lengths, 1, 2, 2, "stratified", steps=3, bins=[20, 40], max_len=64, unpadded=False)
+    # Each rank pads both sequences to 32 (a multiple of 8): 64 tokens computed for 40 real ones.
+    assert padded.padding_waste == pytest.approx(1 - 40 / 64)
+    ideal = 40 + (10**2 + 30**2) / W
+    assert padded.step_time_ratio == pytest.approx((64 + 2 * 32**2 / W) / ideal)
+    # Packed rows of 40: four 10s fill one row with 3 (the most a row holds) and a second with 1.
+    packed = simulate_balance(np.full(8, 10), 1, 1, 4, "packed", steps=2, max_len=40)
+    assert packed.tokens_per_rank == 80 and packed.padding_waste == pytest.approx(0.5)
+    # Two 30s cannot share a row of 40.
+    assert simulate_balance(np.full(8, 30), 1, 1, 2, "packed", steps=2, max_len=40).tokens_per_rank == 80
+
+
+def test_global_presort_of_fixed_lengths_is_perfect():
+    # 4 ranks x 2 draws of lengths {1, 3}: whatever is drawn, the snake deal of 8 sorted lengths over 4 ranks
+    # gives rank totals that differ by at most 2 tokens; with all-equal lengths, exactly equal.
+    stats = simulate_balance(np.full(10, 7), 2, 2, 2, "global_presort", steps=4, max_len=8)
+    assert stats.max_over_mean == 1.0 and stats.step_time_ratio == pytest.approx(1.0)
+
+
+def test_random_sampling_is_worse_than_local_presort_at_scale():
+    lengths = named_lengths("mlperf-wiki", count=50_000)
+    none = simulate_balance(lengths, 16, 8, 16, "none", steps=8)
+    local = simulate_balance(lengths, 16, 8, 16, "stratified+local_presort", steps=8)
+    assert local.bin_counts == (6, 3, 2, 5)  # the paper's mix for 16
+    assert local.max_over_mean < 1.06 < none.max_over_mean
+
+
+def test_mlperf_wiki_packs_about_two_per_row():
+    from bert.data.balance import pack_rows
+
+    lengths = named_lengths("mlperf-wiki", count=4000)
+    assert 1.7 < len(lengths) / (pack_rows(lengths, 512).max() + 1) < 2.2
+
+
+def test_bad_strategy_and_lengths_are_one_line_errors():
+    with pytest.raises(ValueError, match="unknown strategy"):
+        simulate_balance(np.array([5]), 1, 1, 1, "sorted")
+    with pytest.raises(ValueError, match="max_len"):
+        simulate_balance(np.array([600]), 1, 1, 1, "none")
+
+
+def test_reads_lengths_from_shards(small_dataset):
+    lengths = shard_lengths(small_dataset / "train", limit=300)
+    assert len(lengths) == 300 and lengths.min() >= 1 and lengths.max() <= 64
+
+
+def test_command_prints_one_strategy_ending_with_its_ratio():
+    result = CliRunner().invoke(main, ["simulate-balance", "--nodes", "4", "--ranks-per-node", "2",
+                                       "--steps", "4", "--strategy", "stratified+local_presort"])
+    assert result.exit_code == 0, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("max_over_mean=") and float(last.split("=")[1]) >= 1.0
+    bad = CliRunner().invoke(main, ["simulate-balance", "--lengths", "nowhere"])
+    assert bad.exit_code != 0 and "unknown length distribution" in bad.output

@@ -1,0 +1,85 @@
+"""The time-to-train model against a case computed by hand, and the convergence rule of the trainer."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from bert.cli import main
+from bert.simulate.time_to_train import converging_eval, model_parameters, predict
+from bert.system import load_system
+from tests.conftest import descriptor, write_descriptor
+
+PERFORMANCE = {"gpu_samples_per_s": 100.0, "hbm_gb_s": 100.0, "intra_node_gb_s": 10.0, "inter_node_gb_s": 4.0,
+               "link_latency_us": 5.0, "allreduce": "ring", "samples_to_converge": 1000}
+
+
+def _small_cluster(tmp_path, clip: str):
+    data = descriptor(processes_per_node=2, global_batch_size=64, clip=clip, performance=PERFORMANCE,
+                      bucket_cap_mb=0.25,
+                      eval={"target_accuracy": 0.72, "samples": 256, "interval_samples": 256, "batch_size": 64})
+    data["system"]["number_of_nodes"] = "2"
+    return write_descriptor(tmp_path, f"small_{clip}", data)
+
+
+def test_a_small_case_computed_by_hand(tmp_path):
+    system = load_system(_small_cluster(tmp_path, "before_allreduce"))
+    equal_lengths = np.full(1000, 48)  # every rank gets the same work: the balance ratio is exactly 1
+    p = predict(system, 1000, equal_lengths)
+    params = model_parameters(system)
+    assert p.parameters == params
+    grad_bytes = 2 * params
+    # 2 nodes x 2 GPUs, 16 sequences per GPU at 100/s; ring of 2 inside the node at 10 GB/s; each GPU's half
+    # shard across the 2 nodes at 4/2 = 2 GB/s; 5 us per hop; the whole allreduce is exposed (before_allreduce).
+    compute = 16 / 100
+    intra = 2 * (1 / 2) * grad_bytes / 10e9 + 2 * 1 * 5e-6
+    inter = 2 * (1 / 2) * (grad_bytes / 2) / 2e9 + 2 * 1 * 5e-6
+    optimizer = params * 30 / 100e9
+    step = compute + intra + inter + optimizer
+    # Evals at 256, 512, 768, 1024 samples (steps 4, 8, 12, 16); the 4th is the first to reach 1000.
+    evals, steps = 4, 16
+    eval_s = (256 / 4) / (100 * 3)
+    assert p.step.balance_ratio == pytest.approx(1.0)
+    assert p.step.allreduce_s == pytest.approx(intra + inter)
+    assert p.step.step_s == pytest.approx(step)
+    assert (p.steps, p.evals, p.samples) == (steps, evals, 1024)
+    assert p.time_to_train_s == pytest.approx(steps * step + evals * eval_s)
+
+
+def test_overlap_hides_the_allreduce_behind_backward_when_the_clip_mode_allows_it(tmp_path):
+    equal = np.full(1000, 48)
+    before = predict(load_system(_small_cluster(tmp_path, "before_allreduce")), 1000, equal).step
+    bucketwise = predict(load_system(_small_cluster(tmp_path, "bucketwise_before_allreduce")), 1000, equal).step
+    after = predict(load_system(_small_cluster(tmp_path, "after_allreduce")), 1000, equal).step
+    system = load_system(_small_cluster(tmp_path, "after_allreduce"))
+    buckets = math.ceil(model_parameters(system) * 4 / (0.25 * 2**20))
+    assert buckets > 1 and before.allreduce_s < 2 / 3 * before.compute_s  # backward outlasts the allreduce
+    assert before.exposed_allreduce_s == pytest.approx(before.allreduce_s)
+    # Overlapped with backward, only the last bucket's share of the allreduce still shows.
+    assert bucketwise.exposed_allreduce_s == pytest.approx(before.allreduce_s / buckets)
+    assert after.norm_s > 0 and bucketwise.norm_s == 0 and after.step_s > bucketwise.step_s
+
+
+def test_the_run_stops_at_the_first_eval_past_the_convergence_point():
+    # The seed paper: GBS 16384, evals every 325,000 samples, converged at 2,932,736 samples in 179 steps.
+    assert converging_eval(2_932_736, 16384, 325_000) == (179, 9)
+    assert converging_eval(2_414_421, 448, 150_000) == (5692, 17)
+
+
+def test_simulate_command_prints_the_breakdown_and_the_prediction_last(tmp_path):
+    path = _small_cluster(tmp_path, "after_allreduce")
+    result = CliRunner().invoke(main, ["simulate", "--system", str(path)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[-1].startswith("predicted_time_to_train_s=")
+    assert any("allreduce exposed" in line for line in lines)
+    value = float(lines[-1].split("=")[1])
+    expected = predict(load_system(path), 1000).time_to_train_s
+    assert value == pytest.approx(expected, rel=1e-3)
+    bare = json.loads(path.read_text())
+    del bare["run"]["performance"]
+    path.write_text(json.dumps(bare))
+    refused = CliRunner().invoke(main, ["simulate", "--system", str(path)])
+    assert refused.exit_code == 1 and "run.performance is not set" in refused.output

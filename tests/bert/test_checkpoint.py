@@ -1,0 +1,179 @@
+"""Checkpoint conversion: every source layout round-trips a small model through convert and load."""
+
+import json
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from bert.checkpoint import (
+    TF_INSTALL_HINT,
+    CheckpointError,
+    convert,
+    load_into,
+    read_safetensors,
+    read_source,
+)
+from bert.config import named_config
+from bert.model import BertForPreTraining
+from bert.tf_names import hf_name, tensor_names, to_hf_state_dict
+
+# An odd vocabulary so that the padding rows (4093 -> 4096) are exercised.
+CONFIG = named_config("micro", vocab_size=4093)
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[str, torch.Tensor]:
+    torch.manual_seed(11)
+    state = BertForPreTraining(CONFIG).state_dict()
+    # Padding rows are never targets; a converted checkpoint carries zeros there.
+    for name in ("bert.embeddings.word_embeddings.weight", "mlm.bias"):
+        state[name][CONFIG.vocab_size:] = 0
+    return state
+
+
+def write_safetensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """The format as published: u64 little-endian header length, JSON header, raw little-endian data."""
+    codes = {torch.float32: "F32", torch.bfloat16: "BF16", torch.int64: "I64"}
+    header, chunks, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, t in tensors.items():
+        raw = t.contiguous().view(torch.uint8).numpy().tobytes()
+        header[name] = {"dtype": codes[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    blob = json.dumps(header).encode()
+    blob += b" " * (-len(blob) % 8)
+    path.write_bytes(struct.pack("<Q", len(blob)) + blob + b"".join(chunks))
+
+
+def _hf_state(reference: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    hf = {k: v.clone() for k, v in to_hf_state_dict(reference, CONFIG).items()}
+    hf["bert.embeddings.position_ids"] = torch.arange(CONFIG.max_position_embeddings)[None]
+    return hf
+
+
+def _write_source(kind: str, folder: Path, reference: dict[str, torch.Tensor]) -> Path:
+    if kind == "own":
+        torch.save(reference, folder / "own.pt")
+        return folder / "own.pt"
+    if kind == "nvidia":  # {'model': ...} with transformers' names, vocabulary already padded, DDP prefix
+        hf = to_hf_state_dict(reference, CONFIG)
+        model = {f"module.{hf_name(e.tf)}": reference[e.torch] if e.vocab_padded else hf[hf_name(e.tf)]
+                 for e in tensor_names(CONFIG)}
+        torch.save({"model": model, "epoch": 3}, folder / "nvidia.pt")
+        return folder / "nvidia.pt"
+    if kind == "tf_names":  # the TF checkpoint's tensors (kernels [in, out], no padding rows) in a torch file
+        tf = {e.tf: (reference[e.torch][: CONFIG.vocab_size] if e.vocab_padded else reference[e.torch])
+              for e in tensor_names(CONFIG)}
+        tf = {e.tf: tf[e.tf].t().contiguous() if e.transpose else tf[e.tf] for e in tensor_names(CONFIG)}
+        torch.save(tf, folder / "tf_names.pt")
+        return folder / "tf_names.pt"
+    if kind == "hf_bin":
+        torch.save(_hf_state(reference), folder / "pytorch_model.bin")
+        return folder / "pytorch_model.bin"
+    if kind == "hf_safetensors":
+        write_safetensors(folder / "model.safetensors", _hf_state(reference))
+        return folder / "model.safetensors"
+    raise AssertionError(kind)
+
+
+def _assert_equal_model(path: Path, reference: dict[str, torch.Tensor]) -> None:
+    model = BertForPreTraining(CONFIG)
+    load_into(model, path, CONFIG)
+    state = model.state_dict()
+    assert state.keys() == reference.keys()
+    for name, tensor in reference.items():
+        assert torch.equal(state[name], tensor), name
+
+
+@pytest.mark.parametrize("kind", ["own", "nvidia", "tf_names", "hf_bin", "hf_safetensors"])
+def test_each_layout_round_trips_through_convert_and_load(kind, tmp_path, reference):
+    src = _write_source(kind, tmp_path, reference)
+    out = tmp_path / "converted" / "init.pt"
+    fit = convert(src, out, CONFIG)
+    assert fit.fits and not fit.unexpected
+    assert list(tmp_path.joinpath("converted").iterdir()) == [out]  # no temporary left behind
+    _assert_equal_model(out, reference)
+
+
+def test_tensorflow_checkpoint_round_trips(tmp_path, reference):
+    tf = pytest.importorskip("tensorflow", reason="TensorFlow is the optional `tf` extra, not installed here")
+    prefix = tmp_path / "model.ckpt"
+    with tf.Graph().as_default():
+        for entry in tensor_names(CONFIG):
+            tensor = reference[entry.torch]
+            tensor = tensor[: CONFIG.vocab_size] if entry.vocab_padded else tensor
+            tensor = tensor.t() if entry.transpose else tensor
+            tf.compat.v1.Variable(tensor.numpy(), name=entry.tf)
+            tf.compat.v1.Variable(tensor.numpy() * 0, name=f"{entry.tf}/adam_m")
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            saved = tf.compat.v1.train.Saver().save(session, str(prefix), global_step=28252)
+    fit = convert(Path(saved), tmp_path / "init.pt", CONFIG)
+    assert fit.naming == "tf" and len(fit.ignored) == len(tensor_names(CONFIG))
+    _assert_equal_model(tmp_path / "init.pt", reference)
+
+
+def test_tensorflow_checkpoint_without_tensorflow_names_the_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tensorflow", None)  # import fails as if not installed
+    prefix = tmp_path / "model.ckpt-28252"
+    Path(f"{prefix}.index").write_bytes(b"")
+    with pytest.raises(CheckpointError) as e:
+        read_source(prefix)
+    assert str(prefix) in str(e.value) and TF_INSTALL_HINT in str(e.value)
+
+
+def test_wrong_shape_fails_naming_file_tensor_and_shapes(tmp_path, reference):
+    bad = dict(reference)
+    bad["bert.encoder.0.intermediate.weight"] = torch.zeros(32, 64)
+    torch.save(bad, tmp_path / "bad.pt")
+    with pytest.raises(CheckpointError) as e:
+        convert(tmp_path / "bad.pt", tmp_path / "out.pt", CONFIG)
+    message = str(e.value)
+    assert "bad.pt" in message and "bert.encoder.0.intermediate.weight" in message
+    assert "[32, 64]" in message and "[128, 64]" in message and "\n" not in message
+    assert not (tmp_path / "out.pt").exists() and len(list(tmp_path.iterdir())) == 1
+
+
+def test_missing_tensors_fail_with_their_names(tmp_path, reference):
+    partial = {k: v for k, v in reference.items() if not k.startswith("nsp.")}
+    torch.save(partial, tmp_path / "partial.pt")
+    with pytest.raises(CheckpointError, match=r"partial.pt: .*2 parameter\(s\) missing .*nsp.weight"):
+        load_into(BertForPreTraining(CONFIG), tmp_path / "partial.pt", CONFIG)
+
+
+def test_safetensors_reader_rejects_a_truncated_file(tmp_path, reference):
+    path = tmp_path / "x.safetensors"
+    write_safetensors(path, {"a": torch.arange(6, dtype=torch.float32).reshape(2, 3)})
+    assert torch.equal(read_safetensors(path)["a"], torch.arange(6.0).reshape(2, 3))
+    path.write_bytes(path.read_bytes()[:-4])
+    with pytest.raises(CheckpointError, match="x.safetensors: tensor a: data offsets"):
+        read_safetensors(path)
+
+
+def test_inspect_lists_tensors_missing_and_unexpected(tmp_path, reference):
+    from click.testing import CliRunner
+
+    from bert.cli import main
+
+    hf = _hf_state(reference)
+    del hf["cls.seq_relationship.bias"]
+    hf["bert.extra.weight"] = torch.zeros(3)
+    torch.save({"model": hf}, tmp_path / "ckpt.pt")
+    micro = json.loads((Path(__file__).resolve().parents[2] / "systems" / "cpu_micro.json").read_text())
+    micro["run"]["model_overrides"] = {"vocab_size": CONFIG.vocab_size}
+    (tmp_path / "micro.json").write_text(json.dumps(micro))
+    result = CliRunner().invoke(main, ["checkpoint", "inspect", str(tmp_path / "ckpt.pt"),
+                                       "--system", str(tmp_path / "micro.json")])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert "pytorch {'model': ...}" in lines[0] and "huggingface names" in lines[0]
+    assert any(line.split()[:3] == ["bert.embeddings.word_embeddings.weight", "float32", "[4093,"] for line in lines)
+    section = {title: lines.index(title) for title in ("missing: 1", "unexpected: 1", "ignored (not parameters): 3")}
+    assert lines[section["missing: 1"] + 1].strip() == "nsp.bias"
+    assert lines[section["unexpected: 1"] + 1].strip() == "bert.extra.weight"
+    converted = CliRunner().invoke(main, ["checkpoint", "convert", str(tmp_path / "ckpt.pt"), str(tmp_path / "o.pt"),
+                                          "--system", str(tmp_path / "micro.json")])
+    assert converted.exit_code == 1 and "nsp.bias" in converted.output and not (tmp_path / "o.pt").exists()

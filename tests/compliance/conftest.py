@@ -1,0 +1,53 @@
+"""Ten real cpu_micro runs through run_and_time.sh and their package, made once per session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from bert.cli import main
+from tests.conftest import REPO
+
+
+def cli(*args: object) -> Result:
+    """`mlperf-bert ARGS` in this process; fails the test on a traceback (any exception but an exit)."""
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"mlperf-bert {' '.join(map(str, args))} raised {result.exception!r}\n{result.output}")
+    assert "Traceback" not in result.output
+    return result
+
+
+@dataclass(frozen=True)
+class MicroPackage:
+    logs: Path  # the run_and_time.sh logs folder
+    out: Path  # --out
+    org: Path  # --out/ORG
+    package_result: Result
+
+
+@pytest.fixture(scope="session")
+def micro_runs(tmp_path_factory) -> Path:
+    """`NEXP=10 ./run_and_time.sh cpu_micro` (about 10-20 s a run here): the folder of result_0..9.txt."""
+    root = tmp_path_factory.mktemp("micro_runs")
+    env = dict(os.environ, NEXP="10", SEED="100", LOGDIR=str(root / "logs"), DATADIR=str(root / "data"))
+    try:  # the limit only guards against a hang: a busy shared machine can make the ten runs slow
+        proc = subprocess.run([str(REPO / "run_and_time.sh"), "cpu_micro"], env=env, capture_output=True,
+                              text=True, timeout=3600)
+    except subprocess.TimeoutExpired:
+        done = sorted(p.name for p in (root / "logs" / "cpu_micro").glob("result_*.txt"))
+        pytest.fail(f"ten cpu_micro runs took over an hour (logs so far: {', '.join(done) or 'none'})")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return root / "logs" / "cpu_micro"
+
+
+@pytest.fixture(scope="session")
+def micro_package(micro_runs, tmp_path_factory) -> MicroPackage:
+    out = tmp_path_factory.mktemp("package")
+    result = cli("package", "--system", "cpu_micro", "--logs", micro_runs, "--org", "TestOrg", "--out", out)
+    return MicroPackage(micro_runs, out, out / "TestOrg", result)

@@ -1,0 +1,122 @@
+"""Ten real cpu_micro runs, packaged, accepted by the official package checker, scored and reported."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+from compliance.checkers import PACKAGE_SUCCESS
+from tests.compliance.conftest import cli
+from tests.compliance.fakes import write_runs
+from tests.conftest import REPO
+
+
+def _olympic_minutes(logs_dir) -> float:
+    """The score recomputed from the raw lines, without compliance/: run_start to run_stop, minutes, olympic."""
+    minutes = []
+    for path in logs_dir.glob("result_*.txt"):
+        stamps = {}
+        for line in path.read_text().splitlines():
+            if line.startswith(":::MLLOG "):
+                event = json.loads(line[len(":::MLLOG "):])
+                stamps.setdefault(event["key"], event["time_ms"])
+        minutes.append((stamps["run_stop"] - stamps["run_start"]) / 60_000)
+    assert len(minutes) == 10
+    minutes.sort()
+    return sum(minutes[1:-1]) / 8
+
+
+def test_package_writes_the_tree_and_its_check_passes(micro_package):
+    result, org = micro_package.package_result, micro_package.org
+    assert result.exit_code == 0, result.output
+    assert "packaged" in result.output and "VERDICT: PASS" in result.output
+    descriptor = json.loads((REPO / "systems" / "cpu_micro.json").read_text())
+    assert json.loads((org / "systems" / "cpu_micro.json").read_text()) == descriptor["system"]
+    results = org / "results" / "cpu_micro" / "bert"
+    assert sorted(p.name for p in results.iterdir()) == sorted(f"result_{i}.txt" for i in range(10))
+    for i in range(10):
+        assert (results / f"result_{i}.txt").read_bytes() == (micro_package.logs / f"result_{i}.txt").read_bytes()
+    impl = org / "benchmarks" / "bert" / "implementations" / "pytorch"
+    for tracked in ("README.md", "run_and_time.sh", "setup.cfg", "bert/train.py", "bert/mllog.py"):
+        assert (impl / tracked).read_bytes() == (REPO / tracked).read_bytes() or tracked in _changed_files()
+    assert os.access(impl / "run_and_time.sh", os.X_OK)
+    assert (impl / "systems" / "cpu_micro.json").read_text() == (REPO / "systems" / "cpu_micro.json").read_text()
+    assert [p.name for p in micro_package.out.iterdir()] == ["TestOrg"]  # no staging folder left behind
+
+
+def _changed_files() -> set[str]:
+    """Tracked files that differ from HEAD (the package holds HEAD's version of them)."""
+    diff = subprocess.run(["git", "-C", str(REPO), "diff", "--name-only", "HEAD"], capture_output=True, text=True)
+    return set(diff.stdout.split())
+
+
+def test_official_package_checker_accepts_the_package(micro_package, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "mlperf_logging.package_checker", str(micro_package.org),
+                           "training", "5.0.0"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert PACKAGE_SUCCESS in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_score_is_the_olympic_mean_of_the_run_times(micro_package):
+    result = cli("score", micro_package.out)  # the --out folder, which holds the one ORG
+    assert result.exit_code == 0, result.output
+    row = re.search(r"cpu_micro\s*│\s*open\s*│\s*([0-9.]+)\s*│\s*([0-9,]+) \(logs\)\s*│\s*n/a \(open division\)\s*"
+                    r"│\s*1\.0000\s*│\s*10", result.output)
+    assert row, result.output
+    assert abs(float(row.group(1)) - _olympic_minutes(micro_package.logs)) <= 5e-6
+    assert "VERDICT: PASS" in result.output
+    assert not list(micro_package.org.rglob("scaling.json"))  # the tools ran on a copy
+
+
+def test_check_accepts_the_package_the_logs_folder_and_one_log(micro_package):
+    for target in (micro_package.org, micro_package.logs, micro_package.logs / "result_0.txt"):
+        result = cli("check", target)
+        assert result.exit_code == 0, result.output
+        assert "VERDICT: PASS" in result.output
+    older = cli("check", micro_package.org, "--ruleset", "4.1.0")
+    assert older.exit_code == 0, older.output
+
+
+def test_report_writes_markdown_and_its_figures(micro_package, tmp_path):
+    out = tmp_path / "report"
+    result = cli("report", micro_package.org, "-o", out)
+    assert result.exit_code == 0, result.output
+    markdown = (out / "report.md").read_text()
+    assert "## Verdict: PASS" in markdown and "## System `cpu_micro`" in markdown
+    figures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", markdown)
+    assert figures == ["cpu_micro_accuracy.png", "cpu_micro_run_times.png", "cpu_micro_throughput.png"]
+    for name in figures:
+        data = (out / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    runs = [line for line in markdown.splitlines() if line.startswith("| result_")]
+    assert len(runs) == 10
+    assert sum(line.endswith("| scored |") for line in runs) == 8
+    assert f"| {_olympic_minutes(micro_package.logs):,.4f} |" in markdown
+    again = cli("report", micro_package.org, "-o", out)  # an earlier report is replaced
+    assert again.exit_code == 0 and sorted(p.name for p in out.iterdir()) == sorted(figures + ["report.md"])
+
+
+def test_package_refuses_an_existing_tree_without_force(tmp_path):
+    logs = write_runs(tmp_path / "logs")
+    out = tmp_path / "out"
+    first = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out)
+    assert first.exit_code == 0, first.output
+    marker = out / "Org" / "results" / "cpu_micro" / "bert" / "result_0.txt"
+    marker.write_text("kept")
+    again = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out)
+    assert again.exit_code == 1
+    assert f"{out / 'Org'} already exists; pass --force to replace it" in again.output
+    assert marker.read_text() == "kept"
+    forced = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out, "--force")
+    assert forced.exit_code == 0, forced.output
+    assert marker.read_bytes() == (logs / "result_0.txt").read_bytes()
+    assert [p.name for p in out.iterdir()] == ["Org"]
+
+
+def test_package_refuses_logs_that_would_fail_and_writes_nothing(tmp_path):
+    logs = write_runs(tmp_path / "logs", count=9)
+    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", tmp_path / "out")
+    assert result.exit_code == 1
+    assert "not packaged, nothing written" in result.output
+    assert "9 result logs; a BERT submission needs exactly 10" in result.output
+    assert not (tmp_path / "out").exists()

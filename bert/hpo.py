@@ -84,6 +84,8 @@ def trial_objective(request: StudyRequest, data: dict, trial: Trial) -> float:
 
     log = request.log_dir / f"trial_{trial.number}.txt" if request.log_dir is not None else None
     code = run(RunRequest(system, request.seed, log, request.data_dir, on_eval=on_eval))
+    if code > 128:  # a signal (Ctrl-C, a time limit) stopped the trial: stop the study, resumable, as before
+        raise KeyboardInterrupt
     if code == 0:
         return float(evals[-1][0])
     if evals and evals[-1][0] >= system.run.max_samples:

@@ -1,14 +1,19 @@
 """Every MLPerf log key this harness writes, and the only place that writes `:::MLLOG` lines.
 
-Only rank 0 writes; on other ranks every call is a no-op. Lines go to the result file (flushed per line by
-logging's FileHandler) and to stdout. Values come from the system descriptor, so what is logged is what ran.
+Only rank 0 writes; on other ranks every call is a no-op. Lines go to the result file and to stdout, each
+flushed as it is written, so a crash loses no line already logged. A result file that cannot be written (disk
+full, I/O error) ends the run with LogWriteError rather than silently losing lines; the rest of the log, with
+its run_stop, then still reaches stdout. Values come from the system descriptor, so what is logged is what ran.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import shutil
 import sys
+import threading
 from pathlib import Path
 
 from mlperf_logging.mllog import constants as C
@@ -22,6 +27,9 @@ MAX_PREDICTIONS_PER_SEQ = "max_predictions_per_seq"  # no constant in mlperf_log
 # The init checkpoint's accuracy, measured before run_start; a key of its own, since an eval_accuracy line
 # before run_start would count as an eval of the run.
 INIT_CHECKPOINT_EVAL_ACCURACY = "init_checkpoint_eval_accuracy"
+# Free disk a log needs at start-up: a BERT-large log is well under 1 MiB, so this leaves room for what else
+# the run and the launcher write beside it.
+LOG_FREE_BYTES = 64 << 20
 # What an ADAM descriptor's notes say about its log (see hyperparameters).
 ADAM_KEYS_NOTE = (f"Optimizer ADAM (AdamW, open division): its betas, epsilon and weight decay are logged under the "
                   f"LAMB key names {C.OPT_LAMB_BETA_1}, {C.OPT_LAMB_BETA_2}, {C.OPT_LAMB_EPSILON} and "
@@ -51,46 +59,113 @@ def hyperparameters(system: System) -> dict[str, object]:
     }
 
 
-class RunLog:
-    """The MLPerf log of one run. Construct with `path=None` (and any rank) for a silent log."""
+class LogError(RuntimeError):
+    """The result log cannot be opened or written; the message names the file and the fix."""
 
-    def __init__(self, path: str | os.PathLike | None, rank: int = 0, echo: bool = True):
+
+class LogWriteError(LogError):
+    pass
+
+
+class _ResultFileHandler(logging.FileHandler):
+    """Raises write errors: logging's default is to print them and go on, losing the line."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        raise  # noqa: PLE0704 -- called by emit() inside its except block, so this re-raises the write error
+
+
+def check_log_path(path: Path) -> None:
+    """Start-up checks of a result log path: never an earlier log, and enough free disk."""
+    if path.exists() and not path.is_file() and not path.is_dir():
+        return  # a device or a pipe (/dev/stdout): nothing to overwrite, no disk to fill
+    if path.is_dir() or path.is_file() and path.stat().st_size > 0:
+        raise LogError(f"{path}: already exists and is not empty; a run never appends to or overwrites an earlier "
+                       "log: pass a new --log-file")
+    free = shutil.disk_usage(path.parent).free
+    if free < LOG_FREE_BYTES:
+        raise LogError(f"{path.parent}: only {free / 2**20:.1f} MiB free, a run needs {LOG_FREE_BYTES >> 20} MiB "
+                       "for its log; free some space or pass a --log-file on another disk")
+
+
+class RunLog:
+    """The MLPerf log of one run. Construct with `path=None` (and any rank) for a silent log.
+
+    Safe to call from a second thread (the signal watcher of bert.interrupts); run_stop is written once.
+    """
+
+    def __init__(self, path: str | os.PathLike | None, rank: int = 0, echo: bool = True, append: bool = False):
         self.enabled = rank == 0 and path is not None
         self.path = Path(path) if path is not None else None
         self._logger: MLLogger | None = None
         self._handlers: list[logging.Handler] = []
+        self._file: logging.Handler | None = None
+        self._lock = threading.RLock()
+        self.stopped = False
         if self.enabled:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not append:
+                check_log_path(self.path)
             logger = logging.getLogger(f"mlperf_bert.{self.path}")
             logger.propagate = False
             logger.setLevel(logging.INFO)
-            self._handlers.append(logging.FileHandler(self.path))
+            self._file = _ResultFileHandler(self.path)
+            self._handlers.append(self._file)
             if echo:
                 self._handlers.append(logging.StreamHandler(sys.stdout))
             for h in self._handlers:
                 logger.addHandler(h)
-            # Report the trainer's call site, not this module, in each line's metadata (3 frames up).
-            self._logger = MLLogger(logger=logger, default_stack_offset=3)
+            # Report the trainer's call site, not this module, in each line's metadata (4 frames up:
+            # the RunLog method, _event/_start/_end, _write).
+            self._logger = MLLogger(logger=logger, default_stack_offset=4)
 
     def close(self) -> None:
-        if self._logger is not None:
+        with self._lock:
+            if self._logger is None:
+                return
+            if self._file is not None:
+                try:  # on disk, not only in the page cache: the node may go down right after the run
+                    self._file.flush()
+                    os.fsync(self._file.stream.fileno())
+                except (OSError, ValueError):
+                    pass  # a file that failed has been reported by LogWriteError already
             for h in self._handlers:
-                h.flush()
                 h.close()
                 self._logger.logger.removeHandler(h)
             self._logger = None
 
+    def _write(self, write, key: str, value: object, metadata: dict | None) -> None:
+        with self._lock:
+            if self._logger is None:
+                return
+            try:
+                write(key=key, value=value, metadata=metadata)
+            except OSError as e:
+                self._drop_file()
+                raise LogWriteError(f"{self.path}: cannot write the result log ({e.strerror or e}); the log "
+                                    "continues on stdout only: free the disk or fix the path") from e
+
+    def _drop_file(self) -> None:
+        """Stops writing to the result file (after a write error), keeping stdout."""
+        handler, self._file = self._file, None
+        if handler is not None:
+            self._handlers.remove(handler)
+            self._logger.logger.removeHandler(handler)
+            try:
+                handler.close()
+            except OSError:
+                pass  # closing flushes the same lines again, into the same error
+
     def _event(self, key: str, value: object = None, metadata: dict | None = None) -> None:
         if self._logger is not None:
-            self._logger.event(key=key, value=value, metadata=metadata)
+            self._write(self._logger.event, key, value, metadata)
 
     def _start(self, key: str, value: object = None, metadata: dict | None = None) -> None:
         if self._logger is not None:
-            self._logger.start(key=key, value=value, metadata=metadata)
+            self._write(self._logger.start, key, value, metadata)
 
     def _end(self, key: str, value: object = None, metadata: dict | None = None) -> None:
         if self._logger is not None:
-            self._logger.end(key=key, value=value, metadata=metadata)
+            self._write(self._logger.end, key, value, metadata)
 
     def cache_clear(self, cleared: bool) -> None:
         self._event(C.CACHE_CLEAR, cleared)
@@ -139,12 +214,50 @@ class RunLog:
         self._end(C.EVAL_STOP, metadata={C.EPOCH_NUM: samples})
 
     def run_stop(self, status: str, train_samples: int, eval_samples: int, reason: str | None = None) -> None:
-        self._event(C.TRAIN_SAMPLES, train_samples)
-        self._event(C.EVAL_SAMPLES, eval_samples)
-        metadata = {C.STATUS: status}
-        if reason:
-            metadata["reason"] = reason
-        self._end(C.RUN_STOP, metadata=metadata)
+        """The last lines of the log, written once: a later call (the main thread after the signal watcher
+        stopped the run, or the other way round) writes nothing. A failed result file does not stop them
+        from reaching stdout."""
+        with self._lock:
+            if self.stopped:
+                return
+            self.stopped = True
+            metadata = {C.STATUS: status}
+            if reason:
+                metadata["reason"] = reason
+            for write, key, value, meta in ((self._event, C.TRAIN_SAMPLES, train_samples, None),
+                                            (self._event, C.EVAL_SAMPLES, eval_samples, None),
+                                            (self._end, C.RUN_STOP, None, metadata)):
+                try:
+                    write(key, value, meta)
+                except LogWriteError:
+                    pass  # reported by the error that ended the run; the line went to stdout
+
+    def seal(self, reason: str) -> None:
+        """The aborted run_stop alone, for a log whose run could not write its own (see seal_log)."""
+        with self._lock:
+            self.stopped = True
+            self._end(C.RUN_STOP, metadata={C.STATUS: C.ABORTED, "reason": reason})
+
+
+def seal_log(path: Path, reason: str) -> bool:
+    """Ends a log that a crash cut off (a rank 0 killed before its run_stop) with an aborted run_stop and
+    `reason`; returns whether it had to. A log that ends with run_stop, or holds no line, stays as it is."""
+    text = path.read_text(errors="replace") if path.is_file() else ""
+    lines = [line for line in text.splitlines() if line.startswith(":::MLLOG ")]
+    if not lines:
+        return False
+    try:
+        if json.loads(lines[-1].removeprefix(":::MLLOG "))["key"] == C.RUN_STOP:
+            return False
+    except (ValueError, KeyError, TypeError):
+        pass  # a line cut off mid-write: the run did not stop
+    if not text.endswith("\n"):
+        with open(path, "a") as f:
+            f.write("\n")  # a cut-off line keeps its own line
+    log = RunLog(path, echo=False, append=True)
+    log.seal(reason)
+    log.close()
+    return True
 
 
 SUCCESS, ABORTED = C.SUCCESS, C.ABORTED

@@ -1,19 +1,23 @@
 """One optimizer step: micro-batches under autocast, backward, clipping and averaging over the ranks (in
 the order the descriptor's run.clip says, bert.distributed.clipping), update.
 
-Nothing here waits for the device: the loss is accumulated on the device and read only when asked for.
+Nothing here waits for the device: the loss is accumulated on the device and read only when asked for, and
+numerical faults are recorded on the device (bert.numerics) and checked only when asked for.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
-from bert.distributed.clipping import AfterAllreduce, BeforeAllreduce
+from bert.distributed.clipping import AfterAllreduce, BeforeAllreduce, loss_scale
 from bert.distributed.launch import DistContext
 from bert.model import compile_encoder
+from bert.numerics import NumericGuard
 from bert.optim.factory import set_learning_rate
 from bert.optim.schedule import LrSchedule
 from bert.system import System
@@ -27,7 +31,7 @@ def autocast_for(system: System, ctx: DistContext) -> torch.autocast:
 
 class TrainStep:
     def __init__(self, system: System, ctx: DistContext, model: nn.Module, optimizer: torch.optim.Optimizer,
-                 schedule: LrSchedule):
+                 schedule: LrSchedule, nan_at_step: int | None = None):
         run = system.run
         self.model, self.optimizer, self.schedule, self.ctx = model, optimizer, schedule, ctx
         if run.compile:
@@ -42,22 +46,29 @@ class TrainStep:
         self.loss_sum = torch.zeros((), device=ctx.device)
         self.micro_batches = 0
         self.tokens = 0
+        self.guard = NumericGuard(ctx.device, self.scaler.is_enabled(), run.max_loss_scale_overflows)
+        self.nan_at_step = nan_at_step  # fault-injection tests only: this 1-based step's loss becomes NaN
 
     def __call__(self, loader, step: int) -> None:
         """Runs update number `step` (0-based) on the next `accumulate` batches of `loader`."""
         set_learning_rate(self.optimizer, self.schedule(step))
+        step_loss = torch.zeros((), device=self.ctx.device)
         for micro in range(self.accumulate):
             batch = next(loader)
             self.tokens += batch.num_tokens
             with self.clipping.micro_batch(last=micro == self.accumulate - 1):
                 with self.autocast:
                     out = self.trained(**batch.model_inputs(self.padded))
-                self.scaler.scale(out.loss / self.accumulate).backward()
-            self.loss_sum += out.loss.detach()
+                loss = out.loss * math.nan if step + 1 == self.nan_at_step else out.loss
+                self.scaler.scale(loss / self.accumulate).backward()
+            step_loss += loss.detach()
             self.micro_batches += 1
-        self.clipping.finish(self.optimizer)  # .grad: averaged over ranks, clipped, unscaled
+        self.loss_sum += step_loss
+        norm = self.clipping.finish(self.optimizer)  # .grad: averaged over ranks, clipped, unscaled
+        scale = loss_scale(self.scaler, self.ctx.device)
         self.scaler.step(self.optimizer)  # skipped when the gradient has an inf or NaN
         self.scaler.update()
+        self.guard.observe(step_loss, norm, scale, loss_scale(self.scaler, self.ctx.device))
         self.optimizer.zero_grad()  # apex's optimizers take no set_to_none; they and torch's set None
 
     def _clipping(self, mode: str, clip_norm: float) -> AfterAllreduce:
@@ -67,6 +78,10 @@ class TrainStep:
         if mode == "bucketwise_before_allreduce" and ddp is not None:
             return BucketwiseBeforeAllreduce(ddp, self.params, clip_norm, self.scaler, self.accumulate)
         return BeforeAllreduce(ddp, self.params, clip_norm, self.scaler)  # one process: the gradient is one bucket
+
+    def check_numerics(self) -> None:
+        """Raises bert.numerics.NumericalFault if any rank saw one; a collective: call it on every rank."""
+        self.guard.check(self.ctx)
 
     def take_window(self) -> tuple[float, int]:
         """(mean loss, real tokens of this rank) since the last call; reads the loss from the device."""

@@ -162,7 +162,10 @@ class RunSpec:
     max_samples: int  # the sample cap: a run that has not reached the target by then stops as aborted
     seed: int | None = None  # null: run_and_time.sh draws a distinct seed per run
     print_interval_steps: int = 10
+    # How long a rank waits in a collective for one that died or hangs before the run is aborted.
     dist_timeout_s: float = 300.0
+    # fp16: more consecutive loss-scale overflows than this abort the run (the scale has fallen 2^N-fold).
+    max_loss_scale_overflows: int = 24
     log_weights_initialization: bool = True
     # A checkpoint to start from (`mlperf-bert checkpoint convert` output, or any layout it reads); relative
     # paths are relative to the repository root. null: random initialisation. Its eval accuracy is measured
@@ -291,6 +294,8 @@ def _check_run(where: str, system: System) -> None:
          "fp16 needs device cuda; use fp32 or bf16 on cpu"),
         (run.clip_norm > 0, "run.clip_norm", "must be positive"),
         (run.bucket_cap_mb > 0, "run.bucket_cap_mb", "must be positive"),
+        (run.dist_timeout_s > 0, "run.dist_timeout_s", "must be positive (seconds)"),
+        (run.max_loss_scale_overflows >= 1, "run.max_loss_scale_overflows", "must be at least 1"),
         (system.division == "open" or run.optimizer.name == "lamb", "run.optimizer.name",
          f"{run.optimizer.name!r} is open-division only: the closed division requires \"lamb\"; use it, or "
          "set system.division to \"open\""),

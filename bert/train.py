@@ -3,6 +3,10 @@
 Everything comes from the system descriptor. The timed region (run_start to run_stop) covers reading the
 data, training and every evaluation. The step does no host synchronisation: the loss is read only at the
 print interval, and the eval result (all-reduced, so the same on every rank) decides when to stop.
+
+Whatever ends a run once its log is open (an error, a numerical fault, a rank that died or hung past
+run.dist_timeout_s, SIGTERM/SIGINT) ends it with run_stop status aborted and the reason in its metadata; a
+failed start-up check, before run_start, too.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from bert.data.loader import LoaderBalance, TrainLoader
 from bert.distributed.launch import DistContext, init_distributed, shutdown
 from bert.distributed.presort import build_exchange
 from bert.eval import EvalSet
+from bert.interrupts import RunInterrupted, SignalGuard, exit_code
 from bert.mllog import ABORTED, SUCCESS, RunLog
 from bert.model import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
@@ -38,6 +43,7 @@ class RunRequest:
     cache_cleared: bool = False
     # Called after each eval with (training samples, accuracy); returning True stops the run (hpo pruning).
     on_eval: Callable[[int, float], bool] | None = None
+    nan_at_step: int | None = None  # fault-injection tests only (see bert.cli.training): a NaN loss at this step
 
 
 @dataclass
@@ -53,55 +59,73 @@ def _say(ctx: DistContext, message: str) -> None:
 
 
 def run(request: RunRequest) -> int:
-    """One MLPerf run; returns the process exit code (0 only when the target was reached)."""
-    system, run_spec = request.system, request.system.run
-    ctx = init_distributed(run_spec.device, run_spec.dist_timeout_s)
-    log = RunLog(request.log_path, ctx.rank)
-    progress, status, reason = Progress(), ABORTED, None
-    started, loader = False, None
+    """One MLPerf run; returns the process exit code: 0 only when the target was reached, 128 + the signal
+    number when a signal stopped it, 1 otherwise."""
+    ctx = init_distributed(request.system.run.device, request.system.run.dist_timeout_s)
     try:
-        log.cache_clear(request.cache_cleared)
-        log.init_start()
-        log.submission(system)
-        log.seed(request.seed)
-        log.hyperparameters(system)
-        if ctx.world_size != system.world_size:
-            raise RuntimeError(f"launched with {ctx.world_size} processes but {system.path} describes "
-                               f"{system.nodes} node(s) x {run_spec.processes_per_node} = {system.world_size}")
-        files = dataset_files(system, request.data_dir)
-        check_dataset(files, system)
-        config = system.model_config()
-        torch.manual_seed(request.seed)
-        model = BertForPreTraining(config).to(ctx.device)
-        checkpoint = system.init_checkpoint_path()
-        if checkpoint is not None:
-            load_into(model, checkpoint, config)
-        if run_spec.log_weights_initialization:
-            log.weights_initialization(tensor_names(config))
-        step_fn = TrainStep(system, ctx, model, build_optimizer(model, run_spec.optimizer),
-                            build_schedule(run_spec.optimizer))
-        balance = loader_balance(system, ctx)
-        if checkpoint is not None:
-            _checkpoint_eval(ctx, files.eval_file, system, step_fn, log)
-        log.init_stop()
-
-        log.run_start()
-        started = True
-        eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size)
-        loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, request.seed,
-                             system.per_process_batch, ctx.device, balance=balance)
-        status, reason = _train(system, ctx, step_fn, loader, eval_set, log, progress, request.on_eval)
-    except Exception as e:  # the log must still end with run_stop, and the reason must reach the user
-        reason = f"{type(e).__name__}: {e}"
-        print(f"error (rank {ctx.rank}): {reason}", file=sys.stderr, flush=True)
-    finally:
-        if loader is not None:
-            loader.close()
-        if started:
-            log.run_stop(status, progress.samples, run_spec.eval.samples, reason)
-        log.close()
+        log = RunLog(request.log_path, ctx.rank)
+    except Exception as e:
+        print(f"error (rank {ctx.rank}): {e}", file=sys.stderr, flush=True)
         shutdown(ctx)
-    return 0 if status == SUCCESS else 1
+        return 1
+    progress = Progress()
+    eval_samples = request.system.run.eval.samples
+
+    def stop_at_once(reason: str) -> None:
+        log.run_stop(ABORTED, progress.samples, eval_samples, reason)
+        log.close()
+
+    status, reason, code = ABORTED, None, 1
+    with SignalGuard(on_stop_at_once=stop_at_once) as signals:
+        try:
+            status, reason = _run(request, ctx, log, progress)
+        except Exception as e:  # the log must still end with run_stop, and the reason must reach the user
+            reason = f"{type(e).__name__}: {e}"
+            code = exit_code(e.signum) if isinstance(e, RunInterrupted) else 1
+            print(f"error (rank {ctx.rank}): {reason}", file=sys.stderr, flush=True)
+        finally:
+            signals.disarm()
+            log.run_stop(status, progress.samples, eval_samples, reason)
+            log.close()
+            shutdown(ctx)
+    return 0 if status == SUCCESS else code
+
+
+def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress) -> tuple[str, str | None]:
+    system, run_spec = request.system, request.system.run
+    log.cache_clear(request.cache_cleared)
+    log.init_start()
+    log.submission(system)
+    log.seed(request.seed)
+    log.hyperparameters(system)
+    if ctx.world_size != system.world_size:
+        raise RuntimeError(f"launched with {ctx.world_size} processes but {system.path} describes "
+                           f"{system.nodes} node(s) x {run_spec.processes_per_node} = {system.world_size}")
+    files = dataset_files(system, request.data_dir)
+    check_dataset(files, system)
+    config = system.model_config()
+    torch.manual_seed(request.seed)
+    model = BertForPreTraining(config).to(ctx.device)
+    checkpoint = system.init_checkpoint_path()
+    if checkpoint is not None:
+        load_into(model, checkpoint, config)
+    if run_spec.log_weights_initialization:
+        log.weights_initialization(tensor_names(config))
+    step_fn = TrainStep(system, ctx, model, build_optimizer(model, run_spec.optimizer),
+                        build_schedule(run_spec.optimizer), request.nan_at_step)
+    balance = loader_balance(system, ctx)
+    if checkpoint is not None:
+        _checkpoint_eval(ctx, files.eval_file, system, step_fn, log)
+    log.init_stop()
+
+    log.run_start()
+    eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size)
+    loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, request.seed,
+                         system.per_process_batch, ctx.device, balance=balance)
+    try:
+        return _train(system, ctx, step_fn, loader, eval_set, log, progress, request.on_eval)
+    finally:
+        loader.close()
 
 
 def _checkpoint_eval(ctx: DistContext, eval_file: Path, system: System, step_fn: TrainStep, log: RunLog) -> None:
@@ -136,6 +160,7 @@ def _train(system, ctx, step_fn, loader, eval_set, log, progress, on_eval) -> tu
         progress.samples += run_spec.global_batch_size
 
         if progress.step % run_spec.print_interval_steps == 0:
+            step_fn.check_numerics()
             elapsed = time.perf_counter() - window_start
             loss, tokens = step_fn.take_window()
             steps = progress.step - window_step
@@ -147,6 +172,7 @@ def _train(system, ctx, step_fn, loader, eval_set, log, progress, on_eval) -> tu
 
         capped = progress.samples >= run_spec.max_samples
         if progress.samples >= next_eval or capped:
+            step_fn.check_numerics()
             log.block_stop(block_first)
             log.eval_start(progress.samples)
             progress.accuracy = eval_set.accuracy(step_fn.model, step_fn.padded, step_fn.autocast)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -9,6 +10,19 @@ import click
 
 from bert.cli.common import load_descriptor
 from bert.typed_config import ConfigError
+
+# Fault-injection tests only: the loss of this (1-based) step becomes NaN on every rank. An environment
+# variable, not a descriptor field, so that no submission can set it by accident.
+NAN_INJECTION_ENV = "MLPERF_BERT_TEST_INJECT_NAN_AT_STEP"
+
+
+def _nan_injection_step() -> int | None:
+    value = os.environ.get(NAN_INJECTION_ENV)
+    if value is None:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise click.UsageError(f"{NAN_INJECTION_ENV}={value!r}: must be a step number (1 or more), or unset")
+    return int(value)
 
 
 @click.command()
@@ -30,7 +44,7 @@ def train(system_name: str, seed: int | None, log_path: Path | None, data_dir: P
     seed = seed if seed is not None else system.run.seed
     if seed is None:
         raise click.UsageError(f"no seed: pass --seed or set run.seed in {system.path}")
-    sys.exit(run(RunRequest(system, seed, log_path, data_dir, cache_cleared)))
+    sys.exit(run(RunRequest(system, seed, log_path, data_dir, cache_cleared, nan_at_step=_nan_injection_step())))
 
 
 @click.command()

@@ -60,8 +60,9 @@ class BucketwiseBeforeAllreduce(AfterAllreduce):
         self._step_bound = loss_scale(self.scaler, self.params[0].device) * self.clip_norm / self.accumulate
         return contextlib.nullcontext()
 
-    def finish(self, optimizer: torch.optim.Optimizer) -> None:
+    def finish(self, optimizer: torch.optim.Optimizer) -> torch.Tensor | None:
         self.scaler.unscale_(optimizer)  # the hook has clipped and averaged
+        return None  # norms per bucket only; a non-finite gradient shows in the next step's loss
 
     def _after_forward(self, module: nn.Module, inputs: object, output: object) -> None:
         if not self._counted:

@@ -71,10 +71,11 @@ class AfterAllreduce:
         """The context of one micro-batch's forward and backward."""
         return self.ddp.no_sync() if self.ddp is not None and not last else contextlib.nullcontext()
 
-    def finish(self, optimizer: torch.optim.Optimizer) -> None:
-        """After the last backward: leaves the final, unscaled gradient in .grad for the optimizer."""
+    def finish(self, optimizer: torch.optim.Optimizer) -> torch.Tensor | None:
+        """After the last backward: leaves the final, unscaled gradient in .grad for the optimizer. Returns
+        the norm it clipped (a device tensor; None where no one norm is computed), for the numeric guard."""
         self.scaler.unscale_(optimizer)
-        clip_global_norm(self.params, self.clip_norm)
+        return clip_global_norm(self.params, self.clip_norm)
 
 
 class BeforeAllreduce(AfterAllreduce):
@@ -83,9 +84,10 @@ class BeforeAllreduce(AfterAllreduce):
     def micro_batch(self, last: bool) -> AbstractContextManager:
         return self.ddp.no_sync() if self.ddp is not None else contextlib.nullcontext()
 
-    def finish(self, optimizer: torch.optim.Optimizer) -> None:
+    def finish(self, optimizer: torch.optim.Optimizer) -> torch.Tensor | None:
         grads = [p.grad for p in self.params if p.grad is not None]
-        clip_to_norm_(grads, loss_scale(self.scaler, grads[0].device) * self.clip_norm)
+        norm = clip_to_norm_(grads, loss_scale(self.scaler, grads[0].device) * self.clip_norm)
         if self.ddp is not None:
             allreduce_mean_(grads, self.ddp.process_group)
         self.scaler.unscale_(optimizer)
+        return norm

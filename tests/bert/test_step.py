@@ -1,12 +1,14 @@
 import dataclasses
 
 import numpy as np
+import pytest
 import torch
 
 from bert.data.batch import collate
 from bert.data.shards import read_shard
 from bert.distributed.launch import DistContext
 from bert.model import BertForPreTraining
+from bert.numerics import NumericalFault
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
 from bert.system import load_system
@@ -53,3 +55,20 @@ def test_learning_rate_follows_the_schedule(small_dataset):
     step = TrainStep(system, CPU, model, build_optimizer(model, system.run.optimizer), schedule)
     step(iter([batch]), 7)
     assert step.optimizer.param_groups[0]["lr"] == schedule(7) > 0
+
+
+def test_a_nan_loss_is_recorded_on_the_device_and_raised_at_the_check(small_dataset):
+    samples = read_shard(sorted((small_dataset / "train").glob("*.hdf5"))[0])
+    batches = [collate(samples.take(np.arange(i * 8, i * 8 + 8))) for i in range(4)]
+    system = _system(accumulate=1)
+    torch.manual_seed(0)
+    model = BertForPreTraining(system.model_config())
+    step = TrainStep(system, CPU, model, build_optimizer(model, system.run.optimizer),
+                     build_schedule(system.run.optimizer), nan_at_step=2)
+    loader = iter(batches)
+    step(loader, 0)
+    step.check_numerics()  # step 1 is clean
+    for i in (1, 2, 3):
+        step(loader, i)  # the fault is recorded, nothing raises inside the step
+    with pytest.raises(NumericalFault, match="non-finite loss at step 2"):
+        step.check_numerics()

@@ -14,7 +14,7 @@ from tests.conftest import copy_dataset, descriptor, write_descriptor
 
 
 def _train(tmp_path: Path, system: Path, data: Path, procs: int, env: dict, seed: int = 3):
-    log = tmp_path / "result_0.txt"
+    log = next(tmp_path / f"result_{i}.txt" for i in range(100) if not (tmp_path / f"result_{i}.txt").exists())
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={procs}",
            "-m", "bert.cli", "train", "--system", str(system), "--seed", str(seed), "--log-file", str(log),
            "--data-dir", str(data)]

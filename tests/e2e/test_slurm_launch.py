@@ -31,7 +31,9 @@ def test_sbatch_script_starts_the_ranks_with_srun_and_slurms_rendezvous(tmp_path
     assert args[:4] == ["--nodes=1", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "python"]
     assert args[4:7] == ["-m", "bert.cli", "train"]
     assert args[args.index("--seed") + 1] == "41"
-    assert args[args.index("--log-file") + 1] == str(tmp_path / "logs" / "cpu_micro" / "result_0.txt")
+    # The run logs to a partial name, published as result_0.txt when it ends.
+    assert args[args.index("--log-file") + 1] == str(tmp_path / "logs" / "cpu_micro" / "result_0.txt.partial")
+    assert [p.name for p in (tmp_path / "logs" / "cpu_micro").iterdir()] == ["result_0.txt"]
     srun_env = dict(line.split("=", 1) for line in (tmp_path / "srun_env").read_text().splitlines() if "=" in line)
     assert srun_env["MASTER_ADDR"] == "gpu-a017" and srun_env["MASTER_PORT"] == "29500"
 

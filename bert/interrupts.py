@@ -1,0 +1,98 @@
+"""SIGTERM and SIGINT during a run (a Slurm time limit, torchrun passing one on, Ctrl-C).
+
+The first signal raises RunInterrupted in the main thread, so the run ends through its ordinary error path:
+an aborted run_stop with the reason, a flushed log, the process group shut down. The main thread only sees it
+when it runs Python, which it may not for a while (a collective waiting for a hung rank), so a watcher
+thread serves a second signal, or a first one that has not ended the run within GRACE_S: it calls
+`on_stop_at_once` (which writes the aborted run_stop) and ends the process at once. That bounds the time a
+blocked rank takes to go after a launcher's SIGTERM (torchrun and Slurm kill only 30 s later). The watcher
+learns of signals through signal.set_wakeup_fd, which the interpreter writes to as the signal arrives.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+from collections.abc import Callable
+from types import FrameType
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+GRACE_S = 10.0  # how long the main thread has to end the run after a first signal
+
+
+class RunInterrupted(Exception):
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(f"{signal.Signals(signum).name} received (a time limit, the launcher or Ctrl-C); a second "
+                         "signal ends the run at once")
+
+
+def exit_code(signum: int) -> int:
+    """The shell's convention for a process ended by a signal."""
+    return 128 + signum
+
+
+class SignalGuard:
+    """Context manager: installs the handlers (in the main thread only; elsewhere it does nothing)."""
+
+    def __init__(self, on_stop_at_once: Callable[[str], None]):
+        self.on_stop_at_once = on_stop_at_once
+        self.armed = False
+        self._active = False
+        self._previous: dict[int, object] = {}
+        self._previous_fd = -1
+        self._pipe: tuple[socket.socket, socket.socket] | None = None
+
+    def __enter__(self) -> SignalGuard:
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        self._pipe = socket.socketpair()
+        self._pipe[1].setblocking(False)
+        self._previous_fd = signal.set_wakeup_fd(self._pipe[1].fileno(), warn_on_full_buffer=False)
+        for signum in SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._raise_first)
+        self._active = self.armed = True
+        threading.Thread(target=self._watch, args=(self._pipe[0],), name="signal-watcher", daemon=True).start()
+        return self
+
+    def disarm(self) -> None:
+        """From now on a first signal raises nothing (the run is already ending); a second still ends it."""
+        self.armed = False
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._active:
+            return
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        signal.set_wakeup_fd(self._previous_fd)
+        self._pipe[1].close()  # the watcher's recv returns empty and it ends
+        self._active = False
+
+    def _raise_first(self, signum: int, frame: FrameType | None) -> None:
+        if self.armed:
+            self.armed = False
+            raise RunInterrupted(signum)
+
+    def _watch(self, reader: socket.socket) -> None:
+        first: int | None = None
+        with reader:
+            while True:
+                reader.settimeout(None if first is None else GRACE_S)
+                try:
+                    data = reader.recv(64)
+                except TimeoutError:
+                    self._stop_at_once(first, f"the run did not end within {GRACE_S:.0f} s of "
+                                              f"{signal.Signals(first).name} (blocked, e.g. in a collective "
+                                              "waiting for a hung rank): ended at once")
+                if not data:
+                    return
+                for signum in (s for s in data if s in SIGNALS):
+                    if first is not None:
+                        self._stop_at_once(signum, f"a second signal ({signal.Signals(signum).name}): ended at once")
+                    first = signum
+
+    def _stop_at_once(self, signum: int, why: str) -> None:
+        self.on_stop_at_once(f"RunInterrupted: {why}")
+        os._exit(exit_code(signum))

@@ -313,9 +313,10 @@ def record(path: Path, figures: list[str], row: dict[str, str], argv: list[str],
 
 
 def load_average() -> tuple[str, str]:
-    """The 1- and 5-minute load averages, and a note when other processes were competing for the cores."""
+    """The 1- and 5-minute load averages, and a note when other processes were competing for the cores: more
+    load than the benchmark's own threads account for."""
     one, five, _ = os.getloadavg()
-    busy = max(one, five) > 0.75 * (os.cpu_count() or 1)
+    busy = max(one, five) > min(torch.get_num_threads(), os.cpu_count() or 1) + 0.5
     note = "UNDER LOAD (other processes used the cores)" if busy else ""
     return f"{one:.1f}/{five:.1f} on {os.cpu_count()} cores", note
 

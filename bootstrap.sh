@@ -13,7 +13,7 @@ else
     _stamp="$_venv/.installed-$_hash-${_extras:-base}"
     # Any install of this package version satisfies a request without extras.
     if [[ ! -f "$_stamp" ]] && ! { [[ -z "$_extras" ]] && compgen -G "$_venv/.installed-$_hash-*" >/dev/null; }; then
-        echo "bootstrap: preparing $_venv (first use; a few minutes)" >&2
+        echo "bootstrap: preparing $_venv (first use, or setup.cfg changed; a few minutes)" >&2
         [[ -x "$_venv/bin/python" ]] || python3 -m venv "$_venv" || return 1
         # torch first and pinned: a bare 'torch' requirement would pull a multi-GB CUDA build on a CPU machine.
         "$_venv/bin/python" -c "import torch" 2>/dev/null \

@@ -80,6 +80,16 @@ def _text_options(help_text: str):
     return wrap
 
 
+_INPUT_HELP = "A shard or a folder of shards (*.hdf5); repeat it, or list more paths after it."
+
+
+def _shard_input_options(f):
+    """--input (repeatable) plus more shard paths listed after the options."""
+    f = click.option("--input", "inputs", multiple=True, type=click.Path(exists=True, path_type=Path),
+                     help=_INPUT_HELP)(f)
+    return click.argument("more_inputs", nargs=-1, type=click.Path(exists=True, path_type=Path))(f)
+
+
 def _shape_options(f):
     # Applied bottom-up, so that --help lists --format, --max-seq-length, --max-predictions in that order.
     f = click.option("--max-predictions", type=click.IntRange(min=1), default=76, show_default=True,
@@ -102,9 +112,6 @@ def _bucket_options(overwrite_help: str):
                             show_default="one per core", help="Processes writing the output shards (the second "
                             "pass).")(f)
     return wrap
-
-
-_INPUT_HELP = "A shard or a folder of shards (*.hdf5); repeat it, or list more paths after it."
 
 
 @data.command(name="synth-text")
@@ -218,8 +225,7 @@ def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: P
 
 
 @data.command(name="eval-set")
-@click.option("--input", "inputs", multiple=True, type=click.Path(exists=True, path_type=Path), help=_INPUT_HELP)
-@click.argument("more_inputs", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@_shard_input_options
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The eval file.")
 @click.option("--samples", type=click.IntRange(min=1), default=10000, show_default=True,
               help="How many samples: the first ones of the inputs, in order, as the reference picks them.")
@@ -239,8 +245,7 @@ def eval_set(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
 
 
 @data.command()
-@click.option("--input", "inputs", multiple=True, type=click.Path(exists=True, path_type=Path), help=_INPUT_HELP)
-@click.argument("more_inputs", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@_shard_input_options
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder for the new shards: OUT/part-00000-of-0000K.hdf5 ...")
 @click.option("--shards", type=click.IntRange(min=1), required=True, help="How many shards to write (K).")
@@ -265,8 +270,7 @@ def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
 
 
 @data.command()
-@click.option("--input", "inputs", multiple=True, type=click.Path(exists=True, path_type=Path), help=_INPUT_HELP)
-@click.argument("more_inputs", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@_shard_input_options
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder for the shard sets: OUT/len-0001-0128/part-00000-of-0000K.hdf5 ...")
 @click.option("--bins", "bins_text", default="128,256,384,512", show_default=True,

@@ -14,7 +14,6 @@ benchmarks/default_system_results.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -24,6 +23,8 @@ import time
 from pathlib import Path
 
 from results_file import write_results
+
+from compliance.result_log import read_result_log
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).with_name("default_system_results.md")
@@ -39,18 +40,10 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
     return seconds, proc.stdout
 
 
-def log_figures(log: Path) -> tuple[float, int, float, str]:
+def log_figures(path: Path) -> tuple[float, int, float, str]:
     """(timed seconds, training samples, last eval accuracy, run_stop status) from one MLPerf result log."""
-    events = {}
-    accuracy = float("nan")
-    for line in log.read_text().splitlines():
-        if line.startswith(":::MLLOG "):
-            event = json.loads(line.split(":::MLLOG ", 1)[1])
-            events[event["key"]] = event
-            if event["key"] == "eval_accuracy":
-                accuracy = event["value"]
-    seconds = (events["run_stop"]["time_ms"] - events["run_start"]["time_ms"]) / 1000
-    return seconds, events["train_samples"]["value"], accuracy, events["run_stop"]["metadata"]["status"]
+    log = read_result_log(path)
+    return log.run_minutes * 60, log.value("train_samples"), log.evals[-1].accuracy, log.status
 
 
 def measure(system: str, runs: int, scratch: Path) -> tuple[dict[str, float], list[str]]:

@@ -7,6 +7,8 @@ One step of G ranks per node on N nodes, each with b sequences (per micro-batch)
     allreduce  = intra-node ring (reduce-scatter + all-gather over NVLink, bus bandwidth)
                  + each GPU's 1/G shard reduced across nodes over its share of the node's network (ring or
                  tree; the ring pays 2(N-1) latencies, the tree 2 log2 N)
+                 The latencies are paid once per message: before_allreduce sends one coalesced message,
+                 after_allreduce and bucketwise one per DDP bucket (NCCL runs the buckets one after another).
     exposed    = before_allreduce: all of it (the whole gradient is clipped first, then sent);
                  after_allreduce, bucketwise: DDP overlaps the buckets with the last micro-batch's backward
                  (2/3 of its compute), so max(allreduce - backward, one bucket's share) shows;
@@ -78,10 +80,11 @@ def model_parameters(system: System) -> int:
         return sum(p.numel() for p in BertForPreTraining(system.model_config()).parameters())
 
 
-def allreduce_seconds(nbytes: float, nodes: int, gpus_per_node: int, system: System) -> float:
-    """Hierarchical allreduce of `nbytes` per GPU: a ring inside each node, then across nodes per shard."""
+def allreduce_seconds(nbytes: float, nodes: int, gpus_per_node: int, system: System, messages: int = 1) -> float:
+    """Hierarchical allreduce of `nbytes` per GPU in `messages` equal parts: a ring inside each node, then
+    across nodes per shard."""
     perf = system.run.performance
-    latency = perf.link_latency_us * 1e-6
+    latency = perf.link_latency_us * 1e-6 * messages
     seconds = 0.0
     if gpus_per_node > 1:
         g = gpus_per_node
@@ -103,15 +106,18 @@ def step_breakdown(system: System, parameters: int, balance_ratio: float) -> Ste
     run, perf = system.run, system.run.performance
     micro_s = system.per_process_batch / perf.gpu_samples_per_s * balance_ratio
     compute = micro_s * run.gradient_accumulation_steps
+    buckets = _buckets(parameters, system)
+    messages = 1 if run.clip == "before_allreduce" else buckets
     allreduce = 0.0
     if system.world_size > 1:
-        allreduce = allreduce_seconds(parameters * perf.gradient_bytes, system.nodes, run.processes_per_node, system)
+        allreduce = allreduce_seconds(parameters * perf.gradient_bytes, system.nodes, run.processes_per_node, system,
+                                      messages)
     hbm = perf.hbm_gb_s * 1e9
     norm = 0.0
     if run.clip == "before_allreduce":
         exposed = allreduce
     else:
-        exposed = max(allreduce - BACKWARD_SHARE * micro_s, allreduce / _buckets(parameters, system))
+        exposed = max(allreduce - BACKWARD_SHARE * micro_s, allreduce / buckets)
         if run.clip == "after_allreduce":
             norm = parameters * _FP32_BYTES / hbm
     return StepBreakdown(compute, balance_ratio, allreduce, exposed if allreduce else 0.0, norm,

@@ -38,8 +38,10 @@ if [[ -n "${SLURM_JOB_ID:-}" ]]; then
              "submit with sbatch --nodes=$NODES" >&2
         exit 2
     fi
+    # sed reads the whole list: `head -n 1` would close the pipe early and, under pipefail, scontrol's SIGPIPE
+    # (status 141) would end the script whenever it had more names left to write.
     plan_args+=(--launcher slurm
-                --master-addr "${MASTER_ADDR:-$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)}")
+                --master-addr "${MASTER_ADDR:-$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)}")
 else
     plan_args+=(--launcher torchrun)
     if [[ "$NODES" != 1 ]]; then

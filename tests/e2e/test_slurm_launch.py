@@ -17,7 +17,8 @@ def _fake(bin_dir: Path, name: str, body: str) -> None:
 def test_sbatch_script_starts_the_ranks_with_srun_and_slurms_rendezvous(tmp_path, small_dataset):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    _fake(bin_dir, "scontrol", 'printf "gpu-a017\\ngpu-a018\\n"')
+    # A long host list: reading only its first line must not kill scontrol with SIGPIPE (status 141).
+    _fake(bin_dir, "scontrol", 'printf "gpu-a017\\ngpu-a018\\n"; seq 1 200000 | sed "s/^/gpu-b/"')
     _fake(bin_dir, "srun", f'printf "%s\\n" "$@" > {tmp_path}/srun_args; env > {tmp_path}/srun_env')
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", SLURM_JOB_ID="4242",
                SLURM_JOB_NODELIST="gpu-a[017-018]", SLURM_JOB_NUM_NODES="1", SLURM_SUBMIT_DIR=str(REPO),

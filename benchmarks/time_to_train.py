@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bert.system import System, load_system, with_run_values
+
 # Published times to train (MLPerf_BERT.md section 4).
 PUBLISHED = [
     ("dgxa100_1x8", "NVIDIA v2.1 DGX A100 1x8 (closed)", 16.9 * 60),
@@ -41,41 +43,37 @@ def predicted_seconds(system: str) -> tuple[float, list[str]]:
     return float(lines[-1].split("=", 1)[1]), lines
 
 
-def other_algorithm_line(name: str) -> str | None:
-    """The prediction for `name` with the other inter-node allreduce algorithm; None on a single node."""
-    from bert.system import load_system
-
-    system = load_system(name)
+def other_algorithm_line(system: System) -> str | None:
+    """The prediction for `system` with the other inter-node allreduce algorithm; None on a single node."""
     if system.nodes == 1:
         return None
-    data = json.loads(Path(system.path).read_text())
-    other = "tree" if system.run.performance.allreduce == "ring" else "ring"
-    data["run"]["performance"]["allreduce"] = other
+    declared = system.run.performance.allreduce
+    other = "tree" if declared == "ring" else "ring"
+    data = with_run_values(json.loads(system.path.read_text()), {"performance.allreduce": other})
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"{name}_{other}.json"
+        path = Path(tmp) / f"{system.name}_{other}.json"
         path.write_text(json.dumps(data))
         seconds, _ = predicted_seconds(str(path))
-    return (f"  {name}: allreduce {system.run.performance.allreduce} as declared; with {other} instead "
-            f"the prediction would be {seconds:.1f} s")
+    return f"  {system.name}: allreduce {declared} as declared; with {other} instead the prediction would be " \
+           f"{seconds:.1f} s"
 
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-write", action="store_true", help="Print only; keep the results file as it is.")
     args = parser.parse_args(argv)
-    from bert.system import load_system
-
     rows, details, algorithms = [], [], []
     started = time.perf_counter()
     for name, label, published in PUBLISHED:
         predicted, lines = predicted_seconds(name)
-        per_gpu = load_system(name).run.performance.gpu_samples_per_s
+        system = load_system(name)
+        per_gpu = system.run.performance.gpu_samples_per_s
         ratio = predicted / published
         rows.append(f"{label:<56} published {published:8.1f} s  predicted {predicted:8.1f} s  "
                     f"ratio {ratio:5.2f}  {'within' if abs(ratio - 1) <= GOAL else 'OUTSIDE'} 25%  "
                     f"({per_gpu:g} seq/s per GPU)")
         details += ["", *lines]
-        line = other_algorithm_line(name)
+        line = other_algorithm_line(system)
         if line:
             algorithms.append(line)
     elapsed = time.perf_counter() - started

@@ -1,6 +1,6 @@
 """Load balance of each run.balance strategy: simulated at 1,024 ranks, and measured on 2 gloo ranks.
 
-Simulated (bert.simulate.balance): 128 nodes x 8 ranks, 16 sequences per rank (GBS 16,384), lengths shaped
+Simulated (bert.simulate.load_balance): 128 nodes x 8 ranks, 16 sequences per rank (GBS 16,384), lengths shaped
 like MLPerf Wikipedia (mlperf-wiki). Per strategy: the busiest rank's tokens over the mean, the padding
 waste and the step time against perfect balance; then the paper's strategy with 4, 8 and 16 length bins.
 The peer is random sampling (`none`), ours `stratified+local_presort`; the goal is max/mean <= 1.05.
@@ -35,13 +35,13 @@ import torch.multiprocessing as mp
 from results_file import write_results
 
 from bert.cli.simulate import format_stats
-from bert.data.balance import STRATEGIES, equal_bins
+from bert.data.balance_plans import STRATEGIES, equal_bins
 from bert.data.loader import TrainLoader
 from bert.data.shards import Samples, write_shard
 from bert.distributed.launch import DistContext
 from bert.model import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
-from bert.simulate.balance import named_lengths, simulate_balance
+from bert.simulate.load_balance import named_lengths, simulate_balance
 from bert.step import TrainStep
 from bert.system import System, system_from_data, with_run_values
 from bert.train import loader_balance

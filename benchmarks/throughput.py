@@ -42,11 +42,11 @@ import torch
 from bert.config import BertConfig
 from bert.data.batch import Batch, collate, padded_length
 from bert.data.shards import Samples, read_shard
-from bert.data.synth import synthesize
 from bert.distributed.launch import DistContext
 from bert.model import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule, excluded_from_weight_decay
 from bert.optim.lamb import Lamb
+from bert.prep.synthetic.hdf5_corpus import synthesize
 from bert.step import TrainStep
 from bert.system import SyntheticDataSpec, System, load_system
 from bert.tf_names import to_hf_state_dict, torch_to_hf

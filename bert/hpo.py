@@ -25,8 +25,8 @@ import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, Trial, TrialState
 
-from bert.data.synth import is_complete, synthesize
 from bert.mllog import ADAM_KEYS_NOTE
+from bert.prep.synthetic.hdf5_corpus import is_complete, synthesize
 from bert.system import SearchParam, System, run_field_type, system_from_data, with_run_values
 from bert.train import RunRequest, run
 

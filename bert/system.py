@@ -44,7 +44,7 @@ STATUSES = {
 
 @dataclass(frozen=True, kw_only=True)
 class SyntheticDataSpec:
-    """The corpus `mlperf-bert data synth` writes (see bert.data.synth)."""
+    """The corpus `mlperf-bert data synth` writes (see bert.prep.synthetic.hdf5_corpus)."""
 
     train_samples: int = 65536
     eval_samples: int = 2000
@@ -127,7 +127,7 @@ class PerformanceSpec:
     samples_to_converge: int | None = None  # null: the reference convergence point of the global batch
 
 
-# How a step's samples are spread over the ranks (bert.data.balance): random per-rank batches; a fixed count
+# How a step's samples are spread over the ranks (bert.data.balance_plans): random per-rank batches; a fixed count
 # from each length bin per rank; that plus a per-node exchange sorted and dealt in snake order (the seed
 # paper); an exchange over all ranks (NVIDIA's exchange padding); or up to 3 sequences per packed row.
 Balance = Literal["none", "stratified", "stratified+local_presort", "global_presort", "packed"]

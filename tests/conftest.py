@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bert.data.synth import synthesize
-from bert.data.synth_text import TextCorpusSpec, write_text_corpus
-from bert.data.wordpiece import train_vocab
+from bert.prep.synthetic.hdf5_corpus import synthesize
+from bert.prep.synthetic.text_corpus import TextCorpusSpec, write_text_corpus
+from bert.prep.tokenizer import train_vocab
 from bert.system import SyntheticDataSpec
 
 REPO = Path(__file__).resolve().parent.parent

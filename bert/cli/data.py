@@ -26,7 +26,7 @@ def synth(out: Path | None, system_name: str, overwrite: bool, if_missing: bool)
     """Write the deterministic synthetic corpus (train shards, eval file, vocab.txt)."""
     import time
 
-    from bert.data.synth import is_complete, synthesize
+    from bert.prep.synthetic.hdf5_corpus import is_complete, synthesize
     from bert.system import SyntheticDataSpec
 
     system = load_descriptor(system_name)
@@ -57,7 +57,7 @@ def _data_errors(call):
 
 def _paths(option: tuple[Path, ...], more: tuple[Path, ...], name: str) -> list[Path]:
     """The paths given to a repeatable option plus the ones listed after it (`--text parts/*`)."""
-    from bert.data.text import expand_inputs
+    from bert.prep.text_parts import expand_inputs
 
     if not option and not more:
         raise click.UsageError(f"give at least one path with {name}")
@@ -65,7 +65,7 @@ def _paths(option: tuple[Path, ...], more: tuple[Path, ...], name: str) -> list[
 
 
 def _shard_paths(option: tuple[Path, ...], more: tuple[Path, ...]) -> list[Path]:
-    from bert.data.text import expand_inputs
+    from bert.prep.text_parts import expand_inputs
 
     if not option and not more:
         raise click.UsageError("give at least one shard or folder of shards with --input")
@@ -133,8 +133,8 @@ def synth_text(out: Path, megabytes: float, parts: int, eval_megabytes: float, s
                mean_sentences: float, overwrite: bool, quiet: bool) -> None:
     """Write the synthetic grammar's language as plain text in the reference layout (one sentence per line,
     a blank line between documents), for trying the text pipeline without downloads."""
-    from bert.data.progress import progress_bar
-    from bert.data.synth_text import TextCorpusSpec, write_text_corpus
+    from bert.prep.progress import progress_bar
+    from bert.prep.synthetic.text_corpus import TextCorpusSpec, write_text_corpus
 
     spec = TextCorpusSpec(megabytes, parts, eval_megabytes, seed, lexicon_size, mean_sentences)
     with progress_bar("synth-text", (megabytes + eval_megabytes) * 1e6, "bytes", not quiet) as advance:
@@ -157,7 +157,7 @@ def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out:
     """Learn an uncased WordPiece vocab.txt from text ([PAD] on the first line, then [UNK] [CLS] [SEP]
     [MASK]); the same text gives the same vocabulary. Real MLPerf runs use the MLPerf vocab.txt instead.
     Paths after the options are more text parts."""
-    from bert.data.wordpiece import train_vocab
+    from bert.prep.tokenizer import train_vocab
 
     paths = _paths(texts, more_texts, "--text")
     if out.exists() and not overwrite:
@@ -201,9 +201,9 @@ def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: P
     text parts (so that `--text parts/*` works)."""
     import time
 
-    from bert.data.prepare import PrepareOptions
-    from bert.data.prepare import prepare as run_prepare
-    from bert.data.pretraining import SampleSpec
+    from bert.prep.instances import SampleSpec
+    from bert.prep.prepare import PrepareOptions
+    from bert.prep.prepare import prepare as run_prepare
 
     if overwrite and resume:
         raise click.UsageError("--overwrite and --resume exclude each other")
@@ -236,7 +236,7 @@ def eval_set(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
              max_seq_length: int, max_predictions: int, overwrite: bool, quiet: bool) -> None:
     """Pick the eval set: the first N samples of the prepared eval shards, in order, into one file. Paths
     after the options are more inputs."""
-    from bert.data.reshard import OutputShape, pick_eval_set
+    from bert.prep.reshard import OutputShape, pick_eval_set
 
     paths = _shard_paths(inputs, more_inputs)
     shape = OutputShape(form, max_seq_length, max_predictions)
@@ -259,8 +259,8 @@ def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
     shuffle, in bounded memory (a block of an input shard, then one output shard per worker): an external
     two-pass shuffle. The output depends on the inputs and --seed only. Paths after the options are more
     inputs."""
-    from bert.data.reshard import OutputShape
-    from bert.data.reshard import reshard as run_reshard
+    from bert.prep.reshard import OutputShape
+    from bert.prep.reshard import reshard as run_reshard
 
     paths = _shard_paths(inputs, more_inputs)
     shape = OutputShape(form, max_seq_length, max_predictions)
@@ -286,8 +286,8 @@ def stratify(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
     """Split shards into one shard set per length bin (the stratified sampler's input), in bounded memory
     like reshard: K shards of near-equal size per bin, every sample once, shuffled. Train on them with
     run.dataset.train_glob "train/len-*/*.hdf5" and run.balance "stratified" or "stratified+local_presort"."""
-    from bert.data.reshard import OutputShape
-    from bert.data.stratify import stratify as run_stratify
+    from bert.prep.reshard import OutputShape
+    from bert.prep.stratify import stratify as run_stratify
 
     try:
         edges = [int(v) for v in bins_text.split(",")]
@@ -315,7 +315,7 @@ def verify(directory: Path, vocab_path: Path | None, max_seq_length: int | None,
            workers: int, quiet: bool) -> None:
     """Check every shard below DIRECTORY (keys, shapes, dtypes, token ids, masked positions, segment ids,
     sample counts), print a summary and write DIRECTORY/manifest.json, which training checks at start-up."""
-    from bert.data.verify import Limits, summary_lines, verify_dataset
+    from bert.prep.verify import Limits, summary_lines, verify_dataset
 
     limits = Limits(max_seq_length, max_predictions)
     report = _data_errors(lambda: verify_dataset(directory, vocab_path, limits, workers, not quiet))

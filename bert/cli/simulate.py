@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from bert.cli.common import load_descriptor
-from bert.data.balance import STRATEGIES
+from bert.data.balance_plans import STRATEGIES
 
 
 def _bins(value: str | None) -> list[int] | None:
@@ -46,8 +46,8 @@ def simulate_balance(nodes: int, ranks_per_node: int, per_rank_batch: int, lengt
                      bins_text: str | None, steps: int, seed: int, padded: bool, max_len: int) -> None:
     """Per step: the busiest rank's tokens over the mean, the padding waste and the step time against perfect
     balance (cost model with attention's quadratic term), for each load-balance strategy."""
-    from bert.simulate.balance import named_lengths, shard_lengths
-    from bert.simulate.balance import simulate_balance as simulate
+    from bert.simulate.load_balance import named_lengths, shard_lengths
+    from bert.simulate.load_balance import simulate_balance as simulate
 
     bins = _bins(bins_text)
     try:
@@ -93,7 +93,7 @@ def _samples_to_converge(system, given: int | None) -> tuple[int, str]:
 def simulate(system_name: str, samples_to_converge: int | None, lengths: str, seed: int) -> None:
     """Predict step time and time to train from the descriptor: a breakdown table whose last line is
     predicted_time_to_train_s=<x>."""
-    from bert.simulate.balance import named_lengths, shard_lengths
+    from bert.simulate.load_balance import named_lengths, shard_lengths
     from bert.simulate.time_to_train import breakdown_lines, predict
 
     system = load_descriptor(system_name)

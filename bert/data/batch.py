@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bert.data.balance import pack_rows
+from bert.data.balance_plans import pack_rows
 from bert.data.shards import Samples, concat_ranges
 from bert.padding import TokenLayout
 
@@ -70,7 +70,7 @@ def collate(samples: Samples, pad_to_multiple: int = 8) -> Batch:
 
 
 def collate_packed(samples: Samples, row_len: int) -> Batch:
-    """Packs the samples into rows of `row_len` tokens, up to 3 a row (bert.data.balance.pack_rows); each
+    """Packs the samples into rows of `row_len` tokens, up to 3 a row (bert.data.balance_plans.pack_rows); each
     keeps its own positions, [CLS] and attention span (TokenLayout.sequence_ids)."""
     row_of = pack_rows(samples.lengths, row_len)
     samples = samples.take(np.argsort(row_of, kind="stable"))  # the layout's sequence order: row by row

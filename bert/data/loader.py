@@ -5,7 +5,7 @@ host) and pins them, so the training loop only dequeues and starts an asynchrono
 Samples left over at the end of a shard carry into the next one; an epoch never ends mid-run.
 
 The load-balance strategy (run.balance, `LoaderBalance`) picks how the thread cuts batches (at random, or a
-fixed count per length bin: bert.data.stratified) and how it lays them out (padded or packed rows). With a
+fixed count per length bin: bert.data.stratified_sampler) and how it lays them out (padded or packed rows). With a
 presort exchange the thread hands over the rank's batch uncollated; the loop's `next` starts the exchange of
 the following batch before collating the current one, so the all-gather overlaps a whole step.
 """
@@ -21,11 +21,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bert.data.balance import PAPER_BINS, equal_bins
+from bert.data.balance_plans import PAPER_BINS, equal_bins
 from bert.data.batch import Batch, collate, collate_packed
 from bert.data.samplers import epochs, sample_order
 from bert.data.shards import Samples, read_shard
-from bert.data.stratified import binned_batches, binned_shards, plan_from_bins, plan_from_shard, stratified_batches
+from bert.data.stratified_sampler import (
+    binned_batches,
+    binned_shards,
+    plan_from_bins,
+    plan_from_shard,
+    stratified_batches,
+)
 
 
 @dataclass(frozen=True)

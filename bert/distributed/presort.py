@@ -1,5 +1,5 @@
 """Presorting: the ranks of a group exchange their batches, sort the gathered sequences by length and deal
-them in snake order (bert.data.balance.snake_deal), so that every rank gets as many sequences as it gave
+them in snake order (bert.data.balance_plans.snake_deal), so that every rank gets as many sequences as it gave
 and a near-equal token total.
 
 Local presorting (the seed paper) groups the ranks of one node of the launch shape: processes_per_node
@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from bert.data.balance import snake_deal
+from bert.data.balance_plans import snake_deal
 from bert.data.shards import Samples
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bert.simulate.balance import named_lengths, simulate_balance
+from bert.simulate.load_balance import named_lengths, simulate_balance
 from bert.system import System
 
 BACKWARD_SHARE = 2 / 3  # backward does twice the forward's matmul work

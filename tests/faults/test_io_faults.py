@@ -7,8 +7,8 @@ from collections import namedtuple
 
 import pytest
 
-from bert.data.verify import verify_dataset
 from bert.mllog import LOG_FREE_BYTES, LogError, RunLog, seal_log
+from bert.prep.verify import verify_dataset
 from bert.system import load_system
 from bert.train import RunRequest, run
 from tests.conftest import REPO

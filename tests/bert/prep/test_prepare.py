@@ -7,13 +7,13 @@ import time
 import numpy as np
 import pytest
 
-from bert.data.prepare import PrepareOptions, prepare
-from bert.data.pretraining import SampleSpec
 from bert.data.shards import read_shard
-from bert.data.synth_text import TextCorpusSpec, write_text_corpus
-from bert.data.text import TextError
-from bert.data.verify import Limits, verify_shard
 from bert.data.vocab import VocabError, load_vocab
+from bert.prep.instances import SampleSpec
+from bert.prep.prepare import PrepareOptions, prepare
+from bert.prep.synthetic.text_corpus import TextCorpusSpec, write_text_corpus
+from bert.prep.text_parts import TextError
+from bert.prep.verify import Limits, verify_shard
 
 SPEC = SampleSpec(max_seq_length=128, max_predictions=20)
 

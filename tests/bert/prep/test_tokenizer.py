@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from bert.data.vocab import Vocab, VocabError, load_vocab
-from bert.data.wordpiece import WordPieceTokenizer, train_vocab
+from bert.prep.tokenizer import WordPieceTokenizer, train_vocab
 
 PIECES = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[", "]", ".", ",", "mask", "the", "cafe", "hello",
           "##s", "run", "##ning", "über")

@@ -13,7 +13,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from queue import Empty
 from typing import Any
 
-from bert.data.progress import Advance
+from bert.prep.progress import Advance
 
 Task = Callable[[Any, Advance], Any]  # (item, report progress) -> result; must be picklable for workers
 

@@ -3,8 +3,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from bert.data.reshard import Buckets, OutputShape, deal, near_equal_sizes, pick_eval_set, reshard
 from bert.data.shards import Samples, ShardError, read_shard, write_shard
+from bert.prep.reshard import Buckets, OutputShape, deal, near_equal_sizes, pick_eval_set, reshard
 
 SHAPE = OutputShape(max_seq_length=64, max_predictions=10)
 
@@ -24,7 +24,7 @@ def _inputs(small_dataset):
 @pytest.mark.parametrize("read_block", [16384, 100])
 def test_every_sample_lands_in_exactly_one_shard_of_near_equal_size(small_dataset, tmp_path, monkeypatch,
                                                                     read_block):
-    monkeypatch.setattr("bert.data.reshard.READ_BLOCK", read_block)  # 100: inputs are read in pieces
+    monkeypatch.setattr("bert.prep.reshard.READ_BLOCK", read_block)  # 100: inputs are read in pieces
     inputs = _inputs(small_dataset)
     (tmp_path / "out" / ".reshard-1" / "bucket-000000.npy").parent.mkdir(parents=True)  # from a killed run
     written = reshard(inputs, tmp_path / "out", 7, seed=1, shape=SHAPE, show_progress=False)

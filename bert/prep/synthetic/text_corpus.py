@@ -1,7 +1,7 @@
 """`mlperf-bert data synth-text`: the synthetic grammar's language as plain text in the reference layout.
 
 For exercising the text pipeline (vocab, prepare) on a realistic amount of text without downloads. The
-grammar (bert.data.grammar) writes documents as word-piece ids; here the pieces are joined back into words
+grammar (bert.prep.synthetic.grammar) writes documents as word-piece ids; here the pieces are joined back into words
 (`kalo ##mi` -> `kalomi`, punctuation attached to the word before it), sentences start with a capital
 letter, one sentence per line and a blank line after each document. Parts and the eval text come from
 separate random streams of one lexicon, so the eval documents are not training documents.
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bert.data.grammar import PUNCTUATION, DocumentWriter, Lexicon, build_lexicon
+from bert.prep.synthetic.grammar import PUNCTUATION, DocumentWriter, Lexicon, build_lexicon
 
 TRAIN_DIR, EVAL_FILE = "train", "eval.txt"
 

@@ -1,6 +1,6 @@
 """The stratified sampler: every per-rank batch draws a fixed count from each length bin.
 
-The counts follow the length mix of the data (bert.data.balance.bin_counts: 6/3/2/5 for a batch of 16 at
+The counts follow the length mix of the data (bert.data.balance_plans.bin_counts: 6/3/2/5 for a batch of 16 at
 the MLPerf mix), measured on the first training shard, which every rank reads, so that all ranks draw the
 same counts and every rank and node sees the same mix. A bin too rare to get one draw per batch is merged
 into its neighbour, so that no bin's samples pile up unused.
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.balance import bin_counts, bin_of
+from bert.data.balance_plans import bin_counts, bin_of
 from bert.data.shards import Samples, read_shard, shard_header
 
 BIN_FOLDER = re.compile(r"len-(\d+)-(\d+)")

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.pool import run_parallel
-from bert.data.progress import Advance, progress_bar
 from bert.data.shards import Samples, ShardError, ShardWriter, read_shard, row_blocks, shard_header
+from bert.prep.progress import Advance, progress_bar
+from bert.prep.worker_pool import run_parallel
 
 READ_BLOCK = 16384  # input samples read and dealt at a time
 WRITE_BLOCK = 4096  # samples padded and written at a time

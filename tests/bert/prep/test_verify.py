@@ -10,7 +10,7 @@ import pytest
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.manifest import MANIFEST_FILE
 from bert.data.shards import ShardError, read_shard, write_shard
-from bert.data.verify import Limits, summary_lines, verify_dataset
+from bert.prep.verify import Limits, summary_lines, verify_dataset
 from bert.system import load_system
 from tests.conftest import copy_dataset, descriptor, write_descriptor
 
@@ -121,7 +121,7 @@ def test_each_corruption_is_named_with_the_file_and_the_sample(dataset, name):
 
 def test_blocks_of_samples_add_up_and_name_samples_by_their_place_in_the_shard(dataset, monkeypatch):
     whole = verify_dataset(dataset, show_progress=False).stats
-    monkeypatch.setattr("bert.data.verify.CHECK_BLOCK", 64)
+    monkeypatch.setattr("bert.prep.verify.CHECK_BLOCK", 64)
     (dataset / MANIFEST_FILE).unlink()
     pieces = verify_dataset(dataset, show_progress=False).stats
     assert (pieces.samples, pieces.masked, pieces.random_next) == (whole.samples, whole.masked, whole.random_next)

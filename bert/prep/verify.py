@@ -19,10 +19,10 @@ import h5py
 import numpy as np
 
 from bert.data.manifest import ManifestEntry, sha256_of, shard_files, write_manifest
-from bert.data.pool import run_parallel
-from bert.data.progress import Advance, progress_bar
 from bert.data.shards import Samples, ShardError, read_arrays, row_blocks, samples_from_arrays, shard_header
 from bert.data.vocab import Vocab, load_vocab
+from bert.prep.progress import Advance, progress_bar
+from bert.prep.worker_pool import run_parallel
 
 MIN_SAMPLE_TOKENS = 5  # [CLS] A [SEP] B [SEP] with one token in each segment
 CHECK_BLOCK = 8192  # samples checked at a time: memory stays a small multiple of one block

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from bert.data.balance import bin_counts, bin_of, snake_deal
+from bert.data.balance_plans import bin_counts, bin_of, snake_deal
 from bert.data.loader import LoaderBalance, TrainLoader
-from bert.data.stratified import plan_from_shard, stratified_batches, stratified_plan
+from bert.data.stratified_sampler import plan_from_shard, stratified_batches, stratified_plan
 from tests.bert.data.test_packing import make_samples
 
 
@@ -79,7 +79,7 @@ def test_stratify_writes_each_sample_once_into_its_bin_and_the_loader_reads_ever
 
     from bert.cli import main
     from bert.data.shards import read_shard
-    from bert.data.stratified import binned_shards
+    from bert.data.stratified_sampler import binned_shards
 
     out = tmp_path / "strat"
     result = CliRunner().invoke(main, ["data", "stratify", "--input", str(small_dataset / "train"), "--out",
@@ -116,6 +116,6 @@ def test_stratify_writes_each_sample_once_into_its_bin_and_the_loader_reads_ever
     finally:
         loader.close()
     lengths = (batch.layout.cu_seqlens[1:] - batch.layout.cu_seqlens[:-1]).numpy()
-    from bert.data.stratified import plan_from_bins
+    from bert.data.stratified_sampler import plan_from_bins
     plan = plan_from_bins(bins, 16)
     assert np.bincount(bin_of(lengths, plan.edges), minlength=3).tolist() == list(plan.counts)

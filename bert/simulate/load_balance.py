@@ -13,7 +13,7 @@ per-token dense work 12 h^2 and attention 2 h per token pair, attention_width = 
 A step takes as long as its slowest rank; perfect balance is the step's total real work split evenly.
 
 Samples are drawn with replacement from the length distribution: a model of the step, not of an epoch.
-The planning functions are those the training data path uses (bert.data.balance).
+The planning functions are those the training data path uses (bert.data.balance_plans).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.balance import PAPER_BINS, STRATEGIES, bin_of, pack_rows, snake_deal
+from bert.data.balance_plans import PAPER_BINS, STRATEGIES, bin_of, pack_rows, snake_deal
 from bert.data.shards import read_shard, row_blocks, shard_header
-from bert.data.stratified import stratified_plan
+from bert.data.stratified_sampler import stratified_plan
 
 NAMED_DISTRIBUTIONS = ("mlperf-wiki",)
 BERT_LARGE_ATTENTION_WIDTH = 6 * 1024

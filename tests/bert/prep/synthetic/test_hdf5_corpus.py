@@ -3,8 +3,8 @@ import collections
 import numpy as np
 
 from bert.data.shards import read_shard
-from bert.data.synth import synthesize
 from bert.data.vocab import load_vocab
+from bert.prep.synthetic.hdf5_corpus import synthesize
 from tests.conftest import SMALL_SYNTH
 
 

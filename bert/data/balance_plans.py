@@ -1,7 +1,7 @@
 """The load-balance plans, on sequence lengths alone: length bins, per-bin draw counts, snake dealing, packing.
 
-Both the training data path (bert.data.stratified, bert.distributed.presort, bert.data.batch) and the
-load-balance simulator (bert.simulate.balance) call these, so the simulated figures describe the code that
+Both the training data path (bert.data.stratified_sampler, bert.distributed.presort, bert.data.batch) and the
+load-balance simulator (bert.simulate.load_balance) call these, so the simulated figures describe the code that
 runs. Everything here is numpy on the host.
 """
 

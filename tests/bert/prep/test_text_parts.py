@@ -1,8 +1,8 @@
 import pytest
 
-from bert.data.grammar import build_lexicon
-from bert.data.synth_text import TextCorpusSpec, render_sentence, write_text_corpus
-from bert.data.text import TextError, expand_inputs, read_documents
+from bert.prep.synthetic.grammar import build_lexicon
+from bert.prep.synthetic.text_corpus import TextCorpusSpec, render_sentence, write_text_corpus
+from bert.prep.text_parts import TextError, expand_inputs, read_documents
 
 
 def _write(path, text: str | bytes):

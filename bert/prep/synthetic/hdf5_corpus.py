@@ -1,7 +1,7 @@
 """`mlperf-bert data synth`: a deterministic synthetic pre-training corpus in the MLPerf HDF5 format.
 
-Writes DIR/vocab.txt, DIR/train/part-XXXXX.hdf5 and DIR/eval.hdf5. Documents come from bert.data.grammar;
-samples are cut and masked exactly as the reference pipeline does (bert.data.pretraining). Eval documents are
+Writes DIR/vocab.txt, DIR/train/part-XXXXX.hdf5 and DIR/eval.hdf5. Documents come from bert.prep.synthetic.grammar;
+samples are cut and masked exactly as the reference pipeline does (bert.prep.instances). Eval documents are
 written by their own random stream and never appear in training.
 """
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.grammar import DocumentWriter, Lexicon, build_lexicon
-from bert.data.pretraining import Documents, SampleSpec, SpecialIds, build_samples, plan_instances
 from bert.data.shards import Samples, write_shard
+from bert.prep.instances import Documents, SampleSpec, SpecialIds, build_samples, plan_instances
+from bert.prep.synthetic.grammar import DocumentWriter, Lexicon, build_lexicon
 from bert.system import SyntheticDataSpec
 
 TRAIN_DIR, EVAL_FILE, VOCAB_FILE = "train", "eval.hdf5", "vocab.txt"

@@ -2,7 +2,7 @@ import random
 
 import numpy as np
 
-from bert.data.pretraining import (
+from bert.prep.instances import (
     Documents,
     SampleSpec,
     SpecialIds,

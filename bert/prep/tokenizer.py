@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
-from bert.data.text import read_lines
 from bert.data.vocab import SPECIAL_TOKENS, Vocab, VocabError
+from bert.prep.text_parts import read_lines
 
 MAX_WORD_CHARS = 100  # a longer word becomes [UNK], as in the reference
 

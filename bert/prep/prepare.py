@@ -22,13 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.pool import run_parallel
-from bert.data.pretraining import Documents, SampleSpec, SpecialIds, build_samples, plan_instances
-from bert.data.progress import Advance, progress_bar
 from bert.data.shards import FORMS, ShardWriter
-from bert.data.text import TextError, read_documents
 from bert.data.vocab import load_vocab
-from bert.data.wordpiece import WordPieceTokenizer
+from bert.prep.instances import Documents, SampleSpec, SpecialIds, build_samples, plan_instances
+from bert.prep.progress import Advance, progress_bar
+from bert.prep.text_parts import TextError, read_documents
+from bert.prep.tokenizer import WordPieceTokenizer
+from bert.prep.worker_pool import run_parallel
 
 SETTINGS_FILE = "prepare.json"
 ENCODE_SENTENCES = 8192  # sentences tokenised per call

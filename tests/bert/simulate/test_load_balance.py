@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from bert.cli import main
-from bert.simulate.balance import named_lengths, shard_lengths, simulate_balance
+from bert.simulate.load_balance import named_lengths, shard_lengths, simulate_balance
 
 W = 6144.0  # BERT-large attention width
 
@@ -52,7 +52,7 @@ def test_random_sampling_is_worse_than_local_presort_at_scale():
 
 
 def test_mlperf_wiki_packs_about_two_per_row():
-    from bert.data.balance import pack_rows
+    from bert.data.balance_plans import pack_rows
 
     lengths = named_lengths("mlperf-wiki", count=4000)
     assert 1.7 < len(lengths) / (pack_rows(lengths, 512).max() + 1) < 2.2

@@ -3,7 +3,7 @@
 The output holds one folder per bin, `len-<low>-<high>/part-k-of-K.hdf5` (low < length <= high; the first bin
 starts at 1), each with `shards_per_bin` shards of near-equal size, every input sample in exactly one shard
 of its bin, shuffled. It is reshard's external two-pass shuffle with the buckets grouped by bin (the same
-Buckets, exact dealing and writer pool, bert.data.reshard), after a first pass that counts each bin's
+Buckets, exact dealing and writer pool, bert.prep.reshard), after a first pass that counts each bin's
 samples: memory stays one input block plus one output shard per worker.
 """
 
@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.balance import bin_of
-from bert.data.pool import run_parallel
-from bert.data.progress import progress_bar
-from bert.data.reshard import (
+from bert.data.balance_plans import bin_of
+from bert.data.shards import Samples, read_shard, row_blocks, shard_header
+from bert.data.stratified_sampler import bin_folder
+from bert.prep.progress import progress_bar
+from bert.prep.reshard import (
     READ_BLOCK,
     Buckets,
     BucketWriter,
@@ -28,8 +29,7 @@ from bert.data.reshard import (
     fresh_buckets,
     near_equal_sizes,
 )
-from bert.data.shards import Samples, read_shard, row_blocks, shard_header
-from bert.data.stratified import bin_folder
+from bert.prep.worker_pool import run_parallel
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ Results (with date, machine and torch version) go to benchmarks/clipping_overlap
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import statistics
@@ -38,7 +37,7 @@ from bert.distributed.launch import DistContext
 from bert.model import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
-from bert.system import System, system_from_data, with_run_values
+from bert.system import System, load_system
 
 REPO = Path(__file__).resolve().parent.parent
 MODES = ("after_allreduce", "before_allreduce", "bucketwise_before_allreduce")
@@ -46,14 +45,12 @@ RESULTS = Path(__file__).with_name("clipping_overlap_results.md")
 
 
 def bench_system(args: argparse.Namespace, world_size: int, mode: str) -> System:
-    template = REPO / "systems" / "cpu_tiny.json"
-    data = with_run_values(json.loads(template.read_text()), {
+    return load_system("cpu_tiny").variant({
         "model": args.model, "model_overrides": {"num_layers": args.layers} if args.layers else {},
         "processes_per_node": world_size, "global_batch_size": args.batch * world_size,
         "gradient_accumulation_steps": 1, "max_seq_length": args.seq, "max_predictions_per_seq": args.seq // 7,
         "clip": mode, "bucket_cap_mb": args.bucket_cap_mb,
     })
-    return system_from_data(data, template)
 
 
 def random_batch(system: System, rng: np.random.Generator) -> Batch:

@@ -19,7 +19,6 @@ Results (with date, machine, load average and torch version) go to benchmarks/lo
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import sys
@@ -43,7 +42,7 @@ from bert.model import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.simulate.load_balance import named_lengths, simulate_balance
 from bert.step import TrainStep
-from bert.system import System, system_from_data, with_run_values
+from bert.system import System, load_system
 from bert.train import loader_balance
 
 REPO = Path(__file__).resolve().parent.parent
@@ -99,12 +98,10 @@ def write_dataset(folder: Path, seq: int, samples: int, shards: int, seed: int =
 
 
 def bench_system(args: argparse.Namespace, strategy: str, unpadded: bool) -> System:
-    template = REPO / "systems" / "cpu_tiny.json"
-    data = with_run_values(json.loads(template.read_text()), {
+    return load_system("cpu_tiny").variant({
         "processes_per_node": 2, "global_batch_size": 2 * args.batch, "max_seq_length": args.seq,
         "max_predictions_per_seq": args.seq // 7, "balance": strategy, "unpadded": unpadded,
     })
-    return system_from_data(data, template)
 
 
 class Counting:

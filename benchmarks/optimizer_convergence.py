@@ -22,7 +22,7 @@ from pathlib import Path
 
 from results_file import write_results
 
-from bert.system import System, load_system, system_from_data, with_run_values
+from bert.system import System, load_system
 
 RESULTS = Path(__file__).with_name("optimizer_convergence_results.md")
 
@@ -31,10 +31,7 @@ def capped_system(system: System, max_samples: int | None, folder: Path) -> Syst
     """The descriptor itself, or a copy with a lower sample cap (for quick checks)."""
     if max_samples is None:
         return system
-    data = with_run_values(json.loads(system.path.read_text()), {"max_samples": max_samples})
-    path = folder / system.path.name
-    path.write_text(json.dumps(data, indent=2))
-    return system_from_data(data, path)
+    return system.variant({"max_samples": max_samples}).write(folder)
 
 
 def samples_to_target(system: System, seed: int, folder: Path, data_dir: Path) -> tuple[int, bool]:

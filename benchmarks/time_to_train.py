@@ -12,13 +12,12 @@ ran, that line shows how much the prediction depends on it.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bert.system import System, load_system, with_run_values
+from bert.system import System, load_system
 
 # Published times to train (MLPerf_BERT.md section 4).
 PUBLISHED = [
@@ -49,11 +48,9 @@ def other_algorithm_line(system: System) -> str | None:
         return None
     declared = system.run.performance.allreduce
     other = "tree" if declared == "ring" else "ring"
-    data = with_run_values(json.loads(system.path.read_text()), {"performance.allreduce": other})
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"{system.name}_{other}.json"
-        path.write_text(json.dumps(data))
-        seconds, _ = predicted_seconds(str(path))
+        variant = system.variant({"performance.allreduce": other}, name=f"{system.name}_{other}").write(tmp)
+        seconds, _ = predicted_seconds(str(variant.path))
     return f"  {system.name}: allreduce {declared} as declared; with {other} instead the prediction would be " \
            f"{seconds:.1f} s"
 

@@ -27,7 +27,7 @@ from optuna.trial import FrozenTrial, Trial, TrialState
 
 from bert.mllog import ADAM_KEYS_NOTE
 from bert.prep.synthetic.hdf5_corpus import is_complete, synthesize
-from bert.system import SearchParam, System, run_field_type, system_from_data, with_run_values
+from bert.system import SearchParam, System, run_field_type
 from bert.train import RunRequest, run
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
@@ -48,17 +48,11 @@ class StudyRequest:
     log_dir: Path | None = None  # each trial's MLPerf log as DIR/trial_<number>.txt
 
 
-def descriptor_data(system: System) -> dict:
-    return json.loads(system.path.read_text())
-
-
-def single_process(data: dict) -> dict:
-    """Descriptor JSON for one process: the other processes' shares become accumulation steps."""
-    world = int(data["system"]["number_of_nodes"]) * data["run"]["processes_per_node"]
-    data = with_run_values(data, {"processes_per_node": 1, "gradient_accumulation_steps":
-                                  data["run"].get("gradient_accumulation_steps", 1) * world})
-    data["system"]["number_of_nodes"] = "1"
-    return data
+def single_process(system: System) -> System:
+    """The descriptor on one process: the other processes' shares become accumulation steps."""
+    accumulation = system.run.gradient_accumulation_steps * system.world_size
+    return system.variant({"processes_per_node": 1, "gradient_accumulation_steps": accumulation},
+                          description={"number_of_nodes": "1"})
 
 
 def _suggest(trial: Trial, key: str, param: SearchParam) -> object:
@@ -69,9 +63,9 @@ def _suggest(trial: Trial, key: str, param: SearchParam) -> object:
     return trial.suggest_float(key, param.low, param.high, step=param.step, log=param.log)
 
 
-def trial_objective(request: StudyRequest, data: dict, trial: Trial) -> float:
+def trial_objective(request: StudyRequest, trial: Trial) -> float:
     values = {key: _suggest(trial, key, param) for key, param in request.system.run.search.items()}
-    system = system_from_data(single_process(with_run_values(data, values)), request.system.path, search=False)
+    system = single_process(request.system.variant(values))
     evals: list[tuple[int, float]] = []
     pruned = []
 
@@ -140,8 +134,7 @@ def run_study(request: StudyRequest, trials: int) -> optuna.Study:
     missing = trials - finished_trials(study)
     if missing > 0:
         _ensure_dataset(request)
-        data = descriptor_data(request.system)
-        study.optimize(lambda trial: trial_objective(request, data, trial), n_trials=missing,
+        study.optimize(lambda trial: trial_objective(request, trial), n_trials=missing,
                        callbacks=[optuna.study.MaxTrialsCallback(trials, states=FINISHED)])
     return study
 
@@ -176,13 +169,11 @@ def write_best(study: optuna.Study, system: System, out: Path) -> Path:
     if not complete:
         raise StudyError(f"study {study.study_name} has no complete trial yet; run some with --trials N")
     best = min(complete, key=lambda t: t.value)
-    data = with_run_values(descriptor_data(system), best.params)
-    adam = data["run"]["optimizer"].get("name") == "adam"
-    data["run"]["notes"] = tuned_notes(system, study, best, adam)
-    system_from_data(data, out)  # an invalid descriptor never reaches `out`
+    tuned = system.variant(best.params)  # validated: an invalid descriptor never reaches `out`
+    tuned = tuned.variant({"notes": tuned_notes(system, study, best, tuned.run.optimizer.name == "adam")})
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
-    partial.write_text(json.dumps(data, indent=2) + "\n")
+    partial.write_text(json.dumps(tuned.data, indent=2) + "\n")
     os.replace(partial, out)
     return out
 

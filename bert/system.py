@@ -8,10 +8,12 @@ ConfigError naming the file, the field and the fix.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import os
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -181,9 +183,39 @@ class RunSpec:
 @dataclass(frozen=True)
 class System:
     name: str  # the descriptor's file stem, also the results folder and system JSON name of a package
-    path: Path
+    path: Path  # where the descriptor lies; a variant's path names its file-to-be (see write)
     description: dict[str, str]
     run: RunSpec
+    data: dict = field(repr=False, compare=False)  # the validated JSON, from which variants are made
+
+    def variant(self, run: Mapping[str, object] | None = None, *, name: str | None = None,
+                description: Mapping[str, str] | None = None) -> System:
+        """A validated copy with run fields replaced, each named by its dotted path below the run block
+        (`global_batch_size`, `optimizer.beta_1`) and given as JSON or as a spec dataclass, and with system
+        description fields replaced. The copy keeps this descriptor's folder, so relative paths mean the same
+        files, and is named `name` (default: this name). A ConfigError names the field and the fix.
+        Nothing is written: a variant that another process reads needs `write` first."""
+        data = _with_run_values(self.data, {key: _as_json(value) for key, value in (run or {}).items()})
+        data["system"].update(description or {})
+        return system_from_data(data, self.path.with_name(f"{name or self.name}.json"))
+
+    def write(self, folder: str | os.PathLike) -> System:
+        """Writes this descriptor as `folder/<name>.json` and returns it as loaded from there. Relative dataset
+        and checkpoint paths are made absolute when the file lands in another repository root, so that the
+        written descriptor describes the same run. Refuses to replace a different existing file."""
+        path = Path(folder) / f"{self.name}.json"
+        data = copy.deepcopy(self.data)
+        if repository_root(path) != repository_root(self.path):
+            data["run"]["dataset"]["dir"] = str(self.dataset_dir())
+            if self.run.init_checkpoint is not None:
+                data["run"]["init_checkpoint"] = str(self.init_checkpoint_path())
+        text = json.dumps(data, indent=2) + "\n"
+        if path.exists() and path.read_text(errors="replace") != text:
+            raise FileExistsError(f"{path} already holds another descriptor; write the variant elsewhere or "
+                                  "under another name")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return load_system(path)
 
     @property
     def nodes(self) -> int:
@@ -318,7 +350,14 @@ def _check_length_bins(where: str, run: RunSpec) -> None:
                           f"{run.max_seq_length}")
 
 
-def with_run_values(data: dict, values: dict[str, object]) -> dict:
+def _as_json(value: object) -> object:
+    """A spec dataclass as the JSON object that describes it; anything else as it is."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+def _with_run_values(data: dict, values: Mapping[str, object]) -> dict:
     """A copy of descriptor JSON `data` with run fields set, each named by its path below the run block
     (`global_batch_size`, `optimizer.beta_1`)."""
     data = copy.deepcopy(data)
@@ -374,7 +413,7 @@ def _check_search(where: str, data: dict, system: System) -> None:
     for key, param in system.run.search.items():
         for value in _check_search_param(where, key, param):
             try:
-                system_from_data(with_run_values(data, {key: value}), system.path, search=False)
+                system_from_data(_with_run_values(data, {key: value}), system.path, search=False)
             except ConfigError as e:
                 raise ConfigError(where, f"run.search.{key}", f"the value {value!r} makes the descriptor invalid: "
                                   f"{e.field}: {e.problem}") from None
@@ -388,7 +427,7 @@ def system_from_data(data: object, path: Path, search: bool = True) -> System:
         raise ConfigError(where, "", f'expected exactly the top-level fields "system" and "run", got {keys}')
     description = _check_description(where, data["system"])
     run = from_dict(RunSpec, data["run"], where, "run")
-    system = System(path.stem, path.resolve(), description, run)
+    system = System(path.stem, path.resolve(), description, run, copy.deepcopy(data))
     _check_run(where, system)
     if search:
         _check_search(where, data, system)

@@ -117,7 +117,3 @@ def from_dict(cls: type[T], data: Any, where: str, prefix: str = "") -> T:
             raise ConfigError(where, path, f"missing; add it ({_type_name(hints[name])})")
     return cls(**kwargs)
 
-
-def to_dict(obj: Any) -> Any:
-    """The inverse of from_dict, for writing a descriptor back out."""
-    return dataclasses.asdict(obj)

@@ -13,7 +13,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from bert.hpo import StudyError, StudyRequest, descriptor_data, open_study, run_study, single_process, trial_objective
+from bert.hpo import StudyError, StudyRequest, open_study, run_study, single_process, trial_objective
 from bert.system import load_system
 from compliance.checkers import compliance_check
 from tests.bert.test_train import _mllog
@@ -96,11 +96,12 @@ def test_study_is_interrupted_resumed_and_its_best_descriptor_trains_and_passes(
 
 
 def test_one_process_keeps_the_global_batch_and_micro_batch(tmp_path):
-    data = descriptor(processes_per_node=2, gradient_accumulation_steps=2, global_batch_size=32)
-    one = single_process(data)
-    assert (one["run"]["processes_per_node"], one["run"]["gradient_accumulation_steps"]) == (1, 4)
-    assert one["run"]["global_batch_size"] == 32 and one["system"]["number_of_nodes"] == "1"
-    assert data["run"]["processes_per_node"] == 2  # the input is not changed
+    system = load_system("cpu_micro").variant({"processes_per_node": 2, "gradient_accumulation_steps": 2,
+                                               "global_batch_size": 32})
+    one = single_process(system)
+    assert (one.run.processes_per_node, one.run.gradient_accumulation_steps) == (1, 4)
+    assert one.run.global_batch_size == 32 and one.nodes == 1 and one.per_process_batch == system.per_process_batch
+    assert system.run.processes_per_node == 2  # the input is not changed
 
 
 def test_empty_space_and_foreign_study_are_refused(tmp_path):
@@ -119,7 +120,7 @@ def test_a_pruned_trial_stops_its_run_after_the_eval(tmp_path, small_dataset):
     system = load_system(_search_system(tmp_path, target=0.9))  # far off: the first eval does not end the run
     request = StudyRequest(system, "sqlite:///:memory:", "pruned", seed=1, data_dir=small_dataset, log_dir=tmp_path)
     study = optuna.create_study(pruner=optuna.pruners.ThresholdPruner(upper=0.5))  # any error above 0.5 prunes
-    study.optimize(lambda trial: trial_objective(request, descriptor_data(system), trial), n_trials=1)
+    study.optimize(lambda trial: trial_objective(request, trial), n_trials=1)
     assert study.trials[0].state == optuna.trial.TrialState.PRUNED
     assert list(study.trials[0].intermediate_values) == [1024]
     stop = _mllog(tmp_path / "trial_0.txt")[-1]

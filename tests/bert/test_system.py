@@ -130,3 +130,31 @@ def test_search_space_is_validated(tmp_path):
         "optimizer.warmup_steps": {"low": 0, "high": 100, "step": 10},
         "global_batch_size": {"choices": [16, 32]}})))
     assert ok.run.search["optimizer.warmup_steps"].step == 10.0
+
+
+def test_variant_sets_dotted_and_typed_fields_and_validates():
+    from bert.system import SyntheticDataSpec
+
+    base = load_system("cpu_micro")
+    spec = SyntheticDataSpec(train_samples=512, eval_samples=64, shards=2)
+    v = base.variant({"optimizer.beta_1": 0.8, "processes_per_node": 2, "dataset.synthetic": spec},
+                     name="micro_v", description={"submitter": "Someone"})
+    assert (v.name, v.run.optimizer.beta_1, v.run.processes_per_node) == ("micro_v", 0.8, 2)
+    assert v.run.dataset.synthetic == spec and v.description["submitter"] == "Someone"
+    assert v.run.optimizer.base_learning_rate == base.run.optimizer.base_learning_rate
+    assert base.run.processes_per_node != 2 or base.run.optimizer.beta_1 != 0.8  # the base is untouched
+    assert v.dataset_dir() == base.dataset_dir()  # same folder, same relative paths
+    with pytest.raises(ConfigError, match="run.optimizer.beta_3: unknown field"):
+        base.variant({"optimizer.beta_3": 0.5})
+    with pytest.raises(ConfigError, match="run.global_batch_size"):
+        base.variant({"global_batch_size": base.run.global_batch_size + 1, "processes_per_node": 2})
+
+
+def test_written_variant_keeps_meaning_elsewhere_and_never_replaces_another_file(tmp_path):
+    base = load_system("cpu_micro")
+    written = base.variant({"max_samples": 4096}, name="capped").write(tmp_path)
+    assert written.path == (tmp_path / "capped.json").resolve() and written.run.max_samples == 4096
+    assert written.dataset_dir() == base.dataset_dir()  # made absolute: another repository root
+    assert base.variant({"max_samples": 4096}, name="capped").write(tmp_path) == written  # same text: fine
+    with pytest.raises(FileExistsError, match="capped.json already holds another descriptor"):
+        base.variant({"max_samples": 8192}, name="capped").write(tmp_path)

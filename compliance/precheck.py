@@ -13,8 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from bert.system import DIVISIONS, MLPERF_TARGET_ACCURACY, description_problems
-from compliance.checkers import BENCHMARK, rcp_batch_sizes, rcp_reference
+from bert.mlperf_rules import BENCHMARK, DIVISIONS, MLPERF_TARGET_ACCURACY, description_problems
+from compliance.checkers import rcp_batch_sizes, rcp_reference
 from compliance.result_log import ResultLog
 
 ERROR, WARNING = "error", "warning"

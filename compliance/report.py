@@ -19,9 +19,10 @@ from statistics import median
 
 from rich.console import Console
 
+from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET
 from compliance import plots
 from compliance.check import Progress, TargetError, find_package
-from compliance.checkers import BENCHMARK, rcp_reference
+from compliance.checkers import rcp_reference
 from compliance.errors import InputError
 from compliance.folders import build_in_place
 from compliance.render import print_problems
@@ -141,7 +142,7 @@ def _check_out(out: Path) -> None:
         raise ReportError(f"{out} exists and is not an earlier report (no {REPORT}); choose another -o folder")
 
 
-def write_report(path: str | Path, out: str | Path, ruleset: str = "5.0.0",
+def write_report(path: str | Path, out: str | Path, ruleset: str = DEFAULT_RULESET,
                  progress: Progress | None = None) -> ReportResult:
     org, out = find_package(Path(path)), Path(out)
     if org is None:

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH, STRATEGIES, bin_of, deal, sequence_cost
-from bert.data.lookahead import steer
+from bert.data.lookahead import SWAP_PASSES, steer
 from bert.data.row_packing import WINDOW_BATCHES, agree, capacities, first_fit, leftover_order, taken, window_order
 from bert.data.shards import read_shard, row_blocks, shard_header
 from bert.data.stratified_sampler import StratifiedPlan, stratified_plan
@@ -83,8 +83,8 @@ def shard_lengths(directory: Path, limit: int = 1_000_000, glob: str = "**/*.hdf
     return np.concatenate(found)
 
 
-def _stratified(lengths: np.ndarray, plan: StratifiedPlan, steps: int, ranks: int,
-                rng: np.random.Generator) -> np.ndarray:
+def stratified_draws(lengths: np.ndarray, plan: StratifiedPlan, steps: int, ranks: int, rng: np.random.Generator,
+                     passes: int = SWAP_PASSES) -> np.ndarray:
     """[steps, ranks, batch] lengths drawn as the stratified sampler draws them: per bin, the oldest counts[k]
     of a window of (1 + lookahead) x counts[k], steered toward the plan's target (bert.data.lookahead)."""
     which = bin_of(lengths, plan.edges)
@@ -100,7 +100,7 @@ def _stratified(lengths: np.ndarray, plan: StratifiedPlan, steps: int, ranks: in
                    for w, b, c in zip(waiting, by_bin, plan.counts)]
         ages = [np.pad(w, ((0, 0), (0, c))) for w, c in zip(waited, plan.counts)]
         window, age = np.concatenate(windows, axis=1), np.concatenate(ages, axis=1)
-        took = steer(sequence_cost(window, plan.attention_width), age, plan.window, plan.target)
+        took = steer(sequence_cost(window, plan.attention_width), age, plan.window, plan.target, passes)
         drawn[step] = window[took].reshape(ranks, -1)
         columns = np.cumsum([0, *(w.shape[1] for w in windows)])
         for k, (low, high) in enumerate(zip(columns[:-1], columns[1:])):
@@ -134,7 +134,7 @@ def _packed(lengths: np.ndarray, steps: int, ranks: int, batch: int, row_len: in
     return out[0], out[1], out[2], out[3]
 
 
-def _presort(drawn: np.ndarray, groups: int, how: str, attention_width: int) -> np.ndarray:
+def presorted(drawn: np.ndarray, groups: int, how: str, attention_width: int) -> np.ndarray:
     """[steps, G*k, batch] -> the same sequences, gathered by `groups` consecutive ranks and dealt out."""
     steps, ranks, batch = drawn.shape
     gathered = drawn.reshape(steps * (ranks // groups), groups * batch)
@@ -177,13 +177,13 @@ def simulate_balance(lengths: np.ndarray, nodes: int, ranks_per_node: int, per_r
     else:
         if strategy.startswith("stratified"):
             plan = stratified_plan(lengths, bins, per_rank_batch, max_len, attention_width, lookahead)
-            drawn = _stratified(lengths, plan, steps, ranks, rng)
+            drawn = stratified_draws(lengths, plan, steps, ranks, rng)
         else:
             drawn = rng.choice(lengths, size=(steps, ranks, per_rank_batch))
         if strategy == "stratified+local_presort":
-            drawn = _presort(drawn, ranks_per_node, deal_how, attention_width)
+            drawn = presorted(drawn, ranks_per_node, deal_how, attention_width)
         elif strategy == "global_presort":
-            drawn = _presort(drawn, ranks, deal_how, attention_width)
+            drawn = presorted(drawn, ranks, deal_how, attention_width)
         real, real_area = drawn.sum(-1), (drawn.astype(np.float64) ** 2).sum(-1)
         tokens, area = (real, real_area) if unpadded else _padded(drawn, pad_multiple)
     cost = tokens + area / attention_width

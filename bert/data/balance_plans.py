@@ -43,16 +43,21 @@ def length_histogram(lengths: np.ndarray, max_len: int) -> np.ndarray:
 def quantile_bins(histogram: np.ndarray, count: int) -> list[int]:
     """Upper edges that split the lengths of `histogram` (length_histogram) into `count` bins of near-equal
     share. A length never spans two bins: one that holds more than a share gets a bin of its own (MLPerf's
-    samples filled to the full length), and the bins around it are fewer. The last edge is the histogram's
-    longest length, len(histogram) - 1."""
-    max_len = len(histogram) - 1
-    cumulative = np.cumsum(histogram)
-    if count < 1 or cumulative[-1] == 0:
+    samples filled to the full length), and the other lengths share the bins that are left, by their own
+    quantiles. The last edge is the histogram's longest length, len(histogram) - 1."""
+    histogram = np.asarray(histogram, dtype=np.int64)
+    max_len, total = len(histogram) - 1, int(histogram.sum())
+    if count < 1 or total == 0:
         raise ValueError("quantile bins need a count of at least 1 and some lengths")
-    # The shortest length whose cumulative share reaches k/count: the inverted empirical distribution.
-    edges = np.searchsorted(cumulative, np.ceil(cumulative[-1] * np.arange(1, count) / count), side="left")
-    heavy = np.flatnonzero(np.asarray(histogram) * count > cumulative[-1])
-    edges = np.concatenate([edges, heavy, heavy - 1])
+    heavy = np.flatnonzero(histogram * count > total)
+    rest = histogram.copy()
+    rest[heavy] = 0
+    edges = [*heavy, *(heavy - 1)]
+    if rest.sum():
+        shares = max(1, count - round(histogram[heavy].sum() * count / total))
+        cumulative = np.cumsum(rest)
+        # The shortest length whose cumulative share reaches k/shares: the inverted empirical distribution.
+        edges += list(np.searchsorted(cumulative, np.ceil(cumulative[-1] * np.arange(1, shares) / shares)))
     return sorted(set(int(e) for e in edges if 0 < e < max_len) | {max_len})
 
 

@@ -16,9 +16,10 @@ rows of each bin's first shard.
 
 On any other shards, each rank streams its own shards (bert.data.samplers, already shuffled), splits them by
 bin and keeps one pool per bin; a batch draws from the front of each pool, so the order inside a bin is
-random and no sample is drawn twice. The fixed counts draw each bin at a rate a little off its share, so the
-pool of a bin drawn slower than it arrives grows by that difference (a fraction of a percent of the samples
-read).
+random and no sample is drawn twice. The fixed counts draw each bin at a rate a little off its share (the
+share measured on the first shard, rounded to whole draws), so the pool of a bin drawn slower than it arrives
+grows by that difference: with MLPerf's shards of some 36,000 samples, a fraction of a percent of the samples
+read; more on small shards, where the first one measures the mix less well.
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ def test_quantile_bins_split_the_lengths_into_near_equal_shares():
     wiki = named_lengths("mlperf-wiki", count=20_000)
     edges = quantile_bins(length_histogram(wiki, 512), 16)
     assert edges[-2:] == [511, 512] and len(edges) < 16
+    # The other lengths share the bins left: 40 of 100 samples at 64 take two of five shares, 1..30 the other three.
+    assert quantile_bins(length_histogram(np.r_[np.repeat(np.arange(1, 31), 2), [64] * 40], 64), 5) == [
+        10, 20, 63, 64]
     shares = np.bincount(np.searchsorted(edges, wiki), minlength=len(edges)) / len(wiki)
     assert shares[:-1].max() < 2.2 / 16 and shares[-1] > 2.5 / 16  # the bin of 512: about 3 shares
 

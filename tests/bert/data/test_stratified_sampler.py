@@ -145,3 +145,21 @@ def test_stratify_writes_each_sample_once_into_its_bin_and_the_loader_reads_ever
     from bert.data.stratified_sampler import plan_from_bins
     plan = plan_from_bins(bins, 16, WIDTH, 0)
     assert np.bincount(bin_of(lengths, plan.edges), minlength=3).tolist() == list(plan.counts)
+
+
+def test_stratify_picks_the_inputs_length_quantiles_by_default(small_dataset, tmp_path):
+    from bert.data.balance_plans import length_histogram, quantile_bins
+    from bert.data.shards import read_shard
+    from bert.data.stratified_sampler import binned_shards
+    from bert.prep.reshard import OutputShape
+    from bert.prep.stratify import stratify
+
+    inputs = sorted((small_dataset / "train").glob("*.hdf5"))
+    lengths = np.concatenate([read_shard(p).lengths for p in inputs])
+    written = stratify(inputs, tmp_path / "strat", None, 1, 5, workers=1, show_progress=False, bin_count=4,
+                       shape=OutputShape("fixed", 64, 10))
+    bins = binned_shards(written)
+    assert [edge for edge, _ in bins] == quantile_bins(length_histogram(lengths, 64), 4)
+    sizes = np.array([len(read_shard(paths[0])) for _, paths in bins])
+    assert sizes.sum() == len(lengths)
+    assert bins[-1][0] == 64 and bins[-2][0] == 63 and sizes[-1] == (lengths == 64).sum()  # the full length: its own

@@ -76,14 +76,13 @@ class PackedBatches:
         count_rows, counts = agree(offers, total)
         took = taken(rows, count_rows, int(counts[self.rank]))
         samples = self.pool.take(order[took])
-        masked = self.exchange.start_sum(np.array([np.count_nonzero(samples.masked_positions)], np.int64))
+        masked = np.count_nonzero(samples.masked_positions)
+        summing = self.exchange.start_sum(np.array([masked], np.int64))
         self._advance(order, took)
-        self._offer()
+        self._offer()  # every rank starts the next offer here, so that it travels during the step
         batch = collate_packed(samples, self.row_len, rows[took], count_rows)
-        everyone_masked = int(self.exchange.finish_sum(masked)[0])
-        ranks = len(offers)
-        return replace(batch, mlm_weight=ranks * np.count_nonzero(samples.masked_positions) / everyone_masked,
-                       nsp_weight=ranks * len(samples) / total)
+        ranks, everyone_masked = len(offers), int(self.exchange.finish_sum(summing)[0])
+        return replace(batch, mlm_weight=ranks * masked / everyone_masked, nsp_weight=ranks * len(samples) / total)
 
     def _advance(self, order: np.ndarray, took: np.ndarray) -> None:
         """The window's samples not taken go back to the front, in stream order, each passed over once more."""

@@ -86,6 +86,10 @@ class HFBatch:
     def model_inputs(self, padded: bool) -> dict[str, torch.Tensor]:
         return self.inputs
 
+    def loss(self, out) -> torch.Tensor:
+        """The step's loss (bert.data.batch.Batch.loss): transformers' own, unweighted."""
+        return out.loss
+
     def to(self, device: torch.device) -> HFBatch:
         return HFBatch({k: v.to(device) for k, v in self.inputs.items()}, self.num_tokens)
 

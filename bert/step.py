@@ -59,7 +59,8 @@ class TrainStep:
             with self.clipping.micro_batch(last=micro == self.accumulate - 1):
                 with self.autocast:
                     out = self.trained(**batch.model_inputs(self.padded))
-                loss = out.loss * math.nan if step + 1 == self.nan_at_step else out.loss
+                loss = batch.loss(out)
+                loss = loss * math.nan if step + 1 == self.nan_at_step else loss
                 self.scaler.scale(loss / self.accumulate).backward()
             step_loss += loss.detach()
             self.micro_batches += 1

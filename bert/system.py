@@ -111,6 +111,10 @@ class PerformanceSpec:
 # from each length bin per rank; that plus a per-node exchange sorted and dealt in snake order (the seed
 # paper); an exchange over all ranks (NVIDIA's exchange padding); or up to 3 sequences per packed row.
 Balance = Literal["none", "stratified", "stratified+local_presort", "global_presort", "packed"]
+# How a presort group's gathered sequences are spread over its ranks (bert.data.balance_plans.deal): balanced
+# largest differencing with equal counts (closest to equal cost), or the seed paper's snake order.
+PresortDeal = Literal["balanced", "snake"]
+MAX_BALANCE_LOOKAHEAD = 8
 
 
 # Run fields a search may vary, besides those of run.optimizer; the rest fix the benchmark or the launch.
@@ -137,7 +141,13 @@ class RunSpec:
     unpadded: bool = True
     compile: bool = False  # torch.compile each encoder layer (see benchmarks/throughput_notes.md for when it helps)
     balance: Balance = "none"
-    length_bins: list[int] | None = None  # upper edges of the length bins; null: 4 equal bins to max_seq_length
+    # Upper edges of the length bins; null: the data's own length quantiles, one bin per sequence of a per-rank
+    # batch (bins that one length fills are merged), measured on the first training shard.
+    length_bins: list[int] | None = None
+    presort_deal: PresortDeal = "balanced"
+    # Stratified strategies: a rank looks at (1 + lookahead) x its draws of each bin and takes the draws that bring
+    # its batch's cost closest to the target every rank shares (bert.data.lookahead); 0 takes them in order.
+    balance_lookahead: int = 1
     eval: EvalSpec = field(default_factory=EvalSpec)
     max_samples: int  # the sample cap: a run that has not reached the target by then stops as aborted
     seed: int | None = None  # null: run_and_time.sh draws a distinct seed per run
@@ -277,6 +287,8 @@ def _check_run(where: str, system: System) -> None:
         (run.bucket_cap_mb > 0, "run.bucket_cap_mb", "must be positive"),
         (run.dist_timeout_s > 0, "run.dist_timeout_s", "must be positive (seconds)"),
         (run.max_loss_scale_overflows >= 1, "run.max_loss_scale_overflows", "must be at least 1"),
+        (0 <= run.balance_lookahead <= MAX_BALANCE_LOOKAHEAD, "run.balance_lookahead",
+         f"must be between 0 (take the draws in order) and {MAX_BALANCE_LOOKAHEAD}"),
         (system.division == "open" or run.optimizer.name == "lamb", "run.optimizer.name",
          f"{run.optimizer.name!r} is open-division only: the closed division requires \"lamb\"; use it, or "
          "set system.division to \"open\""),

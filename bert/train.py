@@ -20,10 +20,12 @@ from pathlib import Path
 import torch
 
 from bert.checkpoint import load_into
+from bert.data.balance_plans import attention_width
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.loader import LoaderBalance, TrainLoader
 from bert.distributed.launch import DistContext, init_distributed, shutdown
 from bert.distributed.presort import build_exchange
+from bert.distributed.row_exchange import build_row_exchange
 from bert.eval import EvalSet
 from bert.interrupts import RunInterrupted, SignalGuard, exit_code
 from bert.mllog import ABORTED, SUCCESS, RunLog
@@ -139,13 +141,19 @@ def _checkpoint_eval(ctx: DistContext, eval_file: Path, system: System, step_fn:
 
 
 def loader_balance(system: System, ctx: DistContext) -> LoaderBalance:
-    """The descriptor's load-balance strategy for this rank, with its presort group (created here, at init)."""
+    """The descriptor's load-balance strategy for this rank, with its presort or packing group (created here,
+    at init)."""
     run_spec = system.run
+    width = attention_width(system.model_config().hidden_size)
     exchange = None
-    if ctx.distributed:
+    if ctx.distributed and run_spec.balance == "packed":
+        exchange = build_row_exchange(ctx.world_size)
+    elif ctx.distributed:
         exchange = build_exchange(ctx.rank, ctx.world_size, run_spec.processes_per_node, run_spec.balance,
-                                  run_spec.max_seq_length, run_spec.max_predictions_per_seq)
-    return LoaderBalance(run_spec.balance, run_spec.length_bins, run_spec.max_seq_length, exchange)
+                                  run_spec.max_seq_length, run_spec.max_predictions_per_seq, run_spec.presort_deal,
+                                  width)
+    return LoaderBalance(run_spec.balance, run_spec.length_bins, run_spec.max_seq_length, exchange,
+                         run_spec.balance_lookahead, width)
 
 
 def _train(system, ctx, step_fn, loader, eval_set, log, progress, on_eval) -> tuple[str, str | None]:

@@ -273,16 +273,20 @@ def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
 @_shard_input_options
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder for the shard sets: OUT/len-0001-0128/part-00000-of-0000K.hdf5 ...")
-@click.option("--bins", "bins_text", default="128,256,384,512", show_default=True,
-              help="Upper edges of the length bins (real tokens); any increasing edges.")
+@click.option("--bins", "bins_text", default=None,
+              help="Upper edges of the length bins (real tokens), e.g. 128,256,384,512 (the seed paper's). "
+                   "Default: the inputs' own length quantiles, --bin-count of them.")
+@click.option("--bin-count", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Without --bins: quantile bins of near-equal share, best the per-rank batch the sets are for "
+                   "(fewer where one length fills more than a share).")
 @click.option("--shards", type=click.IntRange(min=1), required=True,
               help="Shards per bin (K); at least the number of ranks lets every rank read its own.")
 @click.option("--seed", type=int, default=12345, show_default=True, help="Seed of the sample-level shuffle.")
 @_shape_options
 @_bucket_options("Delete the shards already in the bin folders.")
-def stratify(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, bins_text: str, shards: int,
-             seed: int, form: str, max_seq_length: int, max_predictions: int, workers: int, tmp_dir: Path | None,
-             overwrite: bool, quiet: bool) -> None:
+def stratify(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, bins_text: str | None,
+             bin_count: int, shards: int, seed: int, form: str, max_seq_length: int, max_predictions: int,
+             workers: int, tmp_dir: Path | None, overwrite: bool, quiet: bool) -> None:
     """Split shards into one shard set per length bin (the stratified sampler's input), in bounded memory
     like reshard: K shards of near-equal size per bin, every sample once, shuffled. Train on them with
     run.dataset.train_glob "train/len-*/*.hdf5" and run.balance "stratified" or "stratified+local_presort"."""
@@ -290,13 +294,13 @@ def stratify(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
     from bert.prep.stratify import stratify as run_stratify
 
     try:
-        edges = [int(v) for v in bins_text.split(",")]
+        edges = None if bins_text is None else [int(v) for v in bins_text.split(",")]
     except ValueError:
         raise _DataError(f"--bins {bins_text!r}: expected whole numbers separated by commas") from None
     paths = _shard_paths(inputs, more_inputs)
     shape = OutputShape(form, max_seq_length, max_predictions)
     written = _data_errors(lambda: run_stratify(paths, out, edges, shards, seed, shape, workers, overwrite, tmp_dir,
-                                                not quiet))
+                                                not quiet, bin_count))
     click.echo(f"wrote {len(written)} shards in {len({p.parent for p in written})} bin folders under {out}")
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from bert.cli.common import load_descriptor
-from bert.data.balance_plans import STRATEGIES
+from bert.data.balance_plans import DEALS, STRATEGIES
+from bert.system import MAX_BALANCE_LOOKAHEAD, RunSpec
 
 
 def _bins(value: str | None) -> list[int] | None:
@@ -24,9 +25,10 @@ def _bins(value: str | None) -> list[int] | None:
 
 def format_stats(stats, label: str | None = None) -> str:
     counts = f"  bins/rank {'/'.join(map(str, stats.bin_counts))}" if stats.bin_counts else ""
+    per_row = f"  {stats.sequences_per_row:.2f} sequences/row" if stats.sequences_per_row else ""
     return (f"{label or stats.strategy:<34} max/mean {stats.max_over_mean:6.3f}  "
             f"padding waste {stats.padding_waste:6.1%}  step time x{stats.step_time_ratio:6.3f}  "
-            f"tokens/rank {stats.tokens_per_rank:8.0f}{counts}")
+            f"tokens/rank {stats.tokens_per_rank:8.0f}{counts}{per_row}")
 
 
 @click.command("simulate-balance")
@@ -37,13 +39,20 @@ def format_stats(stats, label: str | None = None) -> str:
               help="A named synthetic length distribution (mlperf-wiki) or a directory of shards.")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
               help="Simulate this one strategy (default: all); its last line is max_over_mean=<x>.")
-@click.option("--bins", "bins_text", default=None, help="Upper edges of the length bins (default 128,256,384,512).")
+@click.option("--bins", "bins_text", default=None,
+              help="Upper edges of the length bins (default: the lengths' quantiles, one bin per sequence of a "
+                   "per-rank batch, as the trainer's run.length_bins null).")
+@click.option("--deal", "deal_how", type=click.Choice(DEALS), default=RunSpec.presort_deal, show_default=True,
+              help="How the presorting strategies deal a group's sequences (run.presort_deal).")
+@click.option("--lookahead", type=click.IntRange(0, MAX_BALANCE_LOOKAHEAD), default=RunSpec.balance_lookahead,
+              show_default=True, help="Stratified strategies: run.balance_lookahead (0: draws in order).")
 @click.option("--steps", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--padded", is_flag=True, help="Run the unpacked strategies padded (default: unpadded encoder).")
 @click.option("--max-len", type=click.IntRange(min=8), default=512, show_default=True)
 def simulate_balance(nodes: int, ranks_per_node: int, per_rank_batch: int, lengths: str, strategy: str | None,
-                     bins_text: str | None, steps: int, seed: int, padded: bool, max_len: int) -> None:
+                     bins_text: str | None, deal_how: str, lookahead: int, steps: int, seed: int, padded: bool,
+                     max_len: int) -> None:
     """Per step: the busiest rank's tokens over the mean, the padding waste and the step time against perfect
     balance (cost model with attention's quadratic term), for each load-balance strategy."""
     from bert.simulate.load_balance import named_lengths, shard_lengths
@@ -54,12 +63,13 @@ def simulate_balance(nodes: int, ranks_per_node: int, per_rank_batch: int, lengt
         source = shard_lengths(Path(lengths)) if Path(lengths).is_dir() else named_lengths(lengths, max_len=max_len)
         chosen = [strategy] if strategy else list(STRATEGIES)
         results = [simulate(source, nodes, ranks_per_node, per_rank_batch, s, steps=steps, seed=seed, bins=bins,
-                            unpadded=not padded, max_len=max_len) for s in chosen]
+                            unpadded=not padded, max_len=max_len, deal_how=deal_how, lookahead=lookahead)
+                   for s in chosen]
     except (ValueError, FileNotFoundError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"{nodes} nodes x {ranks_per_node} ranks, {per_rank_batch} per rank (GBS "
                f"{nodes * ranks_per_node * per_rank_batch}), lengths {lengths} (mean {source.mean():.1f}), "
-               f"{steps} steps, {'padded' if padded else 'unpadded'} encoder")
+               f"{steps} steps, {'padded' if padded else 'unpadded'} encoder, {deal_how} deal, lookahead {lookahead}")
     for stats in results:
         click.echo(format_stats(stats))
     if strategy:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bert.data.balance_plans import pack_rows
+from bert.data.row_packing import pack_rows
 from bert.data.shards import Samples, concat_ranges
 from bert.padding import TokenLayout
 
@@ -26,6 +26,10 @@ class Batch:
     mlm_index_unpadded: torch.Tensor  # [M] rows of the masked tokens among the T real tokens
     mlm_labels: torch.Tensor  # [M] original ids of the masked tokens
     nsp_labels: torch.Tensor  # [B]
+    # Factors of this rank's mean losses that make the ranks' average the step's mean over all its masked tokens
+    # and sequences, where ranks hold different numbers of them (packed rows: bert.data.packed_batches).
+    mlm_weight: float = 1.0
+    nsp_weight: float = 1.0
 
     @property
     def num_samples(self) -> int:
@@ -42,6 +46,12 @@ class Batch:
             "mlm_labels": self.mlm_labels, "nsp_labels": self.nsp_labels, "padded": padded,
         }
 
+    def loss(self, out) -> torch.Tensor:
+        """This rank's part of the step's loss, from the model's output on this batch."""
+        if self.mlm_weight == 1.0 and self.nsp_weight == 1.0:
+            return out.loss
+        return out.mlm_loss * self.mlm_weight + out.nsp_loss * self.nsp_weight
+
     def pin_memory(self) -> Batch:
         return self._map(lambda t: t.pin_memory())
 
@@ -52,7 +62,8 @@ class Batch:
 
     def _map(self, fn) -> Batch:
         return Batch(fn(self.input_ids), fn(self.segment_ids), self.layout.map(fn), fn(self.mlm_index_padded),
-                     fn(self.mlm_index_unpadded), fn(self.mlm_labels), fn(self.nsp_labels))
+                     fn(self.mlm_index_unpadded), fn(self.mlm_labels), fn(self.nsp_labels), self.mlm_weight,
+                     self.nsp_weight)
 
 
 def padded_length(samples: Samples, multiple: int) -> int:
@@ -69,15 +80,17 @@ def collate(samples: Samples, pad_to_multiple: int = 8) -> Batch:
     return _batch(samples, ids, seg, layout, row_starts)
 
 
-def collate_packed(samples: Samples, row_len: int) -> Batch:
-    """Packs the samples into rows of `row_len` tokens, up to 3 a row (bert.data.balance_plans.pack_rows); each
-    keeps its own positions, [CLS] and attention span (TokenLayout.sequence_ids)."""
-    row_of = pack_rows(samples.lengths, row_len)
+def collate_packed(samples: Samples, row_len: int, row_of: np.ndarray | None = None,
+                   rows: int | None = None) -> Batch:
+    """Packs the samples into `rows` rows of `row_len` tokens, sample i into row row_of[i] (default: first-fit
+    decreasing, up to 3 a row: bert.data.row_packing.pack_rows, as few rows as that takes); each sample keeps
+    its own positions, [CLS] and attention span (TokenLayout.sequence_ids). Rows left empty are padding."""
+    row_of = pack_rows(samples.lengths, row_len) if row_of is None else np.asarray(row_of, dtype=np.int64)
+    rows = int(row_of.max(initial=-1)) + 1 if rows is None else rows
     samples = samples.take(np.argsort(row_of, kind="stable"))  # the layout's sequence order: row by row
     row_of = np.sort(row_of)
     lengths = samples.lengths.astype(np.int64)
-    rows = int(row_of[-1]) + 1 if len(samples) else 0
-    before_row = np.concatenate([[0], np.cumsum(np.bincount(row_of, lengths)).astype(np.int64)])
+    before_row = np.concatenate([[0], np.cumsum(np.bincount(row_of, lengths, minlength=rows)).astype(np.int64)])
     ends_in_row = np.cumsum(lengths) - before_row[row_of]
     starts = row_of * row_len + ends_in_row - lengths  # each sequence's first place in the flat [rows*row_len]
     places = concat_ranges(starts, lengths)

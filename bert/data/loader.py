@@ -5,9 +5,10 @@ host) and pins them, so the training loop only dequeues and starts an asynchrono
 Samples left over at the end of a shard carry into the next one; an epoch never ends mid-run.
 
 The load-balance strategy (run.balance, `LoaderBalance`) picks how the thread cuts batches (at random, or a
-fixed count per length bin: bert.data.stratified_sampler) and how it lays them out (padded or packed rows). With a
-presort exchange the thread hands over the rank's batch uncollated; the loop's `next` starts the exchange of
-the following batch before collating the current one, so the all-gather overlaps a whole step.
+fixed count per length bin: bert.data.stratified_sampler) and how they are laid out (padded, or packed rows:
+bert.data.packed_batches). With a presort exchange or packing the thread hands over the rank's batch
+uncollated; the loop's `next` starts the exchange (or the packing offer) of the following batch before
+collating the current one, so the all-gather overlaps a whole step.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bert.data.balance_plans import PAPER_BINS, equal_bins
-from bert.data.batch import Batch, collate, collate_packed
+from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH
+from bert.data.batch import Batch, collate
+from bert.data.packed_batches import PackedBatches
 from bert.data.samplers import epochs, sample_order
 from bert.data.shards import Samples, read_shard
 from bert.data.stratified_sampler import (
@@ -37,15 +39,13 @@ from bert.data.stratified_sampler import (
 @dataclass(frozen=True)
 class LoaderBalance:
     strategy: str = "none"
-    length_bins: list[int] | None = None  # None: 4 equal bins up to row_len
+    length_bins: list[int] | None = None  # None: the first shard's length quantiles, one bin per batch sequence
     row_len: int = 512  # the longest sequence; the length of a packed row
-    exchange: object | None = None  # bert.distributed.presort.PresortExchange (start / finish)
-
-    @property
-    def edges(self) -> list[int]:
-        if self.length_bins is not None:
-            return self.length_bins
-        return list(PAPER_BINS) if self.row_len == 512 else equal_bins(len(PAPER_BINS), self.row_len)
+    # bert.distributed.presort.PresortExchange (start / finish), or for packing the agreement between the ranks
+    # (bert.distributed.row_exchange.RowExchange); None: nothing to exchange.
+    exchange: object | None = None
+    lookahead: int = 0  # run.balance_lookahead
+    attention_width: int = BERT_LARGE_ATTENTION_WIDTH  # of the model: bert.data.balance_plans.sequence_cost
 
 
 class TrainLoader:
@@ -57,6 +57,8 @@ class TrainLoader:
         self.balance = balance
         self.epoch = 0
         self._pending = None  # (epoch, the presort exchange in flight)
+        self._packed = (PackedBatches(self._take_samples, batch_size, balance.row_len, rank, balance.exchange)
+                        if balance.strategy == "packed" else None)
         self._queue: queue.Queue = queue.Queue(maxsize=prefetch)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._produce, name=f"train-loader-{rank}", daemon=True)
@@ -79,20 +81,19 @@ class TrainLoader:
     def _sample_batches(self) -> Iterator[tuple[int, Samples]]:
         if not self.balance.strategy.startswith("stratified"):
             return self._random_batches()
+        balance = self.balance
         bins = binned_shards(self.paths)
         if bins is not None:  # shard sets of `data stratify`: the folders' bins, one stream each
-            return binned_batches([self._shards(paths) for _, paths in bins], plan_from_bins(bins, self.batch_size))
-        plan = plan_from_shard(self.paths[0], self.balance.edges, self.batch_size)
+            plan = plan_from_bins(bins, self.batch_size, balance.attention_width, balance.lookahead)
+            return binned_batches([self._shards(paths) for _, paths in bins], plan)
+        plan = plan_from_shard(self.paths[0], balance.length_bins, self.batch_size, balance.row_len,
+                               balance.attention_width, balance.lookahead)
         return stratified_batches(self._shards(), plan)
 
-    def _collate(self, samples: Samples) -> Batch:
-        if self.balance.strategy == "packed":
-            return collate_packed(samples, self.balance.row_len)
-        return collate(samples, self.pad_to_multiple)
-
     def _batches(self) -> Iterator[tuple[int, Batch | Samples]]:
+        uncollated = self.balance.exchange is not None or self._packed is not None
         for epoch, samples in self._sample_batches():
-            yield epoch, samples if self.balance.exchange is not None else self._collate(samples)
+            yield epoch, samples if uncollated else collate(samples, self.pad_to_multiple)
 
     def _produce(self) -> None:
         pin = self.device.type == "cuda"
@@ -119,8 +120,15 @@ class TrainLoader:
             raise item
         return item
 
+    def _take_samples(self) -> Samples:
+        self.epoch, samples = self._take()
+        return samples
+
     def __next__(self) -> Batch:
         exchange = self.balance.exchange
+        if self._packed is not None:
+            batch = next(self._packed)
+            return (batch.pin_memory() if self.device.type == "cuda" else batch).to(self.device, non_blocking=True)
         if exchange is None:
             self.epoch, batch = self._take()
             return batch.to(self.device, non_blocking=True)
@@ -130,12 +138,14 @@ class TrainLoader:
         self.epoch, current = self._pending
         epoch, samples = self._take()
         self._pending = (epoch, exchange.start(samples))  # every rank starts one exchange per call
-        batch = self._collate(exchange.finish(current))
+        batch = collate(exchange.finish(current), self.pad_to_multiple)
         if self.device.type == "cuda":
             batch = batch.pin_memory()
         return batch.to(self.device, non_blocking=True)
 
     def close(self) -> None:
+        if self._packed is not None:
+            self._packed.close()
         if self._pending is not None:  # every rank started it, so it completes
             self.balance.exchange.finish(self._pending[1])
             self._pending = None

@@ -125,9 +125,13 @@ def _balance_line(system: System) -> str:
     line = f"balance: {run.balance}"
     if run.balance == "stratified+local_presort":
         line += (f": {nodes} node group(s) for presorting, each ranks [k*{per_node}, (k+1)*{per_node}) "
-                 "gathering, sorting and snake-dealing its sequences every step")
+                 f"gathering its sequences every step and dealing them out ({run.presort_deal} deal)")
     elif run.balance == "global_presort":
-        line += f": one presorting group of all {system.world_size} ranks"
+        line += f": one presorting group of all {system.world_size} ranks ({run.presort_deal} deal)"
+    elif run.balance == "packed":
+        line += f": the same packed rows on every rank, agreed over all {system.world_size} ranks every step"
+    if run.balance.startswith("stratified"):
+        line += f"; lookahead {run.balance_lookahead}"
     if run.length_bins:
         line += f"; length bins (upper edges) {run.length_bins}"
     return line

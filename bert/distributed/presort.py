@@ -1,6 +1,7 @@
-"""Presorting: the ranks of a group exchange their batches, sort the gathered sequences by length and deal
-them in snake order (bert.data.balance_plans.snake_deal), so that every rank gets as many sequences as it gave
-and a near-equal token total.
+"""Presorting: the ranks of a group exchange their batches and deal the gathered sequences out again
+(bert.data.balance_plans.deal, run.presort_deal: balanced largest differencing, or the seed paper's snake
+order of the sorted lengths), so that every rank gets as many sequences as it gave and a near-equal cost
+(tokens plus the attention term, bert.data.balance_plans.sequence_cost).
 
 Local presorting (the seed paper) groups the ranks of one node of the launch shape: processes_per_node
 consecutive ranks, on the fast intra-node links; stratified sampling has already balanced the nodes. Global
@@ -11,13 +12,13 @@ itself never waits for it and the device is not involved.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
-from bert.data.balance_plans import snake_deal
+from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH, deal, sequence_cost
 from bert.data.shards import Samples
 
 
@@ -55,34 +56,38 @@ def decode(rows: torch.Tensor, row_len: int, predictions: int) -> Samples:
                    masked[:, 1].copy(), rows[:, 1].astype(np.int8))
 
 
-@dataclass
-class PendingExchange:
-    work: dist.Work
-    gathered: list[torch.Tensor]
-
-
 class PresortExchange:
-    """One rank's end of the exchange within its group (`members`, ranks in launch order)."""
+    """One rank's end of the exchange within its group (`members`, ranks in launch order). The deal runs on a
+    thread of the exchange's own as soon as the gathered batches arrive, so the training loop only collects
+    its share."""
 
-    def __init__(self, group: dist.ProcessGroup, members: list[int], rank: int, row_len: int, predictions: int):
+    def __init__(self, group: dist.ProcessGroup, members: list[int], rank: int, row_len: int, predictions: int,
+                 how: str = "balanced", attention_width: int = BERT_LARGE_ATTENTION_WIDTH):
         self.group, self.members, self.seat = group, members, members.index(rank)
         self.row_len, self.predictions = row_len, predictions
+        self.how, self.attention_width = how, attention_width
+        self._dealer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"presort-{rank}")
 
-    def start(self, samples: Samples) -> PendingExchange:
+    def start(self, samples: Samples) -> Future:
         mine = encode(samples, self.row_len, self.predictions)
         gathered = [torch.empty_like(mine) for _ in self.members]
         work = dist.all_gather(gathered, mine, group=self.group, async_op=True)
-        return PendingExchange(work, gathered)
+        return self._dealer.submit(self._share, work, gathered)
 
-    def finish(self, pending: PendingExchange) -> Samples:
-        """This rank's share of the group's sequences, the longest ones dealt first."""
-        pending.work.wait()
-        everything = decode(torch.cat(pending.gathered), self.row_len, self.predictions)
-        return everything.take(np.flatnonzero(snake_deal(everything.lengths, len(self.members)) == self.seat))
+    def _share(self, work: dist.Work, gathered: list[torch.Tensor]) -> Samples:
+        work.wait()
+        everything = decode(torch.cat(gathered), self.row_len, self.predictions)
+        costs = sequence_cost(everything.lengths, self.attention_width)
+        return everything.take(np.flatnonzero(deal(costs, len(self.members), self.how) == self.seat))
+
+    def finish(self, pending: Future) -> Samples:
+        """This rank's share of the group's sequences."""
+        return pending.result()
 
 
 def build_exchange(rank: int, world_size: int, ranks_per_node: int, strategy: str, row_len: int,
-                   predictions: int) -> PresortExchange | None:
+                   predictions: int, how: str = "balanced", attention_width: int = BERT_LARGE_ATTENTION_WIDTH
+                   ) -> PresortExchange | None:
     """Creates the gloo groups of the strategy (every rank creates every group, in the same order, as
     torch.distributed requires) and returns this rank's exchange; None when there is nothing to exchange."""
     groups = [g for g in presort_groups(world_size, ranks_per_node, strategy) if len(g) > 1]
@@ -90,5 +95,5 @@ def build_exchange(rank: int, world_size: int, ranks_per_node: int, strategy: st
     for members in groups:
         group = dist.new_group(members, backend="gloo")
         if rank in members:
-            mine = PresortExchange(group, members, rank, row_len, predictions)
+            mine = PresortExchange(group, members, rank, row_len, predictions, how, attention_width)
     return mine

@@ -1,6 +1,8 @@
 """`mlperf-bert data stratify`: split shards into one shard set per length bin, for the stratified sampler.
 
-The output holds one folder per bin, `len-<low>-<high>/part-k-of-K.hdf5` (low < length <= high; the first bin
+The bins are named edges, or by default the data's own length quantiles (bert.data.balance_plans.quantile_bins:
+bins of near-equal share, as many as the per-rank batch the sets are for), measured in the first pass. The
+output holds one folder per bin, `len-<low>-<high>/part-k-of-K.hdf5` (low < length <= high; the first bin
 starts at 1), each with `shards_per_bin` shards of near-equal size, every input sample in exactly one shard
 of its bin, shuffled. It is reshard's external two-pass shuffle with the buckets grouped by bin (the same
 Buckets, exact dealing and writer pool, bert.prep.reshard), after a first pass that counts each bin's
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.balance_plans import bin_of
+from bert.data.balance_plans import bin_of, quantile_bins
 from bert.data.shards import Samples, read_shard, row_blocks, shard_header
 from bert.data.stratified_sampler import bin_folder
 from bert.prep.progress import progress_bar
@@ -50,31 +52,38 @@ def _check_edges(edges: list[int], shape: OutputShape) -> None:
         raise ValueError(f"--bins: the last edge {edges[-1]} must reach --max-seq-length {shape.max_seq_length}")
 
 
-def _count_bins(inputs: list[Path], counts: list[int], edges: list[int], shape: OutputShape,
-                show_progress: bool) -> tuple[np.ndarray, int]:
-    """Samples per bin, and the bound of the token ids, from a first pass over the inputs."""
-    per_bin, vocab_bound = np.zeros(len(edges), np.int64), 0
+def _count_lengths(inputs: list[Path], counts: list[int], shape: OutputShape, show_progress: bool
+                   ) -> tuple[np.ndarray, int]:
+    """Samples of each length 0..max_seq_length, and the bound of the token ids, from a first pass."""
+    histogram, vocab_bound = np.zeros(shape.max_seq_length + 1, np.int64), 0
     with progress_bar("stratify: count", sum(counts), "samples", show_progress) as advance:
         for path, count in zip(inputs, counts):
             for rows in row_blocks(count, READ_BLOCK):
                 samples = read_shard(path, rows)
                 check_fits(path, samples, shape)
-                per_bin += np.bincount(bin_of(samples.lengths, edges), minlength=len(edges))
+                histogram += np.bincount(samples.lengths, minlength=len(histogram))
                 vocab_bound = max(vocab_bound, samples.id_bound)
                 advance(len(samples))
-    return per_bin, vocab_bound
+    return histogram, vocab_bound
 
 
-def stratify(inputs: list[Path], out_dir: Path, edges: list[int], shards_per_bin: int, seed: int,
+def stratify(inputs: list[Path], out_dir: Path, edges: list[int] | None, shards_per_bin: int, seed: int,
              shape: OutputShape | None = None, workers: int = 1, overwrite: bool = False,
-             tmp_dir: Path | None = None, show_progress: bool = True) -> list[Path]:
-    """Writes `shards_per_bin` shards for every bin that has samples; returns their paths, bin by bin."""
+             tmp_dir: Path | None = None, show_progress: bool = True, bin_count: int = 16) -> list[Path]:
+    """Writes `shards_per_bin` shards for every bin that has samples; returns their paths, bin by bin. Edges
+    None: `bin_count` quantile bins of the inputs' lengths."""
     shape = shape or OutputShape()
-    _check_edges(edges, shape)
+    if edges is not None:
+        _check_edges(edges, shape)
     if shards_per_bin < 1:
         raise ValueError(f"--shards {shards_per_bin} must be at least 1")
+    if bin_count < 1:
+        raise ValueError(f"--bin-count {bin_count} must be at least 1")
     counts = [shard_header(p).samples for p in inputs]
-    per_bin, vocab_bound = _count_bins(inputs, counts, edges, shape, show_progress)
+    histogram, vocab_bound = _count_lengths(inputs, counts, shape, show_progress)
+    if edges is None:
+        edges = quantile_bins(histogram, bin_count)
+    per_bin = np.bincount(bin_of(np.arange(len(histogram)), edges), histogram, minlength=len(edges)).astype(np.int64)
     used = [k for k in range(len(edges)) if per_bin[k] >= shards_per_bin]
     if len(used) < np.count_nonzero(per_bin):
         thin = next(k for k in range(len(edges)) if 0 < per_bin[k] < shards_per_bin)

@@ -1,8 +1,10 @@
 """The load-balance simulator: how evenly each strategy spreads a step's work over the ranks.
 
 Per step, every rank draws its per-rank batch of sequence lengths the way the strategy's sampler would
-(uniformly at random, or a fixed count from each length bin), the presorting strategies redeal the gathered
-sequences in snake order within a node or across all ranks, and each rank's work is costed:
+(uniformly at random; a fixed count from each length bin, steered toward the common cost target with
+lookahead; or the packing agreement's count into the agreed rows), the presorting strategies deal the
+gathered sequences out again within a node or across all ranks (balanced or snake), and each rank's work is
+costed:
 
     cost(rank) = computed tokens + attention area / attention_width
 
@@ -12,8 +14,10 @@ attention: unpadded or packed with boundaries) or batch x padded length squared 
 per-token dense work 12 h^2 and attention 2 h per token pair, attention_width = 6 h (6,144 for BERT-large).
 A step takes as long as its slowest rank; perfect balance is the step's total real work split evenly.
 
-Samples are drawn with replacement from the length distribution: a model of the step, not of an epoch.
-The planning functions are those the training data path uses (bert.data.balance_plans).
+Samples are drawn with replacement from the length distribution: a model of the step, not of an epoch (the
+samples a window passes over wait for the next steps, as in the loader). The plans are the ones the training
+data path runs (bert.data.balance_plans, bert.data.lookahead, bert.data.row_packing), with the trainer's
+defaults (bert.system.RunSpec).
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.balance_plans import PAPER_BINS, STRATEGIES, bin_of, pack_rows, snake_deal
+from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH, STRATEGIES, bin_of, deal, sequence_cost
+from bert.data.lookahead import SWAP_PASSES, steer
+from bert.data.row_packing import WINDOW_BATCHES, agree, capacities, first_fit, leftover_order, taken, window_order
 from bert.data.shards import read_shard, row_blocks, shard_header
-from bert.data.stratified_sampler import stratified_plan
+from bert.data.stratified_sampler import StratifiedPlan, stratified_plan
+from bert.system import RunSpec
 
 NAMED_DISTRIBUTIONS = ("mlperf-wiki",)
-BERT_LARGE_ATTENTION_WIDTH = 6 * 1024
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,7 @@ class BalanceStats:
     tokens_per_rank: float  # computed tokens per rank and step, on average
     real_tokens_per_rank: float  # real tokens per rank and step, on average
     bin_counts: tuple[int, ...] | None = None  # per-rank draws from each bin in use (stratified strategies)
+    sequences_per_row: float | None = None  # packed: sequences per packed row, on average
 
 
 def named_lengths(name: str, count: int = 200_000, seed: int = 0, max_len: int = 512) -> np.ndarray:
@@ -76,58 +83,83 @@ def shard_lengths(directory: Path, limit: int = 1_000_000, glob: str = "**/*.hdf
     return np.concatenate(found)
 
 
-def _draw(lengths: np.ndarray, shape: tuple[int, int, int], strategy: str, bins: list[int],
-          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
-    """[steps, ranks, batch] lengths as the strategy's sampler draws them, and the per-bin counts."""
-    if not strategy.startswith("stratified"):
-        return rng.choice(lengths, size=shape), None
-    plan = stratified_plan(lengths, bins, shape[2])  # as the sampler plans it: too-rare bins merged
+def stratified_draws(lengths: np.ndarray, plan: StratifiedPlan, steps: int, ranks: int, rng: np.random.Generator,
+                     passes: int = SWAP_PASSES) -> np.ndarray:
+    """[steps, ranks, batch] lengths drawn as the stratified sampler draws them: per bin, the oldest counts[k]
+    of a window of (1 + lookahead) x counts[k], steered toward the plan's target (bert.data.lookahead)."""
     which = bin_of(lengths, plan.edges)
-    parts = [rng.choice(lengths[which == k], size=(*shape[:2], c)) for k, c in enumerate(plan.counts)]
-    return np.concatenate(parts, axis=2), np.array(plan.counts)
+    by_bin = [lengths[which == k] for k in range(len(plan.counts))]
+    if plan.lookahead == 0:
+        parts = [rng.choice(b, size=(steps, ranks, c)) for b, c in zip(by_bin, plan.counts)]
+        return np.concatenate(parts, axis=2)
+    waiting = [rng.choice(b, size=(ranks, c * plan.lookahead)) for b, c in zip(by_bin, plan.counts)]
+    waited = [np.zeros(w.shape, np.int64) for w in waiting]
+    drawn = np.empty((steps, ranks, sum(plan.counts)), dtype=np.int64)
+    for step in range(steps):
+        windows = [np.concatenate([w, rng.choice(b, size=(ranks, c))], axis=1)
+                   for w, b, c in zip(waiting, by_bin, plan.counts)]
+        ages = [np.pad(w, ((0, 0), (0, c))) for w, c in zip(waited, plan.counts)]
+        window, age = np.concatenate(windows, axis=1), np.concatenate(ages, axis=1)
+        took = steer(sequence_cost(window, plan.attention_width), age, plan.window, plan.target, passes)
+        drawn[step] = window[took].reshape(ranks, -1)
+        columns = np.cumsum([0, *(w.shape[1] for w in windows)])
+        for k, (low, high) in enumerate(zip(columns[:-1], columns[1:])):
+            left = ~took[:, low:high]
+            waiting[k] = window[:, low:high][left].reshape(ranks, -1)
+            waited[k] = age[:, low:high][left].reshape(ranks, -1) + 1
+    return drawn
 
 
-def _presort(drawn: np.ndarray, groups: int) -> np.ndarray:
-    """[steps, G*k, batch] -> the same sequences, gathered by `groups` consecutive ranks and snake-dealt."""
+def _packed(lengths: np.ndarray, steps: int, ranks: int, batch: int, row_len: int, rng: np.random.Generator
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Packing by rows on all ranks (bert.data.row_packing): [steps, ranks] computed tokens, real tokens,
+    attention area, and sequences taken."""
+    size = WINDOW_BATCHES * batch
+    pool, waited = rng.choice(lengths, size=(ranks, size)), np.zeros((ranks, size), np.int64)
+    out = np.empty((4, steps, ranks), dtype=np.float64)
+    for step in range(steps):
+        order = window_order(waited)
+        window = np.take_along_axis(pool, order, axis=1)
+        rows = first_fit(window, row_len)
+        count_rows, counts = agree(capacities(rows, batch), ranks * batch)
+        took = taken(rows, count_rows, counts)
+        out[0, step] = count_rows * row_len
+        out[1:, step] = (window * took).sum(1), (window.astype(np.float64) ** 2 * took).sum(1), counts
+        in_stream = np.zeros_like(took)
+        np.put_along_axis(in_stream, order, took, axis=1)
+        keep = leftover_order(in_stream)
+        pool, waited = np.take_along_axis(pool, keep, axis=1), np.take_along_axis(waited, keep, axis=1) + 1
+        fresh = np.arange(size)[None, :] >= (size - counts)[:, None]
+        pool[fresh], waited[fresh] = rng.choice(lengths, size=int(fresh.sum())), 0
+    return out[0], out[1], out[2], out[3]
+
+
+def presorted(drawn: np.ndarray, groups: int, how: str, attention_width: int) -> np.ndarray:
+    """[steps, G*k, batch] -> the same sequences, gathered by `groups` consecutive ranks and dealt out."""
     steps, ranks, batch = drawn.shape
-    gathered = drawn.reshape(steps, ranks // groups, groups * batch)
-    ordered = -np.sort(-gathered, axis=-1)
-    seat = snake_deal(np.arange(groups * batch)[::-1], groups)  # the receiver of the j-th longest
-    dealt = ordered[..., np.argsort(seat, kind="stable")]
+    gathered = drawn.reshape(steps * (ranks // groups), groups * batch)
+    dealt = np.empty_like(gathered)
+    for index, lengths in enumerate(gathered):
+        receiver = deal(sequence_cost(lengths, attention_width), groups, how)
+        dealt[index] = lengths[np.argsort(receiver, kind="stable")]
     return dealt.reshape(steps, ranks, batch)
 
 
-def _packed_rows(drawn: np.ndarray, row_len: int) -> np.ndarray:
-    rows = np.empty(drawn.shape[:2], dtype=np.int64)
-    for index in np.ndindex(*drawn.shape[:2]):
-        rows[index] = pack_rows(drawn[index], row_len).max() + 1
-    return rows
-
-
-def _work(drawn: np.ndarray, strategy: str, unpadded: bool, max_len: int, pad_multiple: int,
-          attention_width: float) -> tuple[np.ndarray, np.ndarray]:
-    """(computed tokens, cost) of every [step, rank]."""
-    batch = drawn.shape[2]
-    if strategy == "packed":
-        tokens = _packed_rows(drawn, max_len) * max_len
-        area = (drawn.astype(np.float64) ** 2).sum(-1)
-    elif unpadded:
-        tokens = drawn.sum(-1)
-        area = (drawn.astype(np.float64) ** 2).sum(-1)
-    else:
-        padded = -(-drawn.max(-1) // pad_multiple) * pad_multiple
-        tokens = batch * padded
-        area = batch * padded.astype(np.float64) ** 2
-    return tokens, tokens + area / attention_width
+def _padded(drawn: np.ndarray, pad_multiple: int) -> tuple[np.ndarray, np.ndarray]:
+    """(computed tokens, attention area) of every [step, rank] when each batch is padded to its longest."""
+    padded = -(-drawn.max(-1) // pad_multiple) * pad_multiple
+    return drawn.shape[2] * padded, drawn.shape[2] * padded.astype(np.float64) ** 2
 
 
 def simulate_balance(lengths: np.ndarray, nodes: int, ranks_per_node: int, per_rank_batch: int, strategy: str,
                      steps: int = 64, seed: int = 0, bins: list[int] | None = None, unpadded: bool = True,
                      max_len: int = 512, pad_multiple: int = 8,
-                     attention_width: float = BERT_LARGE_ATTENTION_WIDTH) -> BalanceStats:
+                     attention_width: int = BERT_LARGE_ATTENTION_WIDTH, deal_how: str = RunSpec.presort_deal,
+                     lookahead: int = RunSpec.balance_lookahead) -> BalanceStats:
     """Simulates `steps` steps of `nodes` x `ranks_per_node` ranks, `per_rank_batch` sequences each.
-    `bins`: upper edges of the length bins (the paper's four by default); `unpadded`: how the encoder runs
-    the unpacked strategies (packed rows always hold `max_len` tokens)."""
+    `bins`: upper edges of the length bins (default: the lengths' quantiles, as the sampler's default);
+    `unpadded`: how the encoder runs the unpacked strategies (packed rows always hold `max_len` tokens);
+    `deal_how`, `lookahead`: run.presort_deal and run.balance_lookahead."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     if min(nodes, ranks_per_node, per_rank_batch, steps) < 1:
@@ -137,14 +169,25 @@ def simulate_balance(lengths: np.ndarray, nodes: int, ranks_per_node: int, per_r
         raise ValueError(f"lengths must be between 1 and max_len {max_len}")
     ranks = nodes * ranks_per_node
     rng = np.random.default_rng(seed)
-    drawn, counts = _draw(lengths, (steps, ranks, per_rank_batch), strategy, list(bins or PAPER_BINS), rng)
-    if strategy == "stratified+local_presort":
-        drawn = _presort(drawn, ranks_per_node)
-    elif strategy == "global_presort":
-        drawn = _presort(drawn, ranks)
-    tokens, cost = _work(drawn, strategy, unpadded, max_len, pad_multiple, attention_width)
-    real = drawn.sum(-1)
-    ideal = (real + (drawn.astype(np.float64) ** 2).sum(-1) / attention_width).mean(-1)
+    plan, per_row = None, None
+    if strategy == "packed":
+        tokens, real, real_area, sequences = _packed(lengths, steps, ranks, per_rank_batch, max_len, rng)
+        area = real_area  # attention stays inside each sequence of a row
+        per_row = float(sequences.sum() / (tokens.sum() / max_len))
+    else:
+        if strategy.startswith("stratified"):
+            plan = stratified_plan(lengths, bins, per_rank_batch, max_len, attention_width, lookahead)
+            drawn = stratified_draws(lengths, plan, steps, ranks, rng)
+        else:
+            drawn = rng.choice(lengths, size=(steps, ranks, per_rank_batch))
+        if strategy == "stratified+local_presort":
+            drawn = presorted(drawn, ranks_per_node, deal_how, attention_width)
+        elif strategy == "global_presort":
+            drawn = presorted(drawn, ranks, deal_how, attention_width)
+        real, real_area = drawn.sum(-1), (drawn.astype(np.float64) ** 2).sum(-1)
+        tokens, area = (real, real_area) if unpadded else _padded(drawn, pad_multiple)
+    cost = tokens + area / attention_width
+    ideal = (real + real_area / attention_width).mean(-1)
     return BalanceStats(
         strategy=strategy,
         max_over_mean=float((tokens.max(-1) / tokens.mean(-1)).mean()),
@@ -152,5 +195,6 @@ def simulate_balance(lengths: np.ndarray, nodes: int, ranks_per_node: int, per_r
         step_time_ratio=float(cost.max(-1).sum() / ideal.sum()),
         tokens_per_rank=float(tokens.mean()),
         real_tokens_per_rank=float(real.mean()),
-        bin_counts=tuple(int(c) for c in counts) if counts is not None else None,
+        bin_counts=plan.counts if plan is not None else None,
+        sequences_per_row=per_row,
     )

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bert.data.balance_plans import attention_width
 from bert.simulate.load_balance import named_lengths, simulate_balance
 from bert.system import System
 
@@ -148,7 +149,9 @@ def predict(system: System, samples_to_converge: int, lengths: np.ndarray | None
     if system.world_size > 1:
         ratio = simulate_balance(lengths, system.nodes, run.processes_per_node, system.per_process_batch,
                                  run.balance, steps=balance_steps, seed=seed, bins=run.length_bins,
-                                 unpadded=run.unpadded, max_len=run.max_seq_length).step_time_ratio
+                                 unpadded=run.unpadded, max_len=run.max_seq_length,
+                                 attention_width=attention_width(system.model_config().hidden_size),
+                                 deal_how=run.presort_deal, lookahead=run.balance_lookahead).step_time_ratio
     parameters = model_parameters(system)
     step = step_breakdown(system, parameters, ratio)
     steps, evals = converging_eval(samples_to_converge, run.global_batch_size, system.eval_interval_samples)

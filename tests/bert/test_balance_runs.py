@@ -1,5 +1,5 @@
-"""The descriptor's run.balance selects the strategy, and short runs with each one pass the official
-compliance checker (the presorting ones on 2 gloo ranks, exchanging batches every step)."""
+"""The descriptor's run.balance selects the strategy, and short runs of 2 gloo ranks with each one pass the
+official compliance checker (the presorting ones exchanging batches every step, packing agreeing its rows)."""
 
 from __future__ import annotations
 
@@ -24,15 +24,20 @@ def test_descriptor_selects_the_strategy(tmp_path):
     path = write_descriptor(tmp_path, "packed", _short("packed", 1, length_bins=[16, 64]))
     balance = loader_balance(load_system(path), DistContext(0, 1, 0, 1, None))
     assert (balance.strategy, balance.length_bins, balance.row_len, balance.exchange) == ("packed", [16, 64], 64, None)
+    assert (balance.lookahead, balance.attention_width) == (1, 6 * 64)  # run.balance_lookahead; micro's hidden size
     assert load_system(write_descriptor(tmp_path, "plain", descriptor())).run.balance == "none"
     with pytest.raises(ConfigError, match="run.balance: expected one of"):
         load_system(write_descriptor(tmp_path, "bad", descriptor(balance="sorted")))
     with pytest.raises(ConfigError, match="run.length_bins"):
         load_system(write_descriptor(tmp_path, "bins", descriptor(length_bins=[32, 16])))
+    with pytest.raises(ConfigError, match="run.balance_lookahead"):
+        load_system(write_descriptor(tmp_path, "ahead", descriptor(balance_lookahead=-1)))
+    with pytest.raises(ConfigError, match="run.presort_deal"):
+        load_system(write_descriptor(tmp_path, "deal", descriptor(presort_deal="round_robin")))
 
 
-@pytest.mark.parametrize("balance,processes", [("stratified+local_presort", 2), ("global_presort", 2),
-                                               ("packed", 1)])
+@pytest.mark.parametrize("balance,processes", [("stratified", 2), ("stratified+local_presort", 2),
+                                               ("global_presort", 2), ("packed", 2)])
 def test_short_run_passes_the_checker(tmp_path, small_dataset, cpu_env, balance, processes):
     system = write_descriptor(tmp_path, "micro_balance", _short(balance, processes))
     proc, log = _train(tmp_path, system, small_dataset, processes, cpu_env)

@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from bert.cli import main
+from bert.data.balance_plans import PAPER_BINS
 from bert.simulate.load_balance import named_lengths, shard_lengths, simulate_balance
 
 W = 6144.0  # BERT-large attention width
@@ -46,13 +47,27 @@ def test_global_presort_of_fixed_lengths_is_perfect():
 def test_random_sampling_is_worse_than_local_presort_at_scale():
     lengths = named_lengths("mlperf-wiki", count=50_000)
     none = simulate_balance(lengths, 16, 8, 16, "none", steps=8)
-    local = simulate_balance(lengths, 16, 8, 16, "stratified+local_presort", steps=8)
-    assert local.bin_counts == (6, 3, 2, 5)  # the paper's mix for 16
-    assert local.max_over_mean < 1.06 < none.max_over_mean
+    paper = simulate_balance(lengths, 16, 8, 16, "stratified+local_presort", steps=8, bins=list(PAPER_BINS),
+                             deal_how="snake", lookahead=0)
+    assert paper.bin_counts == (6, 3, 2, 5)  # the paper's mix for 16
+    assert paper.max_over_mean < 1.06 < none.max_over_mean
+    default = simulate_balance(lengths, 16, 8, 16, "stratified+local_presort", steps=8)
+    assert len(default.bin_counts) > 8  # quantile bins: about one draw each (more from the bin of length 512)
+    assert default.max_over_mean < 1.01
+
+
+def test_each_part_of_the_default_improves_balance_at_128_nodes():
+    """The seed paper's plan, then quantile bins, then the balanced deal, then lookahead (issue 19's rungs)."""
+    lengths = named_lengths("mlperf-wiki", count=50_000)
+    rungs = [dict(bins=list(PAPER_BINS), deal_how="snake", lookahead=0), dict(deal_how="snake", lookahead=0),
+             dict(lookahead=0), {}]
+    figures = [simulate_balance(lengths, 128, 8, 16, "stratified+local_presort", steps=6, **rung).max_over_mean
+               for rung in rungs]
+    assert figures == sorted(figures, reverse=True) and figures[-1] < 1.01 < 1.03 < figures[0]
 
 
 def test_mlperf_wiki_packs_about_two_per_row():
-    from bert.data.balance_plans import pack_rows
+    from bert.data.row_packing import pack_rows
 
     lengths = named_lengths("mlperf-wiki", count=4000)
     assert 1.7 < len(lengths) / (pack_rows(lengths, 512).max() + 1) < 2.2

@@ -299,16 +299,20 @@ def _check_run(where: str, system: System) -> None:
     _check_length_bins(where, run)
 
 
-def _check_length_bins(where: str, run: RunSpec) -> None:
-    edges = run.length_bins
-    if edges is None:
-        return
+def length_bins_problem(edges: list[int], max_seq_length: int) -> str | None:
+    """What is wrong with upper length-bin edges for sequences up to `max_seq_length`, or None: the one rule of
+    the descriptor's run.length_bins and of every --bins option."""
     if not edges or edges[0] < 1 or any(b <= a for a, b in zip(edges, edges[1:])):
-        raise ConfigError(where, "run.length_bins", f"{edges} must be positive, increasing upper edges, e.g. "
-                          "[128, 256, 384, 512]")
-    if edges[-1] < run.max_seq_length:
-        raise ConfigError(where, "run.length_bins", f"the last edge {edges[-1]} must reach run.max_seq_length "
-                          f"{run.max_seq_length}")
+        return f"{edges} must be positive, increasing upper edges, e.g. [128, 256, 384, 512]"
+    if edges[-1] < max_seq_length:
+        return f"the last edge {edges[-1]} must reach the maximum sequence length {max_seq_length}"
+    return None
+
+
+def _check_length_bins(where: str, run: RunSpec) -> None:
+    problem = None if run.length_bins is None else length_bins_problem(run.length_bins, run.max_seq_length)
+    if problem:
+        raise ConfigError(where, "run.length_bins", problem)
 
 
 def _as_json(value: object) -> object:

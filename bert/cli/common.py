@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from bert.system import System, load_system
+from bert.system import System, length_bins_problem, load_system
 from bert.typed_config import ConfigError
 
 
@@ -14,3 +14,18 @@ def load_descriptor(system: str) -> System:
         return load_system(system)
     except ConfigError as e:
         raise click.ClickException(str(e)) from None
+
+
+def parse_length_bins(text: str | None, max_seq_length: int) -> list[int] | None:
+    """A --bins option's comma-separated upper edges (None when not given), checked as run.length_bins is."""
+    if text is None:
+        return None
+    try:
+        edges = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected whole numbers separated by commas, e.g. 128,256,384,512",
+                                 param_hint="--bins") from None
+    problem = length_bins_problem(edges, max_seq_length)
+    if problem:
+        raise click.BadParameter(problem, param_hint="--bins")
+    return edges

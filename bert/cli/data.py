@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import load_descriptor
+from bert.cli.common import load_descriptor, parse_length_bins
 
 
 @click.group()
@@ -293,10 +293,7 @@ def stratify(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
     from bert.prep.reshard import OutputShape
     from bert.prep.stratify import stratify as run_stratify
 
-    try:
-        edges = None if bins_text is None else [int(v) for v in bins_text.split(",")]
-    except ValueError:
-        raise _DataError(f"--bins {bins_text!r}: expected whole numbers separated by commas") from None
+    edges = parse_length_bins(bins_text, max_seq_length)
     paths = _shard_paths(inputs, more_inputs)
     shape = OutputShape(form, max_seq_length, max_predictions)
     written = _data_errors(lambda: run_stratify(paths, out, edges, shards, seed, shape, workers, overwrite, tmp_dir,

@@ -6,21 +6,9 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import load_descriptor
+from bert.cli.common import load_descriptor, parse_length_bins
 from bert.data.balance_plans import DEALS, STRATEGIES
 from bert.system import MAX_BALANCE_LOOKAHEAD, RunSpec
-
-
-def _bins(value: str | None) -> list[int] | None:
-    if value is None:
-        return None
-    try:
-        edges = [int(v) for v in value.split(",")]
-    except ValueError:
-        raise click.BadParameter(f"{value!r}: expected increasing whole numbers, e.g. 128,256,384,512") from None
-    if any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 1:
-        raise click.BadParameter(f"{value!r}: edges must be positive and increasing")
-    return edges
 
 
 def format_stats(stats, label: str | None = None) -> str:
@@ -58,7 +46,7 @@ def simulate_balance(nodes: int, ranks_per_node: int, per_rank_batch: int, lengt
     from bert.simulate.load_balance import named_lengths, shard_lengths
     from bert.simulate.load_balance import simulate_balance as simulate
 
-    bins = _bins(bins_text)
+    bins = parse_length_bins(bins_text, max_len)
     try:
         source = shard_lengths(Path(lengths)) if Path(lengths).is_dir() else named_lengths(lengths, max_len=max_len)
         chosen = [strategy] if strategy else list(STRATEGIES)

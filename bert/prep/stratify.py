@@ -32,6 +32,7 @@ from bert.prep.reshard import (
     near_equal_sizes,
 )
 from bert.prep.worker_pool import run_parallel
+from bert.system import length_bins_problem
 
 
 @dataclass(frozen=True)
@@ -46,10 +47,9 @@ class _Bin:
 
 
 def _check_edges(edges: list[int], shape: OutputShape) -> None:
-    if not edges or edges[0] < 1 or any(b <= a for a, b in zip(edges, edges[1:])):
-        raise ValueError(f"--bins {','.join(map(str, edges))}: edges must be positive and increasing")
-    if edges[-1] < shape.max_seq_length:
-        raise ValueError(f"--bins: the last edge {edges[-1]} must reach --max-seq-length {shape.max_seq_length}")
+    problem = length_bins_problem(edges, shape.max_seq_length)
+    if problem:
+        raise ValueError(f"--bins: {problem}")
 
 
 def _count_lengths(inputs: list[Path], counts: list[int], shape: OutputShape, show_progress: bool

@@ -159,3 +159,21 @@ def test_written_variant_keeps_meaning_elsewhere_and_never_replaces_another_file
     assert base.variant({"max_samples": 4096}, name="capped").write(tmp_path) == written  # same text: fine
     with pytest.raises(FileExistsError, match="capped.json already holds another descriptor"):
         base.variant({"max_samples": 8192}, name="capped").write(tmp_path)
+
+
+def test_length_bins_have_one_rule_for_the_descriptor_and_every_bins_option(tmp_path):
+    from click.testing import CliRunner
+
+    from bert.cli import main
+
+    with pytest.raises(ConfigError, match=r"run.length_bins: the last edge 100 must reach the maximum sequence "
+                                          r"length"):
+        load_system("cpu_micro").variant({"length_bins": [50, 100], "max_seq_length": 128})
+    for command in (["simulate-balance", "--steps", "1", "--max-len", "128"],
+                    ["data", "stratify", "--input", str(tmp_path), "--out", str(tmp_path / "o"), "--shards", "1",
+                     "--max-seq-length", "128"]):
+        result = CliRunner().invoke(main, [*command, "--bins", "50,100"])
+        assert result.exit_code == 2 and "--bins: the last edge 100 must reach the maximum sequence length 128" \
+            in result.output, result.output
+        result = CliRunner().invoke(main, [*command, "--bins", "64,x"])
+        assert "'64,x': expected whole numbers separated by commas" in result.output, result.output

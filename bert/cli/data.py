@@ -157,7 +157,7 @@ def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out:
     """Learn an uncased WordPiece vocab.txt from text ([PAD] on the first line, then [UNK] [CLS] [SEP]
     [MASK]); the same text gives the same vocabulary. Real MLPerf runs use the MLPerf vocab.txt instead.
     Paths after the options are more text parts."""
-    from bert.prep.tokenizer import train_vocab
+    from bert.prep.vocab_learning import train_vocab
 
     paths = _paths(texts, more_texts, "--text")
     if out.exists() and not overwrite:
@@ -187,6 +187,8 @@ def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out:
 @click.option("--seed", type=int, default=12345, show_default=True,
               help="Preprocessing seed (MLPerf: 12345); the same text, vocab, options and seed give "
               "byte-identical shards.")
+@click.option("--fast", is_flag=True, help="Draw samples of the reference's distribution at array speed instead "
+              "of the reference's exact samples: a different dataset, never one for a closed submission.")
 @click.option("--overwrite", is_flag=True, help="Delete the shards already in --out and prepare every part.")
 @click.option("--resume", is_flag=True, help="Keep the complete shards in --out (an interrupted run with the "
               "same options) and prepare only the missing parts. Without --resume or --overwrite, an --out "
@@ -194,11 +196,12 @@ def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out:
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: Path, out: Path, form: str,
             max_seq_length: int, max_predictions: int, workers: int, masked_lm_prob: float,
-            short_seq_prob: float, dupe_factor: int, seed: int, overwrite: bool, resume: bool,
+            short_seq_prob: float, dupe_factor: int, seed: int, fast: bool, overwrite: bool, resume: bool,
             quiet: bool) -> None:
-    """Text parts -> pre-training shards with the reference create_pretraining_data semantics: one shard per
-    part, parts in parallel, each worker's memory bounded by one part. Paths after the options are more
-    text parts (so that `--text parts/*` works)."""
+    """Text parts -> pre-training shards, exactly those of the reference create_pretraining_data.py run on
+    each part with the same vocab and flags (the same samples in the same order): one shard per part, parts
+    in parallel, each worker's memory bounded by one part. Paths after the options are more text parts (so
+    that `--text parts/*` works)."""
     import time
 
     from bert.prep.instances import SampleSpec
@@ -211,7 +214,7 @@ def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: P
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     paths = _paths(texts, more_texts, "--text")
     spec = SampleSpec(max_seq_length, max_predictions, masked_lm_prob, short_seq_prob)
-    options = PrepareOptions(vocab_path, out, spec, form, dupe_factor, seed)
+    options = PrepareOptions(vocab_path, out, spec, form, dupe_factor, seed, exact=not fast)
     mode = "overwrite" if overwrite else "resume" if resume else "new"
     start = time.perf_counter()
     results = _data_errors(lambda: run_prepare(paths, options, workers, mode, show_progress=not quiet))

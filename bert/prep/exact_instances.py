@@ -21,6 +21,7 @@ Fisher-Yates run in lockstep over the block), masked positions sorted as the ref
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import islice
 
@@ -52,14 +53,15 @@ class ExactInstances:
 
 
 def create_instances(documents: Documents, spec: SampleSpec, special: SpecialIds, seed: int,
-                     dupe_factor: int) -> ExactInstances:
+                     dupe_factor: int, report: Callable[[float], None] | None = None) -> ExactInstances:
     """The reference's instances for one input file's documents (empty sentences and documents removed,
-    in file order). `special.vocab_size` is the number of vocabulary words random replacements come from."""
+    in file order). `special.vocab_size` is the number of vocabulary words random replacements come from;
+    `report` hears the share of the work done, document by document."""
     if spec.max_seq_length - 3 >= (1 << TOP_BITS):
         raise ValueError(f"max_seq_length {spec.max_seq_length} is too long for the exact replay "
                          f"(at most {(1 << TOP_BITS) + 2})")
     replay = _Replay(documents, spec, special, WordWindow(seed, TOP_BITS))
-    return replay.run(dupe_factor)
+    return replay.run(dupe_factor, report or (lambda share: None))
 
 
 class _Replay:
@@ -75,7 +77,7 @@ class _Replay:
         self.records = _Records()
         self.blocks: list[tuple[np.ndarray, ...]] = []
 
-    def run(self, dupe_factor: int) -> ExactInstances:
+    def run(self, dupe_factor: int, report: Callable[[float], None]) -> ExactInstances:
         count = len(self.docs) - 1
         self.order = self._shuffled(count)  # the document at shuffled index d is self.order[d]
         for _ in range(dupe_factor):
@@ -83,6 +85,7 @@ class _Replay:
                 self._document_with_retry(d)
                 if len(self.records) >= BLOCK:
                     self._finish_block()
+                report(1 / (dupe_factor * count))
         self._finish_block()
         final = self._shuffled(sum(len(b[1]) for b in self.blocks))
         spans, nsp, counts, positions, replacements = (np.concatenate(parts) for parts in zip(*self.blocks))

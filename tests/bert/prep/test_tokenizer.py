@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from bert.data.vocab import Vocab, VocabError, load_vocab
-from bert.prep.tokenizer import WordPieceTokenizer, train_vocab
+from bert.prep.tokenizer import WordPieceTokenizer
+from bert.prep.vocab_learning import train_vocab
 
 PIECES = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[", "]", ".", ",", "mask", "the", "cafe", "hello",
           "##s", "run", "##ning", "über")
@@ -21,13 +22,6 @@ def test_uncased_bert_tokenisation():
     # A literal [MASK] in the text is text, never the special token; an unknown word is [UNK].
     assert got[1] == [ids["run"], ids["##ning"], ids["["], ids["mask"], ids["]"], ids["[UNK]"]]
     assert got[2] == [] and got[3] == []
-
-
-def test_the_ascii_shortcut_tokenises_as_the_full_pipeline():
-    tokenizer = WordPieceTokenizer(Vocab(PIECES))
-    sentences = ["The Café", "THE CAFE", "the\tcafe", "Über the", "hello\x07there", "ÜBER", "run.running"]
-    full = tokenizer._tokenizer.encode_batch_fast(sentences, add_special_tokens=False)
-    assert _ids(tokenizer, sentences) == [e.ids for e in full]
 
 
 def test_learnt_vocabulary_has_the_special_tokens_first_and_is_reproducible(text_corpus):

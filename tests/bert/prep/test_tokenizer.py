@@ -52,3 +52,24 @@ def test_a_vocabulary_without_pad_first_is_refused(tmp_path):
     path.write_text("".join(p + "\n" for p in (*PIECES[1:3], "[PAD]", *PIECES[3:])))
     with pytest.raises(VocabError, match=r"\[PAD\] is on line 3; MLPerf shards pad with id 0"):
         load_vocab(path)
+
+
+def test_tokenisation_equals_the_reference_on_tricky_text_and_a_code_point_sweep():
+    from bert.prep.text_parts import read_lines
+    from tests.bert.prep.fixtures.make_reference_fixtures import HERE, sweep_probes
+
+    # Accents, final sigma, dotted I, CJK, kana, Hangul, RTL scripts, emoji, controls, zero-width and unicode
+    # spaces, private use and unassigned code points, combining marks, punctuation, 200+ character words,
+    # and every code point of the sweep alone and between letters, as the reference FullTokenizer made them.
+    lines = [line for _, line in read_lines(HERE / "tricky_text.txt")] + sweep_probes()
+    reference = np.load(HERE / "reference_tokens.npz")
+    want = np.split(reference["ids"].astype(np.int32), np.cumsum(reference["lengths"])[:-1])
+    ids, lengths = WordPieceTokenizer(load_vocab(HERE / "vocab.txt")).encode(lines)
+    got = np.split(ids, np.cumsum(lengths)[:-1])
+    wrong = [line for line, g, w in zip(lines, got, want) if not np.array_equal(g, w)]
+    assert len(lines) == len(want) > 30000 and wrong == []
+
+
+def test_a_vocabulary_with_a_repeated_piece_is_refused():
+    with pytest.raises(VocabError, match=r"'the' is on lines \[11, 18\]; every word piece must be on one line"):
+        WordPieceTokenizer(Vocab((*PIECES, "the")))

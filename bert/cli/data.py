@@ -222,9 +222,10 @@ def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: P
     samples = sum(r.samples for r in results)
     skipped = f"; {len(paths) - len(results)} part(s) already complete" if len(results) < len(paths) else ""
     peak = max((r.peak_rss_bytes for r in results), default=0) / 2**20
+    cpu = sum(r.cpu_seconds for r in results)
     click.echo(f"prepared {len(results)} part(s): {samples:,} samples in {seconds:.1f} s "
-               f"({samples / max(seconds, 1e-9):,.0f} samples/s), peak worker memory {peak:,.0f} MiB{skipped}; "
-               f"shards in {out}")
+               f"({samples / max(seconds, 1e-9):,.0f} samples/s; {cpu:.2f} s of CPU in the workers), peak worker "
+               f"memory {peak:,.0f} MiB{skipped}; shards in {out}")
 
 
 @data.command(name="eval-set")

@@ -70,6 +70,7 @@ class PartResult:
     shard: Path
     samples: int
     seconds: float
+    cpu_seconds: float  # of the process that prepared the part, while it did
     peak_rss_bytes: int  # of the process that prepared the part
 
 
@@ -148,7 +149,7 @@ def tokenize_part(path: Path, tokenizer: WordPieceTokenizer, on_bytes: Advance |
 def prepare_part(job: PartJob, report: Advance, options: PrepareOptions) -> PartResult:
     """One part -> one shard. `report` hears the progress in bytes of the part: half for reading and
     tokenising, half for building and writing the samples."""
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     vocab = load_vocab(options.vocab)
     half = job.text.stat().st_size / 2
     documents = tokenize_part(job.text, WordPieceTokenizer(vocab), lambda n: report(n / 2))
@@ -161,7 +162,7 @@ def prepare_part(job: PartJob, report: Advance, options: PrepareOptions) -> Part
             writer.append(samples)
             count += len(samples)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return PartResult(job.text, job.shard, count, time.perf_counter() - start, peak)
+    return PartResult(job.text, job.shard, count, time.perf_counter() - start, time.process_time() - start_cpu, peak)
 
 
 def _exact_blocks(documents: Documents, options: PrepareOptions, special: SpecialIds, report: Advance):

@@ -11,11 +11,11 @@ truncation (front or back); a `shuffle` of the candidate positions; per masked p
 call in this order gives the same instances, masked positions, labels and replacements, in the same order.
 
 The replay walks the stream (`py_random`) in two passes per block of instances. Pass 1 is the sequential
-part in plain Python: it decides every data-dependent call and records where each instance's draws lie,
-walking word by word only where rejection sampling makes the consumption depend on the words (the candidate
-shuffle, whose `_randbelow` rejections are recorded, and the masking draws). Pass 2 turns the records into
-arrays at once with numpy: truncation coins, the shuffle's accepted draws, the shuffled candidates (a
-Fisher-Yates run in lockstep over the block), masked positions sorted as the reference sorts them.
+part: it decides every data-dependent call in Python and walks word by word only where rejection sampling
+makes the consumption depend on the words, the candidate shuffle and the masking draws (`replay_kernel`,
+compiled when a C compiler is there); it records where each instance's truncation coins lie, which
+candidates the shuffle put first and what each masked position shows. Pass 2 turns the records into arrays
+at once with numpy: the truncation coins, masked positions sorted as the reference sorts them.
 """
 
 from __future__ import annotations
@@ -23,18 +23,17 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import islice
 
 import numpy as np
 
 from bert.data.shards import Samples, concat_ranges
 from bert.prep.instances import Documents, SampleSpec, SpecialIds, assemble_pairs, offsets_of
-from bert.prep.py_random import Cursor, WordWindow, below_limits, random_cut
+from bert.prep.py_random import Cursor, WordWindow, below_limits
+from bert.prep.replay_kernel import KEEP, CompiledWalks, compiled_library, mask_draws_python, shuffle_prefix_python
 
 BLOCK = 4096  # instances per pass 2
 MARGIN = 1 << 16  # stream words kept ahead of pass 1 (a document that runs past them is replayed)
 TOP_BITS = 16  # the candidate shuffle reads this many top bits of each word: sequences below 65,539 tokens
-KEEP = -1  # replacement code: the masked position keeps its word
 
 
 @dataclass
@@ -70,9 +69,9 @@ class _Replay:
         self.docs = documents.document_offsets.tolist()
         self.spec, self.special, self.window = spec, special, window
         self.max_tokens = spec.max_seq_length - 3
-        limits = below_limits(self.max_tokens, TOP_BITS)
-        self.descending = limits[:1:-1]  # limits for bounds max_tokens, ..., 2: a shuffle of C takes the tail
-        self.cut_08, self.cut_05 = random_cut(0.8), random_cut(0.5)
+        self.limits = below_limits(self.max_tokens, TOP_BITS)
+        library = compiled_library()
+        self.walks = CompiledWalks(library, self.max_tokens, self.limits) if library else None
         self.pos = 0  # pass 1's place in the window
         self.records = _Records()
         self.blocks: list[tuple[np.ndarray, ...]] = []
@@ -155,48 +154,20 @@ class _Replay:
         r.pairs += (a_start, a_len, b_start, b_len, nsp, cursor.pos, excess)
         q = cursor.pos + 2 * excess  # one random() per truncated token
         candidates = min(a_len + b_len, self.max_tokens)
-        r.shuffles += (q, candidates)
-        # The candidate shuffle: _randbelow(n) for n = candidates .. 2, each drawing until a word's top bits
-        # fall below the bound's limit; the rejected words are recorded for pass 2.
-        top, rejected = self.window.top, r.rejected
-        for limit in islice(self.descending, self.max_tokens - candidates, None):
-            while top[q] >= limit:
-                rejected.append(q)
-                q += 1
-            q += 1
-        r.rejections.append(len(rejected))
         length = candidates + 3
         to_mask = min(self.spec.max_predictions, max(1, int(round(length * self.spec.masked_lm_prob))))
-        cursor.pos = self._mask_draws(q, min(to_mask, candidates))
-
-    def _mask_draws(self, q: int, count: int) -> int:
-        """Records the replacement of each of `count` masked positions, in draw order; returns the position
-        after the draws."""
-        words, out = self.window.scalar, self.records.replacements
-        (lo8, hi8), (lo5, hi5) = self.cut_08, self.cut_05
+        count = min(to_mask, candidates)
         mask_id, vocab_size = self.special.mask, self.special.vocab_size
-        shift = 32 - vocab_size.bit_length()
-        for _ in range(count):
-            w = words[q]
-            if w < lo8 or (w < hi8 and _random_at(words, q) < 0.8):
-                out.append(mask_id)
-                q += 2
-                continue
-            q += 2
-            w = words[q]
-            if w < lo5 or (w < hi5 and _random_at(words, q) < 0.5):
-                out.append(KEEP)
-                q += 2
-                continue
-            q += 2
-            word = words[q] >> shift
-            while word >= vocab_size:
-                q += 1
-                word = words[q] >> shift
-            out.append(word)
-            q += 1
-        self.records.masked.append(len(out))
-        return q
+        if self.walks is not None:
+            q, chosen = self.walks.shuffle_prefix(self.window, q, candidates, count)
+            q, shown = self.walks.mask_draws(self.window, q, count, mask_id, vocab_size)
+        else:
+            q, chosen = shuffle_prefix_python(self.window, q, self.limits, candidates, count)
+            q, shown = mask_draws_python(self.window, q, count, mask_id, vocab_size)
+        r.chosen += chosen
+        r.replacements += shown
+        r.masked.append(len(r.replacements))
+        cursor.pos = q
 
     def _finish_block(self) -> None:
         if len(self.records):
@@ -207,31 +178,23 @@ class _Replay:
         self.pos = 0
 
 
-def _random_at(words, q: int) -> float:
-    return ((words[q] >> 5) * 67108864.0 + (words[q + 1] >> 6)) * (1.0 / 9007199254740992.0)
-
-
 class _Records:
     """Pass 1's notes for a block of instances (positions relative to the window's base)."""
 
     def __init__(self):
         self.pairs: list[int] = []  # per instance: A start, A length, B start, B length, nsp, coins, excess
-        self.shuffles: list[int] = []  # per instance: first word of the shuffle, candidates
-        self.rejected: list[int] = []  # every rejected word of the shuffles
-        self.rejections: list[int] = []  # per instance: len(rejected) after its shuffle
-        self.replacements: list[int] = []  # per masked position, in draw order
+        self.chosen: list[int] = []  # per masked position, in draw order: the candidate (0 = A's first token)
+        self.replacements: list[int] = []  # per masked position, in draw order: the id it shows, or KEEP
         self.masked: list[int] = []  # per instance: len(replacements) after its draws
 
     def __len__(self) -> int:
         return len(self.masked)
 
     def mark(self) -> tuple[int, ...]:
-        return (len(self.pairs), len(self.shuffles), len(self.rejected), len(self.rejections),
-                len(self.replacements), len(self.masked))
+        return len(self.pairs), len(self.chosen), len(self.replacements), len(self.masked)
 
     def undo(self, mark: tuple[int, ...]) -> None:
-        for values, length in zip((self.pairs, self.shuffles, self.rejected, self.rejections,
-                                   self.replacements, self.masked), mark):
+        for values, length in zip((self.pairs, self.chosen, self.replacements, self.masked), mark):
             del values[length:]
 
 
@@ -240,12 +203,8 @@ def _pass_two(r: _Records, window: WordWindow, max_tokens: int) -> tuple[np.ndar
     pairs = np.array(r.pairs, dtype=np.int64).reshape(-1, 7)
     a_start, a_len, b_start, b_len, nsp, coins, excess = pairs.T
     a_start, a_len, b_start, b_len = _truncate(window, a_start, a_len, b_start, b_len, coins, excess, max_tokens)
-    shuffles = np.array(r.shuffles, dtype=np.int64).reshape(-1, 2)
-    rejections = np.diff(np.array(r.rejections, dtype=np.int64), prepend=0)
-    draws = _accepted_draws(window, shuffles[:, 0], shuffles[:, 1], rejections,
-                            np.array(r.rejected, dtype=np.int64))
     counts = np.diff(np.array(r.masked, dtype=np.int64), prepend=0)
-    chosen = _shuffled_prefix(draws, shuffles[:, 1], counts)
+    chosen = np.array(r.chosen, dtype=np.int64)
     # Candidate c is position c + 1 in A ([CLS] first), c + 2 in B (after A's [SEP]).
     owner = np.repeat(np.arange(len(counts)), counts)
     positions = np.where(chosen < a_len[owner], chosen + 1, chosen + 2)
@@ -267,42 +226,6 @@ def _truncate(window: WordWindow, a_start, a_len, b_start, b_len, coins, excess,
     a_front = np.bincount(owner, weights=on_a & front, minlength=len(excess)).astype(np.int64)
     b_front = np.bincount(owner, weights=~on_a & front, minlength=len(excess)).astype(np.int64)
     return a_start + a_front, a_len - a_cut, b_start + b_front, b_len - (excess - a_cut)
-
-
-def _accepted_draws(window: WordWindow, first: np.ndarray, candidates: np.ndarray, rejections: np.ndarray,
-                    rejected: np.ndarray) -> np.ndarray:
-    """The values the candidate shuffles drew, per instance in draw order (bounds candidates .. 2)."""
-    spans = candidates - 1 + rejections
-    words = concat_ranges(first, spans)
-    keep = np.ones(len(words), dtype=bool)
-    owner = np.repeat(np.arange(len(first)), rejections)
-    keep[rejected - first[owner] + offsets_of(spans)[:-1][owner]] = False
-    accepted = words[keep]
-    draws = candidates - 1
-    bound = np.repeat(candidates, draws) - (np.arange(len(accepted)) - np.repeat(offsets_of(draws)[:-1], draws))
-    bits = np.frexp(bound.astype(np.float64))[1]  # n.bit_length() for n >= 1
-    return (window.words[accepted] >> (32 - bits).astype(np.uint32)).astype(np.int64)
-
-
-def _shuffled_prefix(draws: np.ndarray, candidates: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The first counts[i] entries of `random.shuffle(list(range(candidates[i])))` given its draws, for all
-    instances: Fisher-Yates in lockstep, the instances sorted by size so that each step works on a prefix."""
-    by_size = np.argsort(-candidates, kind="stable")
-    sizes = candidates[by_size]
-    width = int(sizes[0])
-    draws_at = offsets_of(candidates - 1)[:-1][by_size]  # where each sorted instance's draws begin
-    table = np.tile(np.arange(width, dtype=np.int32), len(sizes))
-    row = np.arange(len(sizes), dtype=np.int64) * width
-    active = np.searchsorted(-sizes, -np.arange(2, width + 1), side="right")  # instances with size >= s + 2
-    for step in range(width - 1):
-        rows = int(active[step])
-        i = row[:rows] + sizes[:rows] - 1 - step
-        j = row[:rows] + draws[draws_at[:rows] + step]
-        table[i], table[j] = table[j], table[i]
-    prefix = np.arange(counts.max(initial=0))[None, :] < counts[by_size][:, None]
-    picked = table.reshape(len(sizes), width)[:, :prefix.shape[1]][prefix]
-    # Back to the instances' own order.
-    return picked[np.argsort(np.repeat(by_size, counts[by_size]), kind="stable")].astype(np.int64)
 
 
 def build_samples(tokens: np.ndarray, instances: ExactInstances, rows: np.ndarray, special: SpecialIds,

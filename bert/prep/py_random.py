@@ -39,6 +39,7 @@ class WordWindow:
         self.words = np.zeros(0, dtype=np.uint32)
         self.scalar = array("I")  # the words, for word-by-word walks
         self.top = array("H")  # each word's top `top_bits` bits: enough for any _randbelow(n < 2**top_bits)
+        self.top16 = np.zeros(0, dtype=np.uint16)  # the same as an array
 
     @property
     def end(self) -> int:
@@ -50,9 +51,11 @@ class WordWindow:
             return
         count = max(GENERATE, end - self.end)
         fresh = self._bits.random_raw(count).astype(np.uint32)
+        top = (fresh >> (32 - self.top_bits)).astype(np.uint16)
         self.words = np.concatenate([self.words, fresh])
+        self.top16 = np.concatenate([self.top16, top])
         self.scalar.frombytes(fresh.tobytes())
-        self.top.frombytes((fresh >> (32 - self.top_bits)).astype(np.uint16).tobytes())
+        self.top.frombytes(top.tobytes())
 
     def drop_before(self, position: int) -> None:
         """Forgets the words before stream position `position`."""
@@ -60,6 +63,7 @@ class WordWindow:
         if cut <= 0:
             return
         self.words = self.words[cut:].copy()
+        self.top16 = self.top16[cut:].copy()
         del self.scalar[:cut]
         del self.top[:cut]
         self.base = position

@@ -124,3 +124,24 @@ def test_the_word_stream_replays_python_random_call_for_call():
             assert cursor.shuffled(len(order)).tolist() == order
         else:
             assert cursor.randbelow(30522) == reference.randrange(30522)
+
+
+def test_the_compiled_walks_equal_the_python_ones():
+    from bert.prep.py_random import below_limits
+    from bert.prep.replay_kernel import CompiledWalks, compiled_library, mask_draws_python, shuffle_prefix_python
+
+    library = compiled_library()
+    if library is None:
+        pytest.skip("no C compiler: the Python walks are the ones in use")
+    window, limits = WordWindow(7), below_limits(509, 16)
+    window.ensure(300_000)
+    walks, q, rng = CompiledWalks(library, 509, limits), 0, random.Random(3)
+    for _ in range(300):
+        candidates = rng.choice([2, 3, 64, 255, 256, 257, 509, rng.randint(2, 509)])
+        keep, vocab = min(candidates, rng.randint(1, 76)), rng.choice([5, 8000, 30522, 32768])
+        assert walks.shuffle_prefix(window, q, candidates, keep) == shuffle_prefix_python(window, q, limits,
+                                                                                          candidates, keep)
+        assert walks.mask_draws(window, q, keep, 4, vocab) == mask_draws_python(window, q, keep, 4, vocab)
+        q = walks.mask_draws(window, q, keep, 4, vocab)[0]
+    with pytest.raises(IndexError):
+        walks.shuffle_prefix(window, len(window.words) - 100, 509, 76)

@@ -1,0 +1,134 @@
+"""The two walks of the exact replay that must read the word stream word by word, because rejection sampling
+makes how many words they take depend on the words: the candidate shuffle and the masking draws.
+
+The Python functions below define them. `replay_kernel.c` does the same; when a C compiler (`cc`) is there it
+is compiled once into the user's cache (~/.cache/mlperf-bert, or $XDG_CACHE_HOME) and used through ctypes,
+which makes these walks about fifty times faster; without a compiler, or with MLPERF_BERT_PURE_PYTHON=1, the
+Python functions run. Tests run both on the same stream and compare them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from bert.prep.py_random import WordWindow, random_cut
+
+KEEP = -1  # replacement code: the masked position keeps its word
+_SOURCE = Path(__file__).with_name("replay_kernel.c")
+_CUT_08, _CUT_05 = random_cut(0.8), random_cut(0.5)
+
+
+def shuffle_prefix_python(window: WordWindow, q: int, limits: list[int], candidates: int, keep: int
+                          ) -> tuple[int, list[int]]:
+    """`random.shuffle(list(range(candidates)))` from window position q: (the position after it, the first
+    `keep` entries). `limits[n]` is the bound below which a word's top 16 bits are accepted by
+    `_randbelow(n)` (py_random.below_limits)."""
+    top, order = window.top, list(range(candidates))
+    for n in range(candidates, 1, -1):
+        limit = limits[n]
+        while top[q] >= limit:
+            q += 1
+        j = top[q] >> (16 - n.bit_length())
+        q += 1
+        order[n - 1], order[j] = order[j], order[n - 1]
+    return q, order[:keep]
+
+
+def mask_draws_python(window: WordWindow, q: int, count: int, mask_id: int, vocab_size: int) -> tuple[int, list[int]]:
+    """The draws of `count` masked positions from window position q: (the position after them, per position
+    mask_id, KEEP or the random word)."""
+    words, out = window.scalar, []
+    (lo8, hi8), (lo5, hi5) = _CUT_08, _CUT_05
+    shift = 32 - vocab_size.bit_length()
+    for _ in range(count):
+        w = words[q]
+        if w < lo8 or (w < hi8 and _random_at(words, q) < 0.8):
+            out.append(mask_id)
+            q += 2
+            continue
+        w = words[q + 2]
+        if w < lo5 or (w < hi5 and _random_at(words, q + 2) < 0.5):
+            out.append(KEEP)
+            q += 4
+            continue
+        q += 4
+        word = words[q] >> shift
+        while word >= vocab_size:
+            q += 1
+            word = words[q] >> shift
+        out.append(word)
+        q += 1
+    return q, out
+
+
+def _random_at(words, q: int) -> float:
+    return ((words[q] >> 5) * 67108864.0 + (words[q + 1] >> 6)) * (1.0 / 9007199254740992.0)
+
+
+class CompiledWalks:
+    """The C walks, on one window; the same results as the Python functions, IndexError past the window."""
+
+    def __init__(self, library: ctypes.CDLL, max_candidates: int, limits: list[int]):
+        self._shuffle, self._mask = library.shuffle_prefix, library.mask_draws
+        limits_array = np.array(limits, dtype=np.uint16)
+        shifts = np.array([0] + [16 - n.bit_length() for n in range(1, len(limits))], dtype=np.int32)
+        self._order = np.zeros(max(max_candidates, 1), dtype=np.int32)
+        self._out = np.zeros(max(max_candidates, 1), dtype=np.int32)
+        self._keep = (limits_array, shifts)  # the buffers behind the pointers below
+        self._fixed = [a.ctypes.data for a in (limits_array, shifts, self._order, self._out)]
+        self._window: tuple = ()  # (words array, top16 array, their pointers): they move when the window does
+
+    def _pointers(self, window: WordWindow) -> tuple[int, int]:
+        if not self._window or self._window[0] is not window.words or self._window[1] is not window.top16:
+            self._window = (window.words, window.top16, window.words.ctypes.data, window.top16.ctypes.data)
+        return self._window[2], self._window[3]
+
+    def shuffle_prefix(self, window: WordWindow, q: int, candidates: int, keep: int) -> tuple[int, list[int]]:
+        _, top = self._pointers(window)
+        limits, shifts, order, out = self._fixed
+        end = self._shuffle(top, q, len(window.top16), limits, shifts, candidates, keep, order, out)
+        if end < 0:
+            raise IndexError("the shuffle runs past the window")
+        return end, self._out[:keep].tolist()
+
+    def mask_draws(self, window: WordWindow, q: int, count: int, mask_id: int, vocab_size: int
+                   ) -> tuple[int, list[int]]:
+        words, _ = self._pointers(window)
+        end = self._mask(words, q, len(window.words), count, mask_id, KEEP, vocab_size, self._fixed[3])
+        if end < 0:
+            raise IndexError("the masking draws run past the window")
+        return end, self._out[:count].tolist()
+
+
+def compiled_library() -> ctypes.CDLL | None:
+    """The compiled walks, built on first use; None without a C compiler or with MLPERF_BERT_PURE_PYTHON=1."""
+    if os.environ.get("MLPERF_BERT_PURE_PYTHON") == "1" or shutil.which("cc") is None:
+        return None
+    source = _SOURCE.read_bytes()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mlperf-bert"
+    library = cache / f"replay_kernel-{hashlib.sha256(source).hexdigest()[:16]}.so"
+    if not library.is_file():
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=cache) as tmp:
+                built = Path(tmp) / library.name
+                subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(built), str(_SOURCE)], check=True,
+                               capture_output=True, timeout=120)
+                os.replace(built, library)
+        except (OSError, subprocess.SubprocessError):
+            return None
+    lib = ctypes.CDLL(str(library))
+    long, ptr = ctypes.c_long, ctypes.c_void_p
+    lib.shuffle_prefix.argtypes = [ptr, long, long, ptr, ptr, long, long, ptr, ptr]
+    lib.shuffle_prefix.restype = long
+    lib.mask_draws.argtypes = [ptr, long, long, long, ctypes.c_int32, ctypes.c_int32, ctypes.c_uint32, ptr]
+    lib.mask_draws.restype = long
+    return lib

@@ -1,6 +1,7 @@
 """The data pipeline against the reference `create_pretraining_data.py`, side by side on the same text:
 whether `data prepare` makes exactly the reference's samples, and how fast per core (exact, and the fast
-sampler), then reshard throughput and memory.
+sampler; the default fixed-length form, whose gzip costs about as much as making the samples, and the
+variable-length form), then reshard throughput and memory.
 
     python benchmarks/data_pipeline.py --reference DIR [--wiki FILE... | --text FILE] [--megabytes 2] [--work DIR]
 
@@ -139,16 +140,20 @@ def measure(args: argparse.Namespace, work: Path) -> list[str]:
     ref_cpu, ref_wall = run_reference(script_dir, part, vocab, records, 512, 76, 10)
     _run(["import", "--input", str(records), "--out", str(work / "imported"), "--overwrite"])
     exact = _prepare(part, vocab, work / "exact")
+    exact_varlen = _prepare(part, vocab, work / "exact_varlen", "--format", "varlen")
     fast = _prepare(part, vocab, work / "fast", "--fast")
     match = _same_samples(work / "imported" / "part.hdf5", work / "exact" / "part.hdf5")
     samples = exact[0]
     reference_rate, exact_rate, fast_rate = samples / ref_cpu, samples / exact[1], fast[0] / fast[1]
+    varlen_rate = exact_varlen[0] / exact_varlen[1]
     lines = [
         f"text: {part.stat().st_size / 1e6:.2f} MB of {what}; vocab 8000 pieces learnt from it",
         f"reference create_pretraining_data.py ({script_dir.name}), 1 process: {samples:,} samples in {ref_cpu:.2f} s "
         f"of CPU ({ref_wall:.2f} s wall) = {reference_rate:,.0f} samples/s per core",
         f"ours exact (data prepare), 1 worker: {exact[0]:,} samples in {exact[1]:.2f} s of CPU ({exact[2]:.2f} s wall "
         f"with start-up) = {exact_rate:,.0f} samples/s per core, peak worker RSS {exact[3]:,.0f} MiB",
+        f"ours exact, variable-length form (--format varlen: no gzip), 1 worker: {exact_varlen[0]:,} samples in "
+        f"{exact_varlen[1]:.2f} s of CPU = {varlen_rate:,.0f} samples/s per core",
         f"ours fast (data prepare --fast), 1 worker: {fast[0]:,} samples in {fast[1]:.2f} s of CPU = "
         f"{fast_rate:,.0f} samples/s per core, peak worker RSS {fast[3]:,.0f} MiB",
         f"every array of every sample equal to the reference's: {match}",
@@ -169,18 +174,21 @@ def measure(args: argparse.Namespace, work: Path) -> list[str]:
         f"reshard 2x, 1 worker: {2 * samples:,} samples -> 8 shards in {double_s:.1f} s wall, peak RSS "
         f"{double_peak:,.0f} MiB (same shard sizes; memory ratio 2x/1x {double_peak / single_peak:.2f})",
         f"exact_match={str(match).lower()} exact_ratio_to_reference={exact_rate / reference_rate:.2f} "
+        f"exact_varlen_ratio_to_reference={varlen_rate / reference_rate:.2f} "
         f"fast_ratio_to_reference={fast_rate / reference_rate:.2f}",
     ]
     return lines
 
 
 def _versions() -> str:
-    import h5py
-    import numpy
-    import tensorflow
+    from importlib.metadata import PackageNotFoundError, version
 
-    return (f", python {platform.python_version()}, tensorflow {tensorflow.__version__} (the reference's), "
-            f"h5py {h5py.__version__}, numpy {numpy.__version__}")
+    try:
+        tensorflow = version("tensorflow-cpu")
+    except PackageNotFoundError:
+        tensorflow = version("tensorflow")
+    return (f", python {platform.python_version()}, tensorflow {tensorflow} (the reference's), "
+            f"h5py {version('h5py')}, numpy {version('numpy')}")
 
 
 def main() -> None:

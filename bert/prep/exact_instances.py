@@ -59,19 +59,20 @@ def create_instances(documents: Documents, spec: SampleSpec, special: SpecialIds
     if spec.max_seq_length - 3 >= (1 << TOP_BITS):
         raise ValueError(f"max_seq_length {spec.max_seq_length} is too long for the exact replay "
                          f"(at most {(1 << TOP_BITS) + 2})")
-    replay = _Replay(documents, spec, special, WordWindow(seed, TOP_BITS))
+    replay = _Replay(documents, spec, special, seed)
     return replay.run(dupe_factor, report or (lambda share: None))
 
 
 class _Replay:
-    def __init__(self, documents: Documents, spec: SampleSpec, special: SpecialIds, window: WordWindow):
+    def __init__(self, documents: Documents, spec: SampleSpec, special: SpecialIds, seed: int):
         self.sent = documents.sentence_offsets.tolist()
         self.docs = documents.document_offsets.tolist()
-        self.spec, self.special, self.window = spec, special, window
+        self.spec, self.special = spec, special
         self.max_tokens = spec.max_seq_length - 3
         self.limits = below_limits(self.max_tokens, TOP_BITS)
         library = compiled_library()
         self.walks = CompiledWalks(library, self.max_tokens, self.limits) if library else None
+        self.window = WordWindow(seed, TOP_BITS, scalar_top=self.walks is None)
         self.pos = 0  # pass 1's place in the window
         self.records = _Records()
         self.blocks: list[tuple[np.ndarray, ...]] = []
@@ -209,7 +210,7 @@ def _pass_two(r: _Records, window: WordWindow, max_tokens: int) -> tuple[np.ndar
     owner = np.repeat(np.arange(len(counts)), counts)
     positions = np.where(chosen < a_len[owner], chosen + 1, chosen + 2)
     replacements = np.array(r.replacements, dtype=np.int32)
-    order = np.lexsort((positions, owner))  # the reference sorts the masked positions of an instance
+    order = np.argsort(owner * (max_tokens + 3) + positions)  # the reference sorts an instance's positions
     spans = np.stack([a_start, a_len, b_start, b_len], 1)
     return spans, nsp.astype(np.int8), counts, positions[order].astype(np.int32), replacements[order]
 

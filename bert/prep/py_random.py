@@ -29,7 +29,7 @@ RANDOM_HIGH = 67108864.0  # 2**26
 class WordWindow:
     """Words [base, base + len) of the stream of `random.Random(seed)`, extended on demand."""
 
-    def __init__(self, seed: int, top_bits: int = 16):
+    def __init__(self, seed: int, top_bits: int = 16, scalar_top: bool = True):
         key = random.Random(seed).getstate()[1]
         self._bits = np.random.MT19937()
         self._bits.state = {"bit_generator": "MT19937",
@@ -38,8 +38,10 @@ class WordWindow:
         self.base = 0
         self.words = np.zeros(0, dtype=np.uint32)
         self.scalar = array("I")  # the words, for word-by-word walks
-        self.top = array("H")  # each word's top `top_bits` bits: enough for any _randbelow(n < 2**top_bits)
-        self.top16 = np.zeros(0, dtype=np.uint16)  # the same as an array
+        # Each word's top `top_bits` bits, enough for any _randbelow(n < 2**top_bits): as an array, and (with
+        # `scalar_top`) for word-by-word walks in Python.
+        self.top16 = np.zeros(0, dtype=np.uint16)
+        self.top = array("H") if scalar_top else None
 
     @property
     def end(self) -> int:
@@ -55,7 +57,8 @@ class WordWindow:
         self.words = np.concatenate([self.words, fresh])
         self.top16 = np.concatenate([self.top16, top])
         self.scalar.frombytes(fresh.tobytes())
-        self.top.frombytes(top.tobytes())
+        if self.top is not None:
+            self.top.frombytes(top.tobytes())
 
     def drop_before(self, position: int) -> None:
         """Forgets the words before stream position `position`."""
@@ -65,7 +68,8 @@ class WordWindow:
         self.words = self.words[cut:].copy()
         self.top16 = self.top16[cut:].copy()
         del self.scalar[:cut]
-        del self.top[:cut]
+        if self.top is not None:
+            del self.top[:cut]
         self.base = position
 
     def randoms(self, positions: np.ndarray) -> np.ndarray:

@@ -361,19 +361,12 @@ def mlperf(root: Path, out: Path, shards: int, eval_samples: int, workers: int, 
     HDF5 forms and verifies the tree. After an interruption the same command goes on where it stopped."""
     from bert.prep.instances import SampleSpec
     from bert.prep.mlperf_dataset import MlperfOptions, build_mlperf_dataset
-    from bert.prep.verify import summary_lines
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     options = MlperfOptions(SampleSpec(max_seq_length, max_predictions), dupe_factor, shards=shards,
                             eval_samples=eval_samples, workers=workers)
     report = _data_errors(lambda: build_mlperf_dataset(root, out, options, not quiet, click.echo))
-    for line in summary_lines(report):
-        click.echo(line)
-    if report.problems:
-        for line in report.problems:
-            click.echo(line, err=True)
-        raise _DataError(f"{len(report.problems)} problem(s) found; no manifest written")
-    click.echo(f"manifest: {report.manifest}")
+    _print_verification(report)
 
 
 @data.command()
@@ -391,10 +384,17 @@ def verify(directory: Path, vocab_path: Path | None, max_seq_length: int | None,
            workers: int, quiet: bool) -> None:
     """Check every shard below DIRECTORY (keys, shapes, dtypes, token ids, masked positions, segment ids,
     sample counts), print a summary and write DIRECTORY/manifest.json, which training checks at start-up."""
-    from bert.prep.verify import Limits, summary_lines, verify_dataset
+    from bert.prep.verify import Limits, verify_dataset
 
     limits = Limits(max_seq_length, max_predictions)
     report = _data_errors(lambda: verify_dataset(directory, vocab_path, limits, workers, not quiet))
+    _print_verification(report)
+
+
+def _print_verification(report) -> None:
+    """A verification's summary, its problems (then a failing exit) or the manifest it wrote."""
+    from bert.prep.verify import summary_lines
+
     for line in summary_lines(report):
         click.echo(line)
     if report.problems:
@@ -402,7 +402,6 @@ def verify(directory: Path, vocab_path: Path | None, max_seq_length: int | None,
             click.echo(line, err=True)
         raise _DataError(f"{len(report.problems)} problem(s) found; no manifest written")
     click.echo(f"manifest: {report.manifest}")
-
 
 
 COMMANDS = [data]

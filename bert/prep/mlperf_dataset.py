@@ -11,21 +11,24 @@ half-written one (a temporary file) is started afresh.
     DATA/train/part-00000-of-04320.hdf5 ...         fixed-length form
     DATA/train_varlen/part-00000-of-04320.hdf5 ...  variable-length form, the same samples
     DATA/eval.hdf5, DATA/eval_varlen.hdf5            the eval set in both forms
-    DATA/vocab.txt, DATA/manifest.json
+    DATA/vocab.txt, DATA/manifest.json               the manifest that `data verify` writes
+    DATA/provenance.json                              each input and its md5, the flags, the seeds
 """
 
 from __future__ import annotations
 
 import filecmp
+import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from bert.data.manifest import sha256_of
 from bert.data.shards import read_shard, shard_header
 from bert.data.vocab import load_vocab
 from bert.prep.instances import SampleSpec
-from bert.prep.official_inputs import find_inputs, verify_inputs
+from bert.prep.official_inputs import OfficialInputs, find_inputs, read_md5_list, verify_inputs
 from bert.prep.prepare import PrepareOptions, prepare
 from bert.prep.progress import Advance, progress_bar
 from bert.prep.reshard import OutputShape, pick_eval_set, reshard, write_samples
@@ -78,8 +81,24 @@ def build_mlperf_dataset(root: Path, out: Path, options: MlperfOptions = MlperfO
     _varlen_copies(sorted((out / "train").glob("*.hdf5")), out / "train_varlen", shape, len(load_vocab(vocab)),
                    options.workers, show_progress)
     log("6/6 verifying the tree")
+    _write_provenance(out, inputs, options)
     return verify_dataset(out, vocab, Limits(shape.max_seq_length, shape.max_predictions), options.workers,
                           show_progress)
+
+
+def _write_provenance(out: Path, inputs: OfficialInputs, options: MlperfOptions) -> None:
+    """DATA/provenance.json: what the tree was made from (each input's md5 as checked) and how."""
+    table = read_md5_list(inputs.md5_list)
+    record = {"inputs": {p.name: table[p.name] for p in [*inputs.parts, inputs.eval_text]},
+              "vocab_sha256": sha256_of(inputs.vocab), "md5_list": inputs.md5_list.name,
+              "create_pretraining_data": {"do_lower_case": True, "max_seq_length": options.spec.max_seq_length,
+                                          "max_predictions_per_seq": options.spec.max_predictions,
+                                          "masked_lm_prob": options.spec.masked_lm_prob,
+                                          "short_seq_prob": options.spec.short_seq_prob,
+                                          "random_seed": options.seed, "dupe_factor": options.dupe_factor},
+              "eval": {"samples": options.eval_samples, "pick": "int(i * (n / samples))"},
+              "train": {"shards": options.shards, "reshard_seed": options.reshard_seed}}
+    (out / "provenance.json").write_text(json.dumps(record, indent=1) + "\n")
 
 
 def _copy_vocab(vocab: Path, out: Path) -> Path:

@@ -1,4 +1,5 @@
 import hashlib
+import json
 import shutil
 
 import numpy as np
@@ -43,6 +44,9 @@ def test_one_command_makes_the_verified_tree(download, tmp_path):
     assert {f"train/part-{k:05d}-of-00006.hdf5" for k in range(6)} <= listed
     assert {f"train_varlen/part-{k:05d}-of-00006.hdf5" for k in range(6)} <= listed
     assert {"eval.hdf5", "eval_varlen.hdf5", "vocab.txt"} <= listed
+    provenance = json.loads((out / "provenance.json").read_text())
+    assert provenance["inputs"] == read_md5_list(download / MD5_LIST) and len(provenance["inputs"]) == 4
+    assert provenance["create_pretraining_data"]["random_seed"] == 12345
     parts = Samples.concat([read_shard(p) for p in sorted((out / ".work" / "parts").glob("*.hdf5"))])
     train = [read_shard(out / "train" / f"part-{k:05d}-of-00006.hdf5") for k in range(6)]
     assert sum(map(len, train)) == len(parts) and max(map(len, train)) - min(map(len, train)) <= 1

@@ -110,10 +110,10 @@ class _Replay:
             try:
                 self._document(d)
                 return
-            except IndexError:  # the document's draws ran past the window: undo, extend and replay it
+            except IndexError:  # the document's draws ran past the window: undo, extend (doubling) and replay it
                 self.records.undo(mark)
                 self.pos = start
-                self.window.ensure(self.window.end + MARGIN)
+                self.window.ensure(self.window.end + max(MARGIN, len(self.window.words) - start))
 
     def _document(self, d: int) -> None:
         sent, docs, cursor = self.sent, self.docs, Cursor(self.window, self.pos)

@@ -2,9 +2,9 @@
 makes how many words they take depend on the words: the candidate shuffle and the masking draws.
 
 The Python functions below define them. `replay_kernel.c` does the same; when a C compiler (`cc`) is there it
-is compiled once into the user's cache (~/.cache/mlperf-bert, or $XDG_CACHE_HOME) and used through ctypes,
-which makes these walks about fifty times faster; without a compiler, or with MLPERF_BERT_PURE_PYTHON=1, the
-Python functions run. Tests run both on the same stream and compare them.
+is compiled once into the user's cache (~/.cache/mlperf-bert) and used through ctypes, which makes these
+walks many times faster; without a compiler the Python functions run. Tests run both on the same stream and
+compare them.
 """
 
 from __future__ import annotations
@@ -109,11 +109,11 @@ class CompiledWalks:
 
 
 def compiled_library() -> ctypes.CDLL | None:
-    """The compiled walks, built on first use; None without a C compiler or with MLPERF_BERT_PURE_PYTHON=1."""
-    if os.environ.get("MLPERF_BERT_PURE_PYTHON") == "1" or shutil.which("cc") is None:
+    """The compiled walks, built on first use; None without a C compiler (or where it cannot build them)."""
+    if shutil.which("cc") is None:
         return None
     source = _SOURCE.read_bytes()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mlperf-bert"
+    cache = Path.home() / ".cache" / "mlperf-bert"
     library = cache / f"replay_kernel-{hashlib.sha256(source).hexdigest()[:16]}.so"
     if not library.is_file():
         try:

@@ -35,6 +35,28 @@ def test_exact_prepare_writes_the_reference_samples_in_the_reference_order(tmp_p
     assert len(arrays["input_ids"]) > 20
 
 
+def test_the_python_walks_make_the_reference_samples_too(tmp_path, monkeypatch):
+    import bert.prep.exact_instances
+
+    monkeypatch.setattr(bert.prep.exact_instances, "compiled_library", lambda: None)  # as without a compiler
+    _, arrays = read_arrays(_prepared(tmp_path, "sample_text_128"))
+    assert all(np.array_equal(arrays[k].reshape(REFERENCE[f"sample_text_128/{k}"].shape),
+                              REFERENCE[f"sample_text_128/{k}"]) for k in FIXED_KEYS)
+
+
+def test_draws_that_run_past_the_stream_window_are_replayed_exactly(tmp_path, monkeypatch):
+    import bert.prep.exact_instances
+    import bert.prep.py_random
+
+    # A window of a few hundred words: documents and the final shuffle run past it and are replayed.
+    monkeypatch.setattr(bert.prep.py_random, "GENERATE", 300)
+    monkeypatch.setattr(bert.prep.exact_instances, "MARGIN", 200)
+    monkeypatch.setattr(bert.prep.exact_instances, "BLOCK", 7)
+    _, arrays = read_arrays(_prepared(tmp_path, "sample_text_512"))
+    assert all(np.array_equal(arrays[k].reshape(REFERENCE[f"sample_text_512/{k}"].shape),
+                              REFERENCE[f"sample_text_512/{k}"]) for k in FIXED_KEYS)
+
+
 def test_the_fast_sampler_is_another_dataset(tmp_path):
     _, arrays = read_arrays(_prepared(tmp_path, "sample_text_128", exact=False))
     assert not np.array_equal(arrays["masked_lm_positions"], REFERENCE["sample_text_128/masked_lm_positions"])

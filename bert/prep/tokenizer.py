@@ -84,7 +84,8 @@ class _Splitting:
 
     def _compile(self) -> re.Pattern:
         group = "".join(re.escape(c) for c in sorted(self.punctuation))
-        return re.compile(rf"[^\s{group}]+|[{group}]")  # \s: the whitespace of str.split
+        # A newline ends a sentence (sentences are split together); \s is the whitespace of str.split.
+        return re.compile(rf"\n|[^\s{group}]+|[{group}]")
 
     def learn(self, text: str) -> None:
         fresh = set(text) - self.seen
@@ -115,7 +116,7 @@ class WordPieceTokenizer:
         self.vocab = vocab
         self._ids = vocab.ids
         self._unk = vocab.id_of("[UNK]")
-        self._pieces: dict[str, list[int]] = {}
+        self._pieces: dict[str, list[int]] = {"\n": []}  # a sentence's end has no pieces
         self._cleaning, self._splitting = _Cleaning(), _Splitting()
 
     def word_pieces(self, word: str) -> list[int]:
@@ -140,32 +141,27 @@ class WordPieceTokenizer:
                 return [self._unk]
         return pieces
 
-    def words(self, sentences: list[str]) -> list[list[str]]:
-        """The reference BasicTokenizer's words of each sentence. A sentence of printable ASCII needs only
-        lowercasing; any other is cleaned, lowercased, decomposed (NFD) and stripped of nonspacing marks as a
-        whole: lowercasing and NFD stop at whitespace (neither cased nor case-ignorable, and a starter), so
-        this equals doing them word by word as the reference does."""
-        cleaning, splitting, out = self._cleaning, self._splitting, []
-        for sentence in sentences:
-            if sentence.isascii() and sentence.isprintable():
-                out.append(splitting.pattern.findall(sentence.lower()))
-                continue
-            cleaning.learn(sentence)
-            folded = unicodedata.normalize("NFD", sentence.translate(cleaning).lower())
-            splitting.learn(folded)
-            out.append(splitting.pattern.findall(folded.translate(splitting.marks)))
-        return out
+    def folded(self, sentence: str) -> str:
+        """The sentence as the reference's BasicTokenizer sees it before splitting it into words. A sentence of
+        printable ASCII needs only lowercasing; any other is cleaned, lowercased, decomposed (NFD) and stripped
+        of nonspacing marks as a whole: lowercasing and NFD stop at whitespace (neither cased nor
+        case-ignorable, and a starter), so this equals doing them word by word as the reference does."""
+        if sentence.isascii() and sentence.isprintable():
+            return sentence.lower()
+        self._cleaning.learn(sentence)
+        folded = unicodedata.normalize("NFD", sentence.translate(self._cleaning).lower())
+        self._splitting.learn(folded)
+        return folded.translate(self._splitting.marks)
 
     def encode(self, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(all ids concatenated as int32, the number of ids of each sentence); a sentence without a word
-        has none."""
-        per_sentence = self.words(sentences)
-        words = list(itertools.chain.from_iterable(per_sentence))
+        has none. The folded sentences are split into words in one pass, each ending with a newline."""
+        text = "".join(self.folded(s) + "\n" for s in sentences)
+        words = self._splitting.pattern.findall(text)
         for word in set(words) - self._pieces.keys():
             self.word_pieces(word)
         pieces = list(map(self._pieces.__getitem__, words))
         counts = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
         ids = np.fromiter(itertools.chain.from_iterable(pieces), dtype=np.int32, count=int(counts.sum()))
-        word_counts = np.fromiter(map(len, per_sentence), dtype=np.int64, count=len(per_sentence))
-        ends = np.cumsum(np.concatenate([[0], counts]))[np.cumsum(word_counts)]
-        return ids, np.diff(ends, prepend=0)
+        breaks = np.flatnonzero(np.fromiter(map("\n".__eq__, words), dtype=bool, count=len(words)))
+        return ids, np.diff(np.cumsum(counts)[breaks], prepend=0)

@@ -29,9 +29,9 @@ import numpy as np
 from bert.data.shards import Samples, concat_ranges
 from bert.prep.instances import Documents, SampleSpec, SpecialIds, assemble_pairs, offsets_of
 from bert.prep.py_random import Cursor, WordWindow, below_limits
-from bert.prep.replay_kernel import KEEP, CompiledWalks, compiled_library, mask_draws_python, shuffle_prefix_python
+from bert.prep.replay_kernel import KEEP, CompiledWalks, compiled_library, instance_draws_python
 
-BLOCK = 4096  # instances per pass 2
+BLOCK = 1024  # instances per pass 2 (the stream window holds about this many instances' words)
 MARGIN = 1 << 16  # stream words kept ahead of pass 1 (a document that runs past them is replayed)
 TOP_BITS = 16  # the candidate shuffle reads this many top bits of each word: sequences below 65,539 tokens
 
@@ -160,11 +160,10 @@ class _Replay:
         count = min(to_mask, candidates)
         mask_id, vocab_size = self.special.mask, self.special.vocab_size
         if self.walks is not None:
-            q, chosen = self.walks.shuffle_prefix(self.window, q, candidates, count)
-            q, shown = self.walks.mask_draws(self.window, q, count, mask_id, vocab_size)
+            q, chosen, shown = self.walks.instance_draws(self.window, q, candidates, count, mask_id, vocab_size)
         else:
-            q, chosen = shuffle_prefix_python(self.window, q, self.limits, candidates, count)
-            q, shown = mask_draws_python(self.window, q, count, mask_id, vocab_size)
+            q, chosen, shown = instance_draws_python(self.window, q, self.limits, candidates, count, mask_id,
+                                                     vocab_size)
         r.chosen += chosen
         r.replacements += shown
         r.masked.append(len(r.replacements))

@@ -1,11 +1,11 @@
-/* The two word-by-word walks of the exact replay (see replay_kernel.py, whose Python functions of the same
- * names are the readable definition): compiled on first use when a C compiler is there. */
+/* The word-by-word walks of the exact replay (see replay_kernel.py, whose Python functions of the same names,
+ * ending in _python, are the readable definition): compiled on first use when a C compiler is there. */
 #include <stdint.h>
 
 /* random.shuffle(list(range(candidates))): _randbelow(n) for n = candidates .. 2, each reading the top 16 bits
  * of words from q until they fall below limits[n]; swaps as Fisher-Yates does and copies the first `keep`
  * entries to `chosen`. Returns the position after the walk, or -1 when it would read past `end`. */
-long shuffle_prefix(const uint16_t *top, long q, long end, const uint16_t *limits, const int32_t *shifts,
+static long shuffle_prefix(const uint16_t *top, long q, long end, const uint16_t *limits, const int32_t *shifts,
                     long candidates, long keep, int32_t *order, int32_t *chosen) {
     for (long i = 0; i < candidates; i++) order[i] = (int32_t)i;
     for (long n = candidates; n >= 2; n--) {
@@ -27,7 +27,7 @@ static double random_at(const uint32_t *words, long q) {
 
 /* The masking draws: per position random() < 0.8 gives [MASK], else random() < 0.5 keeps the word (KEEP),
  * else _randbelow(vocab_size) is the word written. Returns the position after them, or -1 past `end`. */
-long mask_draws(const uint32_t *words, long q, long end, long count, int32_t mask_id, int32_t keep_code,
+static long mask_draws(const uint32_t *words, long q, long end, long count, int32_t mask_id, int32_t keep_code,
                 uint32_t vocab_size, int32_t *out) {
     int shift = 32;
     for (uint32_t v = vocab_size; v; v >>= 1) shift--;
@@ -49,4 +49,12 @@ long mask_draws(const uint32_t *words, long q, long end, long count, int32_t mas
         out[k] = (int32_t)(words[q++] >> shift);
     }
     return q;
+}
+
+/* One instance's walks: the candidate shuffle, then the masking draws of its first `keep` candidates. */
+long instance_draws(const uint16_t *top, const uint32_t *words, long q, long end, const uint16_t *limits,
+                    const int32_t *shifts, long candidates, long keep, int32_t mask_id, int32_t keep_code,
+                    uint32_t vocab_size, int32_t *order, int32_t *chosen, int32_t *shown) {
+    q = shuffle_prefix(top, q, end, limits, shifts, candidates, keep, order, chosen);
+    return q < 0 ? q : mask_draws(words, q, end, keep, mask_id, keep_code, vocab_size, shown);
 }

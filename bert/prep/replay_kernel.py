@@ -1,5 +1,5 @@
 """The two walks of the exact replay that must read the word stream word by word, because rejection sampling
-makes how many words they take depend on the words: the candidate shuffle and the masking draws.
+makes how many words they take depend on the words: an instance's candidate shuffle and its masking draws.
 
 The Python functions below define them. `replay_kernel.c` does the same; when a C compiler (`cc`) is there it
 is compiled once into the user's cache (~/.cache/mlperf-bert) and used through ctypes, which makes these
@@ -73,39 +73,38 @@ def _random_at(words, q: int) -> float:
     return ((words[q] >> 5) * 67108864.0 + (words[q + 1] >> 6)) * (1.0 / 9007199254740992.0)
 
 
+def instance_draws_python(window: WordWindow, q: int, limits: list[int], candidates: int, keep: int, mask_id: int,
+                          vocab_size: int) -> tuple[int, list[int], list[int]]:
+    """One instance's walks: (the position after them, the first `keep` candidates of the shuffle, what each
+    of them shows)."""
+    q, chosen = shuffle_prefix_python(window, q, limits, candidates, keep)
+    q, shown = mask_draws_python(window, q, keep, mask_id, vocab_size)
+    return q, chosen, shown
+
+
 class CompiledWalks:
     """The C walks, on one window; the same results as the Python functions, IndexError past the window."""
 
     def __init__(self, library: ctypes.CDLL, max_candidates: int, limits: list[int]):
-        self._shuffle, self._mask = library.shuffle_prefix, library.mask_draws
+        self._draws = library.instance_draws
         limits_array = np.array(limits, dtype=np.uint16)
         shifts = np.array([0] + [16 - n.bit_length() for n in range(1, len(limits))], dtype=np.int32)
-        self._order = np.zeros(max(max_candidates, 1), dtype=np.int32)
-        self._out = np.zeros(max(max_candidates, 1), dtype=np.int32)
+        size = max(max_candidates, 1)
+        self._order, self._chosen, self._shown = (np.zeros(size, dtype=np.int32) for _ in range(3))
         self._keep = (limits_array, shifts)  # the buffers behind the pointers below
-        self._fixed = [a.ctypes.data for a in (limits_array, shifts, self._order, self._out)]
+        self._fixed = [a.ctypes.data for a in (limits_array, shifts, self._order, self._chosen, self._shown)]
         self._window: tuple = ()  # (words array, top16 array, their pointers): they move when the window does
 
-    def _pointers(self, window: WordWindow) -> tuple[int, int]:
+    def instance_draws(self, window: WordWindow, q: int, candidates: int, keep: int, mask_id: int, vocab_size: int
+                       ) -> tuple[int, list[int], list[int]]:
         if not self._window or self._window[0] is not window.words or self._window[1] is not window.top16:
             self._window = (window.words, window.top16, window.words.ctypes.data, window.top16.ctypes.data)
-        return self._window[2], self._window[3]
-
-    def shuffle_prefix(self, window: WordWindow, q: int, candidates: int, keep: int) -> tuple[int, list[int]]:
-        _, top = self._pointers(window)
-        limits, shifts, order, out = self._fixed
-        end = self._shuffle(top, q, len(window.top16), limits, shifts, candidates, keep, order, out)
+        limits, shifts, order, chosen, shown = self._fixed
+        end = self._draws(self._window[3], self._window[2], q, len(window.words), limits, shifts, candidates, keep,
+                          mask_id, KEEP, vocab_size, order, chosen, shown)
         if end < 0:
-            raise IndexError("the shuffle runs past the window")
-        return end, self._out[:keep].tolist()
-
-    def mask_draws(self, window: WordWindow, q: int, count: int, mask_id: int, vocab_size: int
-                   ) -> tuple[int, list[int]]:
-        words, _ = self._pointers(window)
-        end = self._mask(words, q, len(window.words), count, mask_id, KEEP, vocab_size, self._fixed[3])
-        if end < 0:
-            raise IndexError("the masking draws run past the window")
-        return end, self._out[:count].tolist()
+            raise IndexError("the draws run past the window")
+        return end, self._chosen[:keep].tolist(), self._shown[:keep].tolist()
 
 
 def compiled_library() -> ctypes.CDLL | None:
@@ -126,9 +125,7 @@ def compiled_library() -> ctypes.CDLL | None:
         except (OSError, subprocess.SubprocessError):
             return None
     lib = ctypes.CDLL(str(library))
-    long, ptr = ctypes.c_long, ctypes.c_void_p
-    lib.shuffle_prefix.argtypes = [ptr, long, long, ptr, ptr, long, long, ptr, ptr]
-    lib.shuffle_prefix.restype = long
-    lib.mask_draws.argtypes = [ptr, long, long, long, ctypes.c_int32, ctypes.c_int32, ctypes.c_uint32, ptr]
-    lib.mask_draws.restype = long
+    long, ptr, i32 = ctypes.c_long, ctypes.c_void_p, ctypes.c_int32
+    lib.instance_draws.argtypes = [ptr, ptr, long, long, ptr, ptr, long, long, i32, i32, ctypes.c_uint32, ptr, ptr, ptr]
+    lib.instance_draws.restype = long
     return lib

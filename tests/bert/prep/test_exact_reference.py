@@ -150,7 +150,7 @@ def test_the_word_stream_replays_python_random_call_for_call():
 
 def test_the_compiled_walks_equal_the_python_ones():
     from bert.prep.py_random import below_limits
-    from bert.prep.replay_kernel import CompiledWalks, compiled_library, mask_draws_python, shuffle_prefix_python
+    from bert.prep.replay_kernel import CompiledWalks, compiled_library, instance_draws_python
 
     library = compiled_library()
     if library is None:
@@ -161,9 +161,8 @@ def test_the_compiled_walks_equal_the_python_ones():
     for _ in range(300):
         candidates = rng.choice([2, 3, 64, 255, 256, 257, 509, rng.randint(2, 509)])
         keep, vocab = min(candidates, rng.randint(1, 76)), rng.choice([5, 8000, 30522, 32768])
-        assert walks.shuffle_prefix(window, q, candidates, keep) == shuffle_prefix_python(window, q, limits,
-                                                                                          candidates, keep)
-        assert walks.mask_draws(window, q, keep, 4, vocab) == mask_draws_python(window, q, keep, 4, vocab)
-        q = walks.mask_draws(window, q, keep, 4, vocab)[0]
+        compiled = walks.instance_draws(window, q, candidates, keep, 4, vocab)
+        assert compiled == instance_draws_python(window, q, limits, candidates, keep, 4, vocab)
+        q = compiled[0]
     with pytest.raises(IndexError):
-        walks.shuffle_prefix(window, len(window.words) - 100, 509, 76)
+        walks.instance_draws(window, len(window.words) - 100, 509, 76, 4, 30522)

@@ -108,23 +108,24 @@ class CompiledWalks:
 
 
 def compiled_library() -> ctypes.CDLL | None:
-    """The compiled walks, built on first use; None without a C compiler (or where it cannot build them)."""
+    """The compiled walks, built on first use; None without a C compiler, or where they cannot be built or
+    loaded (no home folder, a read-only or noexec cache)."""
     if shutil.which("cc") is None:
         return None
     source = _SOURCE.read_bytes()
-    cache = Path.home() / ".cache" / "mlperf-bert"
-    library = cache / f"replay_kernel-{hashlib.sha256(source).hexdigest()[:16]}.so"
-    if not library.is_file():
-        try:
+    try:
+        cache = Path.home() / ".cache" / "mlperf-bert"
+        library = cache / f"replay_kernel-{hashlib.sha256(source).hexdigest()[:16]}.so"
+        if not library.is_file():
             cache.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=cache) as tmp:
                 built = Path(tmp) / library.name
                 subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(built), str(_SOURCE)], check=True,
                                capture_output=True, timeout=120)
                 os.replace(built, library)
-        except (OSError, subprocess.SubprocessError):
-            return None
-    lib = ctypes.CDLL(str(library))
+        lib = ctypes.CDLL(str(library))
+    except (OSError, RuntimeError, subprocess.SubprocessError):
+        return None
     long, ptr, i32 = ctypes.c_long, ctypes.c_void_p, ctypes.c_int32
     lib.instance_draws.argtypes = [ptr, ptr, long, long, ptr, ptr, long, long, i32, i32, ctypes.c_uint32, ptr, ptr, ptr]
     lib.instance_draws.restype = long

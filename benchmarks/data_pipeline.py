@@ -1,16 +1,21 @@
-"""The data pipeline against the reference `create_pretraining_data.py`: prepare samples/s per core and on all
-cores, peak memory per worker, reshard throughput and peak memory (at one and at two times the data).
+"""The data pipeline against the reference `create_pretraining_data.py`, side by side on the same text:
+whether `data prepare` makes exactly the reference's samples, and how fast per core (exact, and the fast
+sampler; the default fixed-length form, whose gzip costs about as much as making the samples, and the
+variable-length form), then reshard throughput and memory.
 
-    python benchmarks/data_pipeline.py [--megabytes 54] [--parts 2] [--workers N] [--work DIR]
+    python benchmarks/data_pipeline.py --reference DIR [--wiki FILE... | --text FILE] [--megabytes 2] [--work DIR]
 
-It writes a synthetic text corpus (`mlperf-bert data synth-text`; the default is two 27 MB parts, the size of
-an MLPerf Wikipedia part), learns an 8,000-piece vocabulary from it, prepares it as the MLPerf runs do
-(sequence 512, 76 predictions, dupe factor 10, seed 12345) with one worker and with all workers, then
-reshards the result. Every step runs as its own `mlperf-bert data` process; its peak memory is read from
-the kernel when it exits (wait4), and prepare also reports the peak of its workers. The reference figure is
-quoted from the issue: the TensorFlow script, one process, about 525 samples/s on one core of this kind of
-machine (sequence 512, dupe factor 10, an 8,000-piece vocabulary, 2 MB of English text), 700 MB peak RSS
-growing with the input. Results go to data_pipeline_results.md beside this file.
+DIR holds the reference's create_pretraining_data.py and tokenization.py (a checkout of google-research/bert or
+mlcommons/training's bert cleanup_scripts); running it needs TensorFlow (`pip install -e .[tf]`). The text is
+one part in the reference layout: `--text`, or `--wiki` WikiExtractor output (e.g. the sample_data/wiki_0*
+files of mlcommons/training's cleanup_scripts: real Wikipedia text), put in that layout here (titles and tags
+dropped, paragraphs cut into sentences at `. ! ?` before a capital), or by default synthetic text
+(`mlperf-bert data synth-text`); cut to --megabytes at a document boundary. A vocabulary of 8,000 pieces is
+learnt from it. Both run at sequence 512, 76 predictions, dupe factor 10, seed 12345, one process each; their
+speed is samples per CPU second of the work itself (the reference's main after TensorFlow's import, our
+worker's part), so that other load on the machine does not move the ratio. `exact_match` compares every
+array of every sample (the reference's TFRecord read by `data import`). Results go to
+data_pipeline_results.md beside this file.
 """
 
 from __future__ import annotations
@@ -26,9 +31,14 @@ import tempfile
 import time
 from pathlib import Path
 
-REFERENCE_SAMPLES_PER_S = 525.0  # create_pretraining_data.py, one process, one core (from the issue)
-REFERENCE_PEAK_MB = 700.0
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.reference_peer import check_reference_dir, run_reference  # noqa: E402
+
 SHAPE = ["--max-seq-length", "512", "--max-predictions", "76"]
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
 def _run(args: list[str]) -> tuple[str, float, float]:
@@ -37,118 +47,165 @@ def _run(args: list[str]) -> tuple[str, float, float]:
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "bert.cli", "data", *args, "--quiet"], stdout=out, stderr=err,
-                                text=True)
+                                text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
         _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
         seconds = time.perf_counter() - start
         out.seek(0)
         err.seek(0)
-        if proc.returncode:
+        if os.waitstatus_to_exitcode(status):
             raise SystemExit(f"mlperf-bert data {' '.join(args)} failed:\n{err.read()[-3000:]}")
         return out.read(), seconds, usage.ru_maxrss / 1024
 
 
-def _prepared(out: str) -> tuple[int, float]:
-    """(samples, peak worker MiB) from prepare's summary line."""
-    match = re.search(r"prepared \d+ part\(s\): ([\d,]+) samples .* peak worker memory ([\d,]+) MiB", out)
+def wiki_layout(sources: list[Path], target: Path) -> None:
+    """WikiExtractor output -> one sentence per line, a blank line between articles."""
+    lines: list[str] = []
+    for source in sources:
+        title_next = False
+        for raw in source.read_text(encoding="utf-8").splitlines():
+            line = raw.strip()
+            if line.startswith("<doc"):
+                title_next = True
+                if lines and lines[-1]:
+                    lines.append("")
+            elif line and not line.startswith("</doc") and not title_next:
+                lines += [s for s in _SENTENCE_END.split(line) if s.strip()]
+            elif line:
+                title_next = False
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _cut(source: Path, target: Path, megabytes: float) -> None:
+    """The documents of `source` up to `megabytes` (whole documents)."""
+    documents, size = [], 0
+    for document in source.read_text(encoding="utf-8").split("\n\n"):
+        if size >= megabytes * 1e6:
+            break
+        documents.append(document.strip("\n"))
+        size += len(document.encode()) + 2
+    target.write_text("\n\n".join(documents) + "\n", encoding="utf-8")
+
+
+def _text(args: argparse.Namespace, work: Path) -> tuple[Path, str]:
+    full = work / "full.txt"
+    if args.text:
+        shutil.copyfile(args.text, full)
+        what = f"{args.text.name}"
+    elif args.wiki:
+        wiki_layout(args.wiki, full)
+        what = f"Wikipedia text from {', '.join(p.name for p in args.wiki)}"
+    else:
+        _run(["synth-text", "--out", str(work / "synth"), "--megabytes", str(args.megabytes), "--parts", "1",
+              "--eval-megabytes", "0", "--overwrite"])
+        shutil.copyfile(next((work / "synth" / "train").iterdir()), full)
+        what = "synthetic text (data synth-text)"
+    part = work / "text" / "part.txt"
+    part.parent.mkdir(exist_ok=True)
+    _cut(full, part, args.megabytes)
+    return part, what
+
+
+def _prepared(out: str) -> tuple[int, float, float]:
+    """(samples, CPU seconds of the worker, peak worker MiB) from prepare's summary line."""
+    match = re.search(r"prepared \d+ part\(s\): ([\d,]+) samples .*; ([\d.]+) s of CPU in the workers\), peak "
+                      r"worker memory ([\d,]+) MiB", out)
     if not match:
         raise SystemExit(f"unexpected prepare output: {out}")
-    return int(match.group(1).replace(",", "")), float(match.group(2).replace(",", ""))
+    return int(match.group(1).replace(",", "")), float(match.group(2)), float(match.group(3).replace(",", ""))
 
 
-def _corpus(work: Path, megabytes: float, parts: int) -> Path:
-    text = work / f"text-{megabytes:g}MB-{parts}parts"
-    if not (text / "train").is_dir():
-        _run(["synth-text", "--out", str(text), "--megabytes", str(megabytes), "--parts", str(parts),
-                  "--eval-megabytes", "0", "--overwrite"])
-    return text
+def _prepare(part: Path, vocab: Path, out: Path, *extra: str) -> tuple[int, float, float, float]:
+    """(samples, CPU seconds, wall seconds, peak worker MiB) of one worker preparing the part."""
+    text, seconds, _ = _run(["prepare", "--text", str(part.parent), "--vocab", str(vocab), "--out", str(out), *SHAPE,
+                             "--dupe-factor", "10", "--seed", "12345", "--workers", "1", "--overwrite", *extra])
+    samples, cpu, peak = _prepared(text)
+    return samples, cpu, seconds, peak
 
 
-def _prepare(text: Path, vocab: Path, out: Path, workers: int) -> tuple[int, float, float, float]:
-    """(samples, seconds, peak worker MiB, peak MiB of the whole command)."""
-    out_text, seconds, peak = _run(["prepare", "--text", str(text / "train"), "--vocab", str(vocab),
-                                        "--out", str(out), *SHAPE, "--dupe-factor", "10", "--seed", "12345",
-                                        "--workers", str(workers), "--overwrite"])
-    samples, worker_peak = _prepared(out_text)
-    return samples, seconds, worker_peak, peak
+def _same_samples(reference_shard: Path, ours: Path) -> bool:
+    from bert.data.shards import read_arrays
+
+    _, want = read_arrays(reference_shard)
+    _, got = read_arrays(ours)
+    return all(np.array_equal(want[k], got[k]) for k in want)
 
 
-def _reshard(inputs: list[Path], out: Path, shards: int, workers: int) -> tuple[float, float]:
-    _, seconds, peak = _run(["reshard", "--input", *map(str, inputs), "--out", str(out), "--shards", str(shards),
-                             *SHAPE, "--workers", str(workers), "--overwrite"])
-    return seconds, peak
-
-
-def measure(work: Path, megabytes: float, parts: int, workers: int) -> list[str]:
-    lines = []
-    text = _corpus(work, megabytes, parts)
-    size_mb = sum(p.stat().st_size for p in (text / "train").iterdir()) / 1e6
+def measure(args: argparse.Namespace, work: Path) -> list[str]:
+    script_dir = check_reference_dir(args.reference)
+    part, what = _text(args, work)
     vocab = work / "vocab-8000.txt"
-    _, vocab_s, _ = _run(["vocab", "--text", str(text / "train"), "--size", "8000", "--out", str(vocab),
-                              "--overwrite"])
-    lines.append(f"corpus: {size_mb:.1f} MB of synthetic text in {parts} part(s); vocab (8000 pieces) learnt in "
-                 f"{vocab_s:.1f} s")
-    one = _prepare(text, vocab, work / "prepared-1", 1)
-    everyone = _prepare(text, vocab, work / f"prepared-{workers}", workers)
-    per_core = one[0] / one[1]
-    used = min(workers, parts)
-    lines += [
-        f"prepare, 1 worker: {one[0]:,} samples in {one[1]:.1f} s = {per_core:,.0f} samples/s; "
-        f"peak worker RSS {one[2]:,.0f} MiB",
-        f"prepare, {used} worker(s): {everyone[0]:,} samples in {everyone[1]:.1f} s = "
-        f"{everyone[0] / everyone[1]:,.0f} samples/s; scaling {everyone[0] / everyone[1] / per_core / used:.2f} "
-        f"of linear; peak worker RSS {everyone[2]:,.0f} MiB, whole command {everyone[3]:,.0f} MiB",
-        f"peer (create_pretraining_data.py, 1 core): {REFERENCE_SAMPLES_PER_S:,.0f} samples/s, "
-        f"{REFERENCE_PEAK_MB:,.0f} MiB peak",
-        f"ours (1 worker): {per_core:,.0f} samples/s, {one[2]:,.0f} MiB peak; "
-        f"ratio {per_core / REFERENCE_SAMPLES_PER_S:.1f}x samples/s per core",
+    _run(["vocab", "--text", str(part), "--size", "8000", "--out", str(vocab), "--overwrite"])
+    records = work / "reference" / "part.tfrecord"
+    records.parent.mkdir(exist_ok=True)
+    ref_cpu, ref_wall = run_reference(script_dir, part, vocab, records, 512, 76, 10)
+    _run(["import", "--input", str(records), "--out", str(work / "imported"), "--overwrite"])
+    exact = _prepare(part, vocab, work / "exact")
+    exact_varlen = _prepare(part, vocab, work / "exact_varlen", "--format", "varlen")
+    fast = _prepare(part, vocab, work / "fast", "--fast")
+    match = _same_samples(work / "imported" / "part.hdf5", work / "exact" / "part.hdf5")
+    samples = exact[0]
+    reference_rate, exact_rate, fast_rate = samples / ref_cpu, samples / exact[1], fast[0] / fast[1]
+    varlen_rate = exact_varlen[0] / exact_varlen[1]
+    lines = [
+        f"text: {part.stat().st_size / 1e6:.2f} MB of {what}; vocab 8000 pieces learnt from it",
+        f"reference create_pretraining_data.py ({script_dir.name}), 1 process: {samples:,} samples in {ref_cpu:.2f} s "
+        f"of CPU ({ref_wall:.2f} s wall) = {reference_rate:,.0f} samples/s per core",
+        f"ours exact (data prepare), 1 worker: {exact[0]:,} samples in {exact[1]:.2f} s of CPU ({exact[2]:.2f} s wall "
+        f"with start-up) = {exact_rate:,.0f} samples/s per core, peak worker RSS {exact[3]:,.0f} MiB",
+        f"ours exact, variable-length form (--format varlen: no gzip), 1 worker: {exact_varlen[0]:,} samples in "
+        f"{exact_varlen[1]:.2f} s of CPU = {varlen_rate:,.0f} samples/s per core",
+        f"ours fast (data prepare --fast), 1 worker: {fast[0]:,} samples in {fast[1]:.2f} s of CPU = "
+        f"{fast_rate:,.0f} samples/s per core, peak worker RSS {fast[3]:,.0f} MiB",
+        f"every array of every sample equal to the reference's: {match}",
     ]
-    shards = sorted((work / "prepared-1").glob("*.hdf5"))
+    shards = [work / "exact" / "part.hdf5"]
     double = work / "double"
     shutil.rmtree(double, ignore_errors=True)
     double.mkdir()
     for copy in range(2):
-        for p in shards:
-            os.link(p, double / f"copy{copy}-{p.name}")
-    single_s, single_peak = _reshard(shards, work / "resharded-1x", 4 * len(shards), 1)
-    double_s, double_peak = _reshard(sorted(double.iterdir()), work / "resharded-2x", 8 * len(shards), 1)
-    wide_s, wide_peak = _reshard(shards, work / f"resharded-1x-{workers}", 4 * len(shards), workers)
+        os.link(shards[0], double / f"copy{copy}.hdf5")
+    _, single_s, single_peak = _run(["reshard", "--input", *map(str, shards), "--out", str(work / "r1"), "--shards",
+                                     "4", *SHAPE, "--workers", "1", "--overwrite"])
+    _, double_s, double_peak = _run(["reshard", "--input", str(double), "--out", str(work / "r2"), "--shards", "8",
+                                     *SHAPE, "--workers", "1", "--overwrite"])
     lines += [
-        f"reshard 1x, 1 worker: {one[0]:,} samples -> {4 * len(shards)} shards in {single_s:.1f} s = "
-        f"{one[0] / single_s:,.0f} samples/s, peak RSS {single_peak:,.0f} MiB",
-        f"reshard 2x, 1 worker: {2 * one[0]:,} samples -> {8 * len(shards)} shards in {double_s:.1f} s = "
-        f"{2 * one[0] / double_s:,.0f} samples/s, peak RSS {double_peak:,.0f} MiB "
-        f"(same shard sizes; memory ratio 2x/1x {double_peak / single_peak:.2f})",
-        f"reshard 1x, {workers} workers (second pass): {wide_s:.1f} s = {one[0] / wide_s:,.0f} samples/s, "
-        f"peak RSS of any process {wide_peak:,.0f} MiB",
-        f"prepare_samples_per_s_per_core={per_core:.0f} ratio_to_reference={per_core / REFERENCE_SAMPLES_PER_S:.2f}",
+        f"reshard 1x, 1 worker: {samples:,} samples -> 4 shards in {single_s:.1f} s wall, peak RSS "
+        f"{single_peak:,.0f} MiB",
+        f"reshard 2x, 1 worker: {2 * samples:,} samples -> 8 shards in {double_s:.1f} s wall, peak RSS "
+        f"{double_peak:,.0f} MiB (same shard sizes; memory ratio 2x/1x {double_peak / single_peak:.2f})",
+        f"exact_match={str(match).lower()} exact_ratio_to_reference={exact_rate / reference_rate:.2f} "
+        f"exact_varlen_ratio_to_reference={varlen_rate / reference_rate:.2f} "
+        f"fast_ratio_to_reference={fast_rate / reference_rate:.2f}",
     ]
     return lines
 
 
 def _versions() -> str:
-    import h5py
-    import numpy
-    import tokenizers
+    from importlib.metadata import PackageNotFoundError, version
 
-    return (f", python {platform.python_version()}, tokenizers {tokenizers.__version__}, h5py {h5py.__version__}, "
-            f"numpy {numpy.__version__}")
+    try:
+        tensorflow = version("tensorflow-cpu")
+    except PackageNotFoundError:
+        tensorflow = version("tensorflow")
+    return (f", python {platform.python_version()}, tensorflow {tensorflow} (the reference's), "
+            f"h5py {version('h5py')}, numpy {version('numpy')}")
 
 
 def main() -> None:
     from results_file import add_no_results_flag  # beside this script
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--megabytes", type=float, default=54.0, help="training text (at least 50 MB)")
-    parser.add_argument("--parts", type=int, default=2, help="text parts (27 MB each is MLPerf-sized)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="workers of the parallel run")
+    parser.add_argument("--reference", type=Path, required=True, help="folder of the reference scripts")
+    parser.add_argument("--text", type=Path, help="a text part in the reference layout")
+    parser.add_argument("--wiki", type=Path, nargs="+", help="WikiExtractor output files")
+    parser.add_argument("--megabytes", type=float, default=2.0, help="text to use (whole documents)")
     parser.add_argument("--work", type=Path, default=None, help="working folder (kept; default: a temporary one)")
     add_no_results_flag(parser)
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="data-pipeline-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        lines = measure(work, args.megabytes, args.parts, args.workers)
+        lines = measure(args, work)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

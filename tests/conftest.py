@@ -11,7 +11,7 @@ import pytest
 
 from bert.prep.synthetic.hdf5_corpus import synthesize
 from bert.prep.synthetic.text_corpus import TextCorpusSpec, write_text_corpus
-from bert.prep.tokenizer import train_vocab
+from bert.prep.vocab_learning import train_vocab
 from bert.system import SyntheticDataSpec
 
 REPO = Path(__file__).resolve().parent.parent

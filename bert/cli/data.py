@@ -157,7 +157,7 @@ def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out:
     """Learn an uncased WordPiece vocab.txt from text ([PAD] on the first line, then [UNK] [CLS] [SEP]
     [MASK]); the same text gives the same vocabulary. Real MLPerf runs use the MLPerf vocab.txt instead.
     Paths after the options are more text parts."""
-    from bert.prep.tokenizer import train_vocab
+    from bert.prep.vocab_learning import train_vocab
 
     paths = _paths(texts, more_texts, "--text")
     if out.exists() and not overwrite:
@@ -187,6 +187,8 @@ def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out:
 @click.option("--seed", type=int, default=12345, show_default=True,
               help="Preprocessing seed (MLPerf: 12345); the same text, vocab, options and seed give "
               "byte-identical shards.")
+@click.option("--fast", is_flag=True, help="Draw samples of the reference's distribution at array speed instead "
+              "of the reference's exact samples: a different dataset, never one for a closed submission.")
 @click.option("--overwrite", is_flag=True, help="Delete the shards already in --out and prepare every part.")
 @click.option("--resume", is_flag=True, help="Keep the complete shards in --out (an interrupted run with the "
               "same options) and prepare only the missing parts. Without --resume or --overwrite, an --out "
@@ -194,11 +196,12 @@ def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out:
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: Path, out: Path, form: str,
             max_seq_length: int, max_predictions: int, workers: int, masked_lm_prob: float,
-            short_seq_prob: float, dupe_factor: int, seed: int, overwrite: bool, resume: bool,
+            short_seq_prob: float, dupe_factor: int, seed: int, fast: bool, overwrite: bool, resume: bool,
             quiet: bool) -> None:
-    """Text parts -> pre-training shards with the reference create_pretraining_data semantics: one shard per
-    part, parts in parallel, each worker's memory bounded by one part. Paths after the options are more
-    text parts (so that `--text parts/*` works)."""
+    """Text parts -> pre-training shards, exactly those of the reference create_pretraining_data.py run on
+    each part with the same vocab and flags (the same samples in the same order): one shard per part, parts
+    in parallel, each worker's memory bounded by one part. Paths after the options are more text parts (so
+    that `--text parts/*` works)."""
     import time
 
     from bert.prep.instances import SampleSpec
@@ -211,7 +214,7 @@ def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: P
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     paths = _paths(texts, more_texts, "--text")
     spec = SampleSpec(max_seq_length, max_predictions, masked_lm_prob, short_seq_prob)
-    options = PrepareOptions(vocab_path, out, spec, form, dupe_factor, seed)
+    options = PrepareOptions(vocab_path, out, spec, form, dupe_factor, seed, exact=not fast)
     mode = "overwrite" if overwrite else "resume" if resume else "new"
     start = time.perf_counter()
     results = _data_errors(lambda: run_prepare(paths, options, workers, mode, show_progress=not quiet))
@@ -219,22 +222,24 @@ def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: P
     samples = sum(r.samples for r in results)
     skipped = f"; {len(paths) - len(results)} part(s) already complete" if len(results) < len(paths) else ""
     peak = max((r.peak_rss_bytes for r in results), default=0) / 2**20
+    cpu = sum(r.cpu_seconds for r in results)
     click.echo(f"prepared {len(results)} part(s): {samples:,} samples in {seconds:.1f} s "
-               f"({samples / max(seconds, 1e-9):,.0f} samples/s), peak worker memory {peak:,.0f} MiB{skipped}; "
-               f"shards in {out}")
+               f"({samples / max(seconds, 1e-9):,.0f} samples/s; {cpu:.2f} s of CPU in the workers), peak worker "
+               f"memory {peak:,.0f} MiB{skipped}; shards in {out}")
 
 
 @data.command(name="eval-set")
 @_shard_input_options
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The eval file.")
 @click.option("--samples", type=click.IntRange(min=1), default=10000, show_default=True,
-              help="How many samples: the first ones of the inputs, in order, as the reference picks them.")
+              help="How many samples: of the n samples of the inputs (in order), sample int(i * (n / N)) "
+              "for i < N, as the reference's pick_eval_samples.py picks them.")
 @_shape_options
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def eval_set(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, samples: int, form: str,
              max_seq_length: int, max_predictions: int, overwrite: bool, quiet: bool) -> None:
-    """Pick the eval set: the first N samples of the prepared eval shards, in order, into one file. Paths
+    """Pick the eval set from the prepared eval shards as the reference does, into one file. Paths
     after the options are more inputs."""
     from bert.prep.reshard import OutputShape, pick_eval_set
 
@@ -301,6 +306,70 @@ def stratify(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
     click.echo(f"wrote {len(written)} shards in {len({p.parent for p in written})} bin folders under {out}")
 
 
+@data.command(name="import")
+@click.option("--input", "inputs", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="A TFRecord file, or a folder of them (*.tfrecord, *.tfrecords); repeat it, or list more paths "
+              "after it.")
+@click.argument("more_inputs", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for the shards: OUT/<input name without .tfrecord>.hdf5, one per input file.")
+@click.option("--format", "form", type=click.Choice(["fixed", "varlen"]), default="fixed", show_default=True,
+              help="fixed: rows padded as in the records; varlen: rows cut to their length.")
+@click.option("--vocab", "vocab_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The vocabulary of the records: lets the variable-length form store 16-bit ids, as prepare does.")
+@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="one per core",
+              help="Files imported at once, each by its own process.")
+@click.option("--overwrite", is_flag=True, help="Replace shards already in --out.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def import_(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, form: str, vocab_path: Path | None,
+            workers: int, overwrite: bool, quiet: bool) -> None:
+    """Import TFRecord files of the reference (create_pretraining_data output, pick_eval_samples' eval set)
+    into HDF5 shards, without TensorFlow; every record's checksums are verified, and a truncated or corrupt
+    record stops the import naming the file and the record. Paths after the options are more inputs."""
+    from bert.data.vocab import load_vocab
+    from bert.prep.text_parts import expand_inputs
+    from bert.prep.tfrecord_import import SUFFIXES, import_tfrecords
+
+    if not inputs and not more_inputs:
+        raise click.UsageError("give at least one TFRecord file or folder with --input")
+    paths = _data_errors(lambda: expand_inputs([*inputs, *more_inputs], suffixes=SUFFIXES))
+    vocab_size = len(_data_errors(lambda: load_vocab(vocab_path))) if vocab_path else None
+    results = _data_errors(lambda: import_tfrecords(paths, out, form, vocab_size, workers, overwrite, not quiet))
+    click.echo(f"imported {sum(r.samples for r in results):,} samples from {len(results)} file(s) into {out}")
+
+
+@data.command()
+@click.argument("root", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="The dataset folder to make: train/, train_varlen/, eval.hdf5, eval_varlen.hdf5, vocab.txt, "
+              "manifest.json (and .work/ for the intermediate results).")
+@click.option("--shards", type=click.IntRange(min=1), default=4320, show_default=True, help="Training shards.")
+@click.option("--eval-samples", type=click.IntRange(min=1), default=10000, show_default=True,
+              help="Samples of the eval set.")
+@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="one per core",
+              help="Processes for hashing, preparing, re-cutting and verifying.")
+@click.option("--max-seq-length", type=click.IntRange(min=5), default=512, show_default=True,
+              help="The reference flag (change it only to try the command on small inputs).")
+@click.option("--max-predictions", type=click.IntRange(min=1), default=76, show_default=True,
+              help="The reference flag.")
+@click.option("--dupe-factor", type=click.IntRange(min=1), default=10, show_default=True, help="The reference flag.")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def mlperf(root: Path, out: Path, shards: int, eval_samples: int, workers: int, max_seq_length: int,
+           max_predictions: int, dupe_factor: int, quiet: bool) -> None:
+    """The whole MLPerf dataset from the official download folder ROOT (results4/ with the 500 text parts and
+    eval.txt, bert_reference_results_text_md5.txt, vocab.txt): checks the md5s, prepares every part exactly
+    as the reference does, picks the reference's eval set, re-cuts the parts into shuffled shards in both
+    HDF5 forms and verifies the tree. After an interruption the same command goes on where it stopped."""
+    from bert.prep.instances import SampleSpec
+    from bert.prep.mlperf_dataset import MlperfOptions, build_mlperf_dataset
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    options = MlperfOptions(SampleSpec(max_seq_length, max_predictions), dupe_factor, shards=shards,
+                            eval_samples=eval_samples, workers=workers)
+    report = _data_errors(lambda: build_mlperf_dataset(root, out, options, not quiet, click.echo))
+    _print_verification(report)
+
+
 @data.command()
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -316,10 +385,17 @@ def verify(directory: Path, vocab_path: Path | None, max_seq_length: int | None,
            workers: int, quiet: bool) -> None:
     """Check every shard below DIRECTORY (keys, shapes, dtypes, token ids, masked positions, segment ids,
     sample counts), print a summary and write DIRECTORY/manifest.json, which training checks at start-up."""
-    from bert.prep.verify import Limits, summary_lines, verify_dataset
+    from bert.prep.verify import Limits, verify_dataset
 
     limits = Limits(max_seq_length, max_predictions)
     report = _data_errors(lambda: verify_dataset(directory, vocab_path, limits, workers, not quiet))
+    _print_verification(report)
+
+
+def _print_verification(report) -> None:
+    """A verification's summary, its problems (then a failing exit) or the manifest it wrote."""
+    from bert.prep.verify import summary_lines
+
     for line in summary_lines(report):
         click.echo(line)
     if report.problems:
@@ -327,7 +403,6 @@ def verify(directory: Path, vocab_path: Path | None, max_seq_length: int | None,
             click.echo(line, err=True)
         raise _DataError(f"{len(report.problems)} problem(s) found; no manifest written")
     click.echo(f"manifest: {report.manifest}")
-
 
 
 COMMANDS = [data]

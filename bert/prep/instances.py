@@ -78,8 +78,8 @@ class Documents:
         kept = sentence_lengths > 0
         sentences_per_document = np.bincount(document_of[kept], minlength=len(document_sentences))
         sentences_per_document = sentences_per_document[sentences_per_document > 0]
-        return Documents(np.asarray(tokens, dtype=np.int32), _offsets(sentence_lengths[kept]),
-                         _offsets(sentences_per_document))
+        return Documents(np.asarray(tokens, dtype=np.int32), offsets_of(sentence_lengths[kept]),
+                         offsets_of(sentences_per_document))
 
     @staticmethod
     def from_lists(documents: list[list[list[int]]]) -> Documents:
@@ -89,7 +89,7 @@ class Documents:
                                       np.array([len(d) for d in documents], dtype=np.int64))
 
 
-def _offsets(lengths: np.ndarray) -> np.ndarray:
+def offsets_of(lengths: np.ndarray) -> np.ndarray:
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return offsets
@@ -163,7 +163,15 @@ def build_samples(tokens: np.ndarray, plans: np.ndarray, spec: SampleSpec, speci
     # Each dropped token came off the front or the back with a fair coin.
     a_start = a_start + rng.binomial(a_end - a_start - a_len, 0.5)
     b_start = b_start + rng.binomial(b_end - b_start - b_len, 0.5)
-    n = len(plans)
+    assembled, segments, offsets = assemble_pairs(tokens, a_start, a_len, b_start, b_len, special)
+    positions, labels = _mask(assembled, offsets, a_len, b_len, spec, special, rng)
+    return Samples(assembled, segments, offsets, positions, labels, random_next.astype(np.int8))
+
+
+def assemble_pairs(tokens: np.ndarray, a_start: np.ndarray, a_len: np.ndarray, b_start: np.ndarray,
+                   b_len: np.ndarray, special: SpecialIds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(tokens, segment ids, offsets) of `[CLS] A [SEP] B [SEP]` for runs A and B of the flat `tokens`."""
+    n = len(a_start)
     cls_at, sep_at = len(tokens), len(tokens) + 1  # the two special ids, appended to the source
     one = np.ones(n, dtype=np.int64)
     starts = np.stack([np.full(n, cls_at), a_start, np.full(n, sep_at), b_start, np.full(n, sep_at)], 1)
@@ -171,9 +179,7 @@ def build_samples(tokens: np.ndarray, plans: np.ndarray, spec: SampleSpec, speci
     source = np.concatenate([tokens, np.array([special.cls, special.sep], dtype=tokens.dtype)])
     assembled = source[concat_ranges(starts.ravel(), lengths.ravel())].astype(np.int32)
     segments = np.repeat(np.tile(np.array([0, 0, 0, 1, 1], dtype=np.int8), n), lengths.ravel())
-    offsets = _offsets(a_len + b_len + 3)
-    positions, labels = _mask(assembled, offsets, a_len, b_len, spec, special, rng)
-    return Samples(assembled, segments, offsets, positions, labels, random_next.astype(np.int8))
+    return assembled, segments, offsets_of(a_len + b_len + 3)
 
 
 def _mask(tokens: np.ndarray, offsets: np.ndarray, a_len: np.ndarray, b_len: np.ndarray, spec: SampleSpec,

@@ -2,8 +2,11 @@
 
 Each part is one job, as each part is one run of the reference `create_pretraining_data`: its documents are
 read and tokenised as a stream, random next sentences come from the other documents of the same part, and
-every part uses the one preprocessing seed. A worker holds one part's word-piece ids and writes its shard
-a block of samples at a time, so its memory is bounded by the part, never by the corpus. Shards are written
+every part uses the one preprocessing seed. The default is the reference's dataset exactly
+(`exact_instances`: the same samples in the same order for the same text, vocabulary and flags); `fast`
+draws samples of the same distribution at array speed (`instances`), a different dataset. A worker holds
+one part's word-piece ids (and, exactly, its instances' spans and masks) and writes its shard a block of
+samples at a time, so its memory is bounded by the part, never by the corpus. Shards are written
 under a temporary name and renamed when complete: an interrupted run leaves only complete shards, and
 `resume` skips them. `prepare.json` in the output folder records the settings, so that a resumed run cannot
 mix shards made with other settings.
@@ -24,6 +27,7 @@ import numpy as np
 
 from bert.data.shards import FORMS, ShardWriter
 from bert.data.vocab import load_vocab
+from bert.prep import exact_instances
 from bert.prep.instances import Documents, SampleSpec, SpecialIds, build_samples, plan_instances
 from bert.prep.progress import Advance, progress_bar
 from bert.prep.text_parts import TextError, read_documents
@@ -44,6 +48,7 @@ class PrepareOptions:
     form: str = "fixed"
     dupe_factor: int = 10
     seed: int = 12345
+    exact: bool = True  # the reference's dataset; False: the fast sampler's, same distribution
 
     def check(self) -> None:
         self.spec.check()
@@ -65,6 +70,7 @@ class PartResult:
     shard: Path
     samples: int
     seconds: float
+    cpu_seconds: float  # of the process that prepared the part, while it did
     peak_rss_bytes: int  # of the process that prepared the part
 
 
@@ -85,7 +91,8 @@ def plan_jobs(texts: list[Path], out_dir: Path) -> list[PartJob]:
 
 def _settings(texts: list[Path], options: PrepareOptions) -> dict:
     return {"parts": [t.name for t in texts], "vocab_sha256": hashlib.sha256(options.vocab.read_bytes()).hexdigest(),
-            "form": options.form, "dupe_factor": options.dupe_factor, "seed": options.seed, **asdict(options.spec)}
+            "form": options.form, "dupe_factor": options.dupe_factor, "seed": options.seed,
+            "sampler": "exact" if options.exact else "fast", **asdict(options.spec)}
 
 
 def _claim_output(jobs: list[PartJob], texts: list[Path], options: PrepareOptions, mode: str) -> list[PartJob]:
@@ -142,22 +149,41 @@ def tokenize_part(path: Path, tokenizer: WordPieceTokenizer, on_bytes: Advance |
 def prepare_part(job: PartJob, report: Advance, options: PrepareOptions) -> PartResult:
     """One part -> one shard. `report` hears the progress in bytes of the part: half for reading and
     tokenising, half for building and writing the samples."""
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     vocab = load_vocab(options.vocab)
     half = job.text.stat().st_size / 2
     documents = tokenize_part(job.text, WordPieceTokenizer(vocab), lambda n: report(n / 2))
+    special = SpecialIds(vocab.cls_id, vocab.sep_id, vocab.mask_id, len(vocab))
     spec = options.spec
-    plans = plan_instances(documents, spec, random.Random(options.seed), options.dupe_factor)
+    write = _exact_blocks if options.exact else _fast_blocks
+    with ShardWriter(job.shard, options.form, spec.max_seq_length, spec.max_predictions, len(vocab)) as writer:
+        count = 0
+        for samples in write(documents, options, special, lambda share: report(half * share)):
+            writer.append(samples)
+            count += len(samples)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return PartResult(job.text, job.shard, count, time.perf_counter() - start, time.process_time() - start_cpu, peak)
+
+
+def _exact_blocks(documents: Documents, options: PrepareOptions, special: SpecialIds, report: Advance):
+    """Blocks of samples in the reference's order; `report` hears shares of the work (creating the
+    instances is the first half)."""
+    instances = exact_instances.create_instances(documents, options.spec, special, options.seed,
+                                                 options.dupe_factor, lambda share: report(share / 2))
+    for first in range(0, len(instances), BUILD_SAMPLES):
+        rows = instances.order[first:first + BUILD_SAMPLES]
+        yield exact_instances.build_samples(documents.tokens, instances, rows, special, options.spec.max_predictions)
+        report(len(rows) / len(instances) / 2)
+
+
+def _fast_blocks(documents: Documents, options: PrepareOptions, special: SpecialIds, report: Advance):
+    plans = plan_instances(documents, options.spec, random.Random(options.seed), options.dupe_factor)
     rng = np.random.default_rng(options.seed)
     order = rng.permutation(len(plans))  # the reference shuffles the instances of a part
-    special = SpecialIds(vocab.cls_id, vocab.sep_id, vocab.mask_id, len(vocab))
-    with ShardWriter(job.shard, options.form, spec.max_seq_length, spec.max_predictions, len(vocab)) as writer:
-        for first in range(0, len(order), BUILD_SAMPLES):
-            block = order[first:first + BUILD_SAMPLES]
-            writer.append(build_samples(documents.tokens, plans[block], spec, special, rng))
-            report(half * len(block) / len(order))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return PartResult(job.text, job.shard, len(order), time.perf_counter() - start, peak)
+    for first in range(0, len(order), BUILD_SAMPLES):
+        block = order[first:first + BUILD_SAMPLES]
+        yield build_samples(documents.tokens, plans[block], options.spec, special, rng)
+        report(len(block) / len(order))
 
 
 def prepare(texts: list[Path], options: PrepareOptions, workers: int, mode: str = "new",

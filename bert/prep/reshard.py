@@ -8,7 +8,8 @@ random: bucket k receives exactly sizes[k] samples, and every arrangement of the
 because each block draws its bucket counts from a multivariate hypergeometric distribution over what the
 buckets still lack. `Buckets` and `deal` are the reusable parts (another caller may deal by length bins).
 
-Eval-set does what the reference `pick_eval_samples` does: the first N samples of the eval output, in order.
+Eval-set does what the reference `pick_eval_samples` does: of the n samples of the eval output, in order,
+it takes sample int(i * (n / N)) for i in 0..N-1.
 """
 
 from __future__ import annotations
@@ -173,11 +174,12 @@ class BucketWriter:
         bucket = self.buckets.read(k, self.shape.max_predictions)
         bucket = bucket.take(np.random.default_rng([self.seed, k]).permutation(len(bucket)))
         path = self.names[k]
-        _write(path, bucket, self.shape, self.vocab_bound, report)
+        write_samples(path, bucket, self.shape, self.vocab_bound, report)
         return path
 
 
-def _write(path: Path, samples: Samples, shape: OutputShape, vocab_bound: int, report: Advance) -> None:
+def write_samples(path: Path, samples: Samples, shape: OutputShape, vocab_bound: int, report: Advance) -> None:
+    """Writes `samples` as one shard of `shape`, a block at a time."""
     with ShardWriter(path, shape.form, shape.max_seq_length, shape.max_predictions, vocab_bound) as writer:
         for first in range(0, len(samples), WRITE_BLOCK):
             block = samples.take(np.arange(first, min(first + WRITE_BLOCK, len(samples))))
@@ -185,9 +187,16 @@ def _write(path: Path, samples: Samples, shape: OutputShape, vocab_bound: int, r
             report(len(block))
 
 
+def eval_pick(available: int, num_samples: int) -> np.ndarray:
+    """The records the reference's pick_eval_samples.py takes: int(i * (available / num_samples)) for i in
+    range(num_samples), in float64 as it computes them."""
+    return (np.arange(num_samples, dtype=np.float64) * (available / num_samples)).astype(np.int64)
+
+
 def pick_eval_set(inputs: list[Path], out_path: Path, num_samples: int, shape: OutputShape = OutputShape(),
                   overwrite: bool = False, show_progress: bool = True) -> int:
-    """Writes the first `num_samples` samples of the inputs, in order, to one file; returns the count."""
+    """Writes the samples the reference's pick_eval_samples.py picks from the inputs (in order, as one
+    sequence) to one file, in order; returns the count."""
     counts = [shard_header(p).samples for p in inputs]
     if sum(counts) < num_samples:
         raise ValueError(f"{inputs[0]}{' ...' if len(inputs) > 1 else ''}: {sum(counts)} samples in "
@@ -195,16 +204,18 @@ def pick_eval_set(inputs: list[Path], out_path: Path, num_samples: int, shape: O
     if out_path.exists() and not overwrite:
         raise FileExistsError(f"{out_path}: already exists; pass --overwrite to replace it")
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    vocab_bound, picked, count = 0, [], 0
-    with progress_bar("eval-set", num_samples, "samples", show_progress) as advance:
+    wanted = eval_pick(sum(counts), num_samples)
+    vocab_bound, picked, first = 0, [], 0
+    with progress_bar("eval-set", sum(counts), "samples", show_progress) as advance:
         for path, available in zip(inputs, counts):
-            samples = read_shard(path, slice(0, min(available, num_samples - count)))
-            check_fits(path, samples, shape)
-            picked.append(samples)
-            vocab_bound = max(vocab_bound, samples.id_bound)
-            count += len(samples)
-            advance(len(samples))
-            if count == num_samples:
-                break
-    _write(out_path, Samples.concat(picked), shape, vocab_bound, lambda n: None)
-    return count
+            for rows in row_blocks(available, READ_BLOCK):
+                take = wanted[(wanted >= first + rows.start) & (wanted < first + rows.stop)] - first - rows.start
+                if len(take):
+                    samples = read_shard(path, rows).take(take)
+                    check_fits(path, samples, shape)
+                    picked.append(samples)
+                    vocab_bound = max(vocab_bound, samples.id_bound)
+                advance(rows.stop - rows.start)
+            first += available
+    write_samples(out_path, Samples.concat(picked), shape, vocab_bound, lambda n: None)
+    return num_samples

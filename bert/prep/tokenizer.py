@@ -1,97 +1,167 @@
-"""Uncased BERT WordPiece with the `tokenizers` library: tokenise text with a vocab.txt, or learn a vocab.txt.
+"""Uncased BERT tokenisation that equals the reference `FullTokenizer(vocab, do_lower_case=True)` exactly.
 
-The pipeline is the one of the reference's uncased tokenizer: clean the text, split Chinese characters,
-lowercase, strip accents, split on whitespace and punctuation, then greedy longest-match WordPiece with `##`
-continuations and `[UNK]` for a word it cannot spell. Special tokens are never matched in the text: a
-literal "[MASK]" in a sentence is three ordinary pieces, as in the reference.
+The reference (google-research/bert `tokenization.py`, the same in the MLCommons copy): drop NUL, U+FFFD and
+control characters (categories Cc and Cf, but not tab, newline and carriage return); turn whitespace (space,
+tab, newline, carriage return and category Zs) into spaces; put spaces around CJK ideographs; split on
+Python's whitespace; per word, `str.lower()` (with its context rules, such as a final capital sigma becoming
+"ς"), NFD, and drop the nonspacing marks (category Mn); split off every punctuation character (the ASCII
+symbols and category P*) as a word of its own; then greedy longest-match WordPiece with `##` continuations,
+a word of more than 200 characters or one the vocabulary cannot spell becoming [UNK]. Special tokens are
+never matched in the text: "[MASK]" in a sentence is three ordinary pieces.
+
+Each step runs on whole sentences in C: `str.translate` tables (filled in as new characters turn up) for
+cleaning and accent stripping, `str.lower`, `unicodedata.normalize`, and one regular expression for the
+whitespace and punctuation split; a sentence of printable ASCII needs only the last two. Word pieces are
+cached per word.
+
+The `tokenizers` library's BERT normaliser and pre-tokeniser are not used here because they differ from the
+reference: the library lowercases without context (a final "Σ" becomes "σ", not "ς"), strips accents before
+lowercasing, deletes unassigned and private-use characters (categories Cn, Co, Cs), treats U+0085, U+2028 and
+U+2029 as whitespace by its own table, and classifies characters by the Unicode version of its Rust tables
+rather than Python's `unicodedata`.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+import re
+import unicodedata
+from collections import Counter
 
 import numpy as np
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
-from bert.data.vocab import SPECIAL_TOKENS, Vocab, VocabError
-from bert.prep.text_parts import read_lines
+from bert.data.vocab import Vocab, VocabError
 
-MAX_WORD_CHARS = 100  # a longer word becomes [UNK], as in the reference
+MAX_WORD_CHARS = 200  # a longer word is [UNK]
+_CJK = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
+        (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 
 
-def _bert_pipeline(model: models.Model) -> Tokenizer:
-    tokenizer = Tokenizer(model)
-    tokenizer.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
-                                                      strip_accents=True, lowercase=True)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    return tokenizer
+def _is_punctuation(char: str) -> bool:
+    cp = ord(char)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _cleaning(char: str) -> str | None:
+    """What the reference's cleaning and CJK spacing make of one character (None: itself)."""
+    category = unicodedata.category(char)
+    if char in " \t\n\r" or category == "Zs":
+        return " "
+    if char in "\x00\ufffd" or category in ("Cc", "Cf"):
+        return ""
+    if any(lo <= ord(char) <= hi for lo, hi in _CJK):
+        return f" {char} "
+    return None
+
+
+class _Cleaning(dict):
+    """A `str.translate` table of the cleaning step, filled in as new characters turn up."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def learn(self, text: str) -> None:
+        for char in set(text) - self.seen:
+            self.seen.add(char)
+            mapped = _cleaning(char)
+            if mapped is not None:
+                self[ord(char)] = mapped
+
+
+class _Splitting:
+    """Accent stripping (a `str.translate` table deleting Mn characters) and the word pattern: runs of
+    characters that are neither whitespace nor punctuation, or one punctuation character. Both grow as new
+    characters turn up."""
+
+    def __init__(self):
+        self.marks: dict[int, None] = {}
+        self.punctuation = {chr(c) for c in range(128) if chr(c).isprintable() and _is_punctuation(chr(c))}
+        self.seen = {chr(c) for c in range(128)}
+        self.pattern = self._compile()
+
+    def _compile(self) -> re.Pattern:
+        group = "".join(re.escape(c) for c in sorted(self.punctuation))
+        # A newline ends a sentence (sentences are split together); \s is the whitespace of str.split.
+        return re.compile(rf"\n|[^\s{group}]+|[{group}]")
+
+    def learn(self, text: str) -> None:
+        fresh = set(text) - self.seen
+        self.seen |= fresh
+        self.marks.update((ord(c), None) for c in fresh if unicodedata.category(c) == "Mn")
+        punctuation = {c for c in fresh if _is_punctuation(c)}
+        if punctuation:
+            self.punctuation |= punctuation
+            self.pattern = self._compile()
+
+
+def check_unique_pieces(vocab: Vocab) -> None:
+    """The two reference scripts number a repeated vocabulary line differently (google-research keeps the
+    last line number, MLCommons the first and renumbers the rest), so an exact dataset needs unique lines."""
+    if len(vocab.ids) != len(vocab):
+        piece = next(p for p, n in Counter(vocab.pieces).items() if n > 1)
+        lines = [i + 1 for i, p in enumerate(vocab.pieces) if p == piece]
+        raise VocabError(f"{vocab.path or 'the vocabulary'}: {piece!r} is on lines {lines}; every word piece "
+                         "must be on one line only")
 
 
 class WordPieceTokenizer:
-    """Sentences -> word-piece ids with a given vocabulary."""
+    """Sentences -> word-piece ids, as the reference's FullTokenizer(do_lower_case=True)."""
 
     def __init__(self, vocab: Vocab):
         vocab.check_special_tokens()
+        check_unique_pieces(vocab)
         self.vocab = vocab
-        model = models.WordPiece(vocab.ids, unk_token="[UNK]", max_input_chars_per_word=MAX_WORD_CHARS)
-        self._tokenizer = _bert_pipeline(model)
-        # For printable ASCII the BERT normaliser only lowercases; str.lower does that far faster.
-        self._ascii = Tokenizer(model)
-        self._ascii.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        self._ids = vocab.ids
+        self._unk = vocab.id_of("[UNK]")
+        self._pieces: dict[str, list[int]] = {"\n": []}  # a sentence's end has no pieces
+        self._cleaning, self._splitting = _Cleaning(), _Splitting()
+
+    def word_pieces(self, word: str) -> list[int]:
+        """Greedy longest-match-first WordPiece of one word (cached)."""
+        pieces = self._pieces.get(word)
+        if pieces is None:
+            pieces = self._pieces[word] = self._spell(word)
+        return pieces
+
+    def _spell(self, word: str) -> list[int]:
+        if len(word) > MAX_WORD_CHARS:
+            return [self._unk]
+        ids, pieces, start = self._ids, [], 0
+        while start < len(word):
+            for end in range(len(word), start, -1):
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                if piece in ids:
+                    pieces.append(ids[piece])
+                    start = end
+                    break
+            else:
+                return [self._unk]
+        return pieces
+
+    def folded(self, sentence: str) -> str:
+        """The sentence as the reference's BasicTokenizer sees it before splitting it into words. A sentence of
+        printable ASCII needs only lowercasing; any other is cleaned, lowercased, decomposed (NFD) and stripped
+        of nonspacing marks as a whole: lowercasing and NFD stop at whitespace (neither cased nor
+        case-ignorable, and a starter), so this equals doing them word by word as the reference does."""
+        if sentence.isascii() and sentence.isprintable():
+            return sentence.lower()
+        self._cleaning.learn(sentence)
+        folded = unicodedata.normalize("NFD", sentence.translate(self._cleaning).lower())
+        self._splitting.learn(folded)
+        return folded.translate(self._splitting.marks)
 
     def encode(self, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(all ids concatenated as int32, the number of ids of each sentence); a sentence without a word
-        has none."""
-        plain = [s.isascii() and s.isprintable() for s in sentences]
-        fast = iter(self._ascii.encode_batch_fast([s.lower() for s, p in zip(sentences, plain) if p],
-                                                  add_special_tokens=False))
-        full = iter(self._tokenizer.encode_batch_fast([s for s, p in zip(sentences, plain) if not p],
-                                                      add_special_tokens=False))
-        ids = [(next(fast) if p else next(full)).ids for p in plain]
-        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-        return np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32, count=int(lengths.sum())), lengths
-
-
-def train_vocab(paths: list[Path], size: int, min_frequency: int = 2, show_progress: bool = True) -> Vocab:
-    """Learns an uncased WordPiece vocabulary of at most `size` pieces ([PAD] first, then the other
-    special tokens) from the sentences of the text parts. The same text always gives the same vocabulary."""
-    if size < 100:
-        raise VocabError(f"--size {size} is too small; a WordPiece vocabulary needs at least 100 pieces "
-                         "(the reference uses 30522)")
-    tokenizer = _bert_pipeline(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=MAX_WORD_CHARS))
-    # The trainer numbers `##` pieces in hash-map order, and that order breaks ties between equally frequent
-    # merges, so two runs could differ (huggingface/tokenizers#1794). Naming every `##` piece up front, in
-    # sorted order, makes the result depend on the text alone.
-    continuations = [f"##{c}" for c in sorted(_continuation_chars(tokenizer, paths))]
-    trainer = trainers.WordPieceTrainer(vocab_size=max(size, len(SPECIAL_TOKENS) + len(continuations)),
-                                        min_frequency=min_frequency,
-                                        special_tokens=[*SPECIAL_TOKENS, *continuations],
-                                        continuing_subword_prefix="##", show_progress=show_progress)
-    tokenizer.train_from_iterator(_sentences(paths), trainer=trainer)
-    by_id = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
-    vocab = Vocab(tuple(piece for piece, _ in by_id))
-    vocab.check_special_tokens()
-    return vocab
-
-
-def _continuation_chars(tokenizer: Tokenizer, paths: list[Path]) -> set[str]:
-    """Every character that appears inside a word (not first), after normalisation."""
-    chars: set[str] = set()
-    normalize, split = tokenizer.normalizer.normalize_str, tokenizer.pre_tokenizer.pre_tokenize_str
-    for sentence in _sentences(paths):
-        for word, _ in split(normalize(sentence)):
-            chars.update(word[1:])
-    return chars
-
-
-def _sentences(paths: Iterable[Path]) -> Iterator[str]:
-    for path in paths:
-        empty = True
-        for _, line in read_lines(path):
-            if line:
-                empty = False
-                yield line
-        if empty:
-            raise VocabError(f"{path}: line 1: empty part (no sentences); remove it or fill it")
+        has none. The folded sentences are split into words in one pass, each ending with a newline."""
+        text = "".join(self.folded(s) + "\n" for s in sentences)
+        words = self._splitting.pattern.findall(text)
+        for word in set(words) - self._pieces.keys():
+            self.word_pieces(word)
+        pieces = list(map(self._pieces.__getitem__, words))
+        counts = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        ids = np.fromiter(itertools.chain.from_iterable(pieces), dtype=np.int32, count=int(counts.sum()))
+        breaks = np.flatnonzero(np.fromiter(map("\n".__eq__, words), dtype=bool, count=len(words)))
+        return ids, np.diff(np.cumsum(counts)[breaks], prepend=0)

@@ -96,14 +96,15 @@ def test_refusals(small_dataset, tmp_path):
         reshard(inputs, tmp_path / "many", 100000, seed=0, show_progress=False)
 
 
-def test_eval_set_takes_the_first_samples_in_order(small_dataset, tmp_path):
+def test_eval_set_picks_as_the_reference_pick_eval_samples(small_dataset, tmp_path):
     inputs = _inputs(small_dataset)
-    first, second = read_shard(inputs[0]), read_shard(inputs[1])
-    count = pick_eval_set(inputs, tmp_path / "eval.hdf5", len(first) + 10, shape=SHAPE,
-                          show_progress=False)
+    everything = Samples.concat([read_shard(p) for p in inputs])
+    count = pick_eval_set(inputs, tmp_path / "eval.hdf5", 300, shape=SHAPE, show_progress=False)
     picked = read_shard(tmp_path / "eval.hdf5")
-    assert count == len(picked) == len(first) + 10
-    expected = Samples.concat([first, second.take(np.arange(10))])
+    # pick_eval_samples.py: records[int(i * pick_ratio)] with pick_ratio = num_examples / num_to_pick.
+    ratio = len(everything) / 300
+    expected = everything.take(np.array([int(i * ratio) for i in range(300)]))
+    assert count == len(picked) == 300
     for field in ("tokens", "offsets", "masked_positions", "masked_ids", "nsp_labels"):
         assert np.array_equal(getattr(picked, field), getattr(expected, field))
     with pytest.raises(FileExistsError, match=r"eval\.hdf5: already exists; pass --overwrite"):

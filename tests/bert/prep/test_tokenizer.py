@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from bert.data.vocab import Vocab, VocabError, load_vocab
-from bert.prep.tokenizer import WordPieceTokenizer, train_vocab
+from bert.prep.tokenizer import WordPieceTokenizer
+from bert.prep.vocab_learning import train_vocab
 
 PIECES = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[", "]", ".", ",", "mask", "the", "cafe", "hello",
           "##s", "run", "##ning", "über")
@@ -21,13 +22,6 @@ def test_uncased_bert_tokenisation():
     # A literal [MASK] in the text is text, never the special token; an unknown word is [UNK].
     assert got[1] == [ids["run"], ids["##ning"], ids["["], ids["mask"], ids["]"], ids["[UNK]"]]
     assert got[2] == [] and got[3] == []
-
-
-def test_the_ascii_shortcut_tokenises_as_the_full_pipeline():
-    tokenizer = WordPieceTokenizer(Vocab(PIECES))
-    sentences = ["The Café", "THE CAFE", "the\tcafe", "Über the", "hello\x07there", "ÜBER", "run.running"]
-    full = tokenizer._tokenizer.encode_batch_fast(sentences, add_special_tokens=False)
-    assert _ids(tokenizer, sentences) == [e.ids for e in full]
 
 
 def test_learnt_vocabulary_has_the_special_tokens_first_and_is_reproducible(text_corpus):
@@ -58,3 +52,24 @@ def test_a_vocabulary_without_pad_first_is_refused(tmp_path):
     path.write_text("".join(p + "\n" for p in (*PIECES[1:3], "[PAD]", *PIECES[3:])))
     with pytest.raises(VocabError, match=r"\[PAD\] is on line 3; MLPerf shards pad with id 0"):
         load_vocab(path)
+
+
+def test_tokenisation_equals_the_reference_on_tricky_text_and_a_code_point_sweep():
+    from bert.prep.text_parts import read_lines
+    from tests.bert.prep.fixtures.make_reference_fixtures import HERE, sweep_probes
+
+    # Accents, final sigma, dotted I, CJK, kana, Hangul, RTL scripts, emoji, controls, zero-width and unicode
+    # spaces, private use and unassigned code points, combining marks, punctuation, 200+ character words,
+    # and every code point of the sweep alone and between letters, as the reference FullTokenizer made them.
+    lines = [line for _, line in read_lines(HERE / "tricky_text.txt")] + sweep_probes()
+    reference = np.load(HERE / "reference_tokens.npz")
+    want = np.split(reference["ids"].astype(np.int32), np.cumsum(reference["lengths"])[:-1])
+    ids, lengths = WordPieceTokenizer(load_vocab(HERE / "vocab.txt")).encode(lines)
+    got = np.split(ids, np.cumsum(lengths)[:-1])
+    wrong = [line for line, g, w in zip(lines, got, want) if not np.array_equal(g, w)]
+    assert len(lines) == len(want) > 30000 and wrong == []
+
+
+def test_a_vocabulary_with_a_repeated_piece_is_refused():
+    with pytest.raises(VocabError, match=r"'the' is on lines \[11, 18\]; every word piece must be on one line"):
+        WordPieceTokenizer(Vocab((*PIECES, "the")))

@@ -1,0 +1,168 @@
+"""`data prepare` (exact) and `data import` against the reference create_pretraining_data.py's own output,
+stored in fixtures/ by fixtures/make_reference_fixtures.py (which runs the reference with TensorFlow)."""
+
+import gzip
+import random
+
+import numpy as np
+import pytest
+
+from bert.data.shards import FIXED_KEYS, read_arrays
+from bert.prep.instances import SampleSpec
+from bert.prep.prepare import PrepareOptions, prepare
+from bert.prep.py_random import Cursor, WordWindow, random_cut
+from bert.prep.tfrecord import RecordError, crc32c, read_records
+from bert.prep.tfrecord_import import import_tfrecords
+from tests.bert.prep.fixtures.make_reference_fixtures import HERE, RUNS
+
+REFERENCE = np.load(HERE / "reference_samples.npz")
+
+
+def _prepared(tmp_path, run, **changes):
+    text, length, predictions, dupe = RUNS[run]
+    options = PrepareOptions(HERE / "vocab.txt", tmp_path / run, SampleSpec(length, predictions), "fixed", dupe)
+    options = PrepareOptions(**{**options.__dict__, **changes})
+    (result,) = prepare([HERE / text], options, 1, show_progress=False)
+    return result.shard
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_exact_prepare_writes_the_reference_samples_in_the_reference_order(tmp_path, run):
+    _, arrays = read_arrays(_prepared(tmp_path, run))
+    for key in FIXED_KEYS:
+        want = REFERENCE[f"{run}/{key}"]
+        assert np.array_equal(arrays[key].reshape(want.shape), want), key
+    assert len(arrays["input_ids"]) > 20
+
+
+def test_the_python_walks_make_the_reference_samples_too(tmp_path, monkeypatch):
+    import bert.prep.exact_instances
+
+    monkeypatch.setattr(bert.prep.exact_instances, "compiled_library", lambda: None)  # as without a compiler
+    _, arrays = read_arrays(_prepared(tmp_path, "sample_text_128"))
+    assert all(np.array_equal(arrays[k].reshape(REFERENCE[f"sample_text_128/{k}"].shape),
+                              REFERENCE[f"sample_text_128/{k}"]) for k in FIXED_KEYS)
+
+
+def test_draws_that_run_past_the_stream_window_are_replayed_exactly(tmp_path, monkeypatch):
+    import bert.prep.exact_instances
+    import bert.prep.py_random
+
+    # A window of a few hundred words: documents and the final shuffle run past it and are replayed.
+    monkeypatch.setattr(bert.prep.py_random, "GENERATE", 300)
+    monkeypatch.setattr(bert.prep.exact_instances, "MARGIN", 200)
+    monkeypatch.setattr(bert.prep.exact_instances, "BLOCK", 7)
+    _, arrays = read_arrays(_prepared(tmp_path, "sample_text_512"))
+    assert all(np.array_equal(arrays[k].reshape(REFERENCE[f"sample_text_512/{k}"].shape),
+                              REFERENCE[f"sample_text_512/{k}"]) for k in FIXED_KEYS)
+
+
+def test_the_fast_sampler_is_another_dataset(tmp_path):
+    _, arrays = read_arrays(_prepared(tmp_path, "sample_text_128", exact=False))
+    assert not np.array_equal(arrays["masked_lm_positions"], REFERENCE["sample_text_128/masked_lm_positions"])
+
+
+@pytest.fixture
+def reference_records(tmp_path):
+    path = tmp_path / "records" / "sample_text_128.tfrecord"
+    path.parent.mkdir()
+    path.write_bytes(gzip.decompress((HERE / "sample_text_128.tfrecord.gz").read_bytes()))
+    return path
+
+
+@pytest.mark.parametrize("form", ["fixed", "varlen"])
+def test_a_reference_tfrecord_imports_to_the_shard_exact_prepare_writes(tmp_path, reference_records, form):
+    vocab_size = len((HERE / "vocab.txt").read_text().splitlines())
+    (imported,) = import_tfrecords([reference_records], tmp_path / "imported", form, vocab_size,
+                                   show_progress=False)
+    prepared = _prepared(tmp_path, "sample_text_128", form=form)
+    assert imported.shard.name == "sample_text_128.hdf5" and imported.samples > 100
+    assert imported.shard.read_bytes() == prepared.read_bytes()
+
+
+def _record_offsets(data: bytes) -> list[int]:
+    offsets, at = [], 0
+    while at < len(data):
+        offsets.append(at)
+        at += 16 + int.from_bytes(data[at:at + 8], "little")
+    return offsets
+
+
+@pytest.mark.parametrize("where, message", [
+    ("data", r"record 7: the data's checksum does not match"),
+    ("length crc", r"record 7: the length's checksum does not match"),
+    ("cut", r"record 7: truncated \(its header says \d+ bytes of data, \d+ follow\)"),
+    ("cut header", r"record 7: truncated header \(5 of 12 bytes\)"),
+])
+def test_a_corrupt_or_truncated_record_names_the_file_and_the_record(reference_records, where, message):
+    data = bytearray(reference_records.read_bytes())
+    at = _record_offsets(bytes(data))[7]
+    if where == "data":
+        data[at + 12 + 40] ^= 0x01
+    elif where == "length crc":
+        data[at + 9] ^= 0x10
+    else:
+        data = data[:at + (5 if where == "cut header" else 100)]
+    reference_records.write_bytes(bytes(data))
+    with pytest.raises(RecordError, match=rf"sample_text_128\.tfrecord: {message}"):
+        for _ in read_records(reference_records):
+            pass
+
+
+def test_crc32c_matches_the_bitwise_definition_at_every_length():
+    assert crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+    rng = random.Random(1)
+    for length in (0, 1, 3, 4, 5, 100, 16384, 16385, 40000):
+        data = bytes(rng.randrange(256) for _ in range(length))
+        crc = 0xFFFFFFFF
+        for byte in data:
+            crc ^= byte
+            for _ in range(8):
+                crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+        assert crc32c(data) == crc ^ 0xFFFFFFFF, length
+
+
+def test_the_word_stream_replays_python_random_call_for_call():
+    reference, window = random.Random(12345), WordWindow(12345)
+    window.ensure(200_000)
+    cursor = Cursor(window)
+    lo, hi = random_cut(0.8)  # the first word alone decides random() < 0.8 outside [lo, hi)
+    for step in range(3000):
+        kind = step % 6
+        if kind == 0:
+            word, value = window.scalar[cursor.pos], cursor.random()
+            assert value == reference.random()
+            assert (word >= lo or value < 0.8) and (word < hi or value >= 0.8)
+        elif kind == 1:
+            assert cursor.randint(0, step) == reference.randint(0, step)
+        elif kind == 2:
+            n = 1 << (step % 12)  # powers of two waste half their words
+            assert cursor.randint(5, 5 + n - 1) == reference.randint(5, 5 + n - 1)
+        elif kind == 3:
+            assert cursor.randint(7, 7) == reference.randint(7, 7)  # still takes words
+        elif kind == 4:
+            order = list(range(step % 40))
+            reference.shuffle(order)
+            assert cursor.shuffled(len(order)).tolist() == order
+        else:
+            assert cursor.randbelow(30522) == reference.randrange(30522)
+
+
+def test_the_compiled_walks_equal_the_python_ones():
+    from bert.prep.py_random import below_limits
+    from bert.prep.replay_kernel import CompiledWalks, compiled_library, instance_draws_python
+
+    library = compiled_library()
+    if library is None:
+        pytest.skip("no C compiler: the Python walks are the ones in use")
+    window, limits = WordWindow(7), below_limits(509, 16)
+    window.ensure(300_000)
+    walks, q, rng = CompiledWalks(library, 509, limits), 0, random.Random(3)
+    for _ in range(300):
+        candidates = rng.choice([2, 3, 64, 255, 256, 257, 509, rng.randint(2, 509)])
+        keep, vocab = min(candidates, rng.randint(1, 76)), rng.choice([5, 8000, 30522, 32768])
+        compiled = walks.instance_draws(window, q, candidates, keep, 4, vocab)
+        assert compiled == instance_draws_python(window, q, limits, candidates, keep, 4, vocab)
+        q = compiled[0]
+    with pytest.raises(IndexError):
+        walks.instance_draws(window, len(window.words) - 100, 509, 76, 4, 30522)

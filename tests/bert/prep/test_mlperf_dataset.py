@@ -1,0 +1,120 @@
+import hashlib
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+import bert.prep.prepare as prepare_module
+from bert.data.manifest import load_manifest
+from bert.data.shards import Samples, read_shard
+from bert.prep.instances import SampleSpec
+from bert.prep.mlperf_dataset import MlperfOptions, build_mlperf_dataset
+from bert.prep.official_inputs import MD5_LIST, InputError, find_inputs, read_md5_list, verify_inputs
+from bert.prep.reshard import eval_pick
+
+OPTIONS = MlperfOptions(SampleSpec(128, 20), dupe_factor=2, shards=6, eval_samples=40)
+
+
+@pytest.fixture
+def download(tmp_path, text_corpus):
+    """A folder shaped like the MLCommons download: results4/ with the parts and eval.txt, the md5 list and
+    vocab.txt."""
+    root = tmp_path / "download"
+    (root / "results4").mkdir(parents=True)
+    for i, part in enumerate(sorted((text_corpus / "train").iterdir())):
+        shutil.copyfile(part, root / "results4" / f"part-{i:05d}-of-00003")
+    shutil.copyfile(text_corpus / "eval.txt", root / "results4" / "eval.txt")
+    shutil.copyfile(text_corpus / "vocab.txt", root / "vocab.txt")
+    lines = [f"{p.name}\t{hashlib.md5(p.read_bytes()).hexdigest()}" for p in sorted((root / "results4").iterdir())]
+    (root / MD5_LIST).write_text("\n".join(lines) + "\n")
+    return root
+
+
+def _tree(out):
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*.hdf5"))
+            if ".work" not in p.parts}
+
+
+def test_one_command_makes_the_verified_tree(download, tmp_path):
+    out = tmp_path / "data"
+    report = build_mlperf_dataset(download, out, OPTIONS, show_progress=False, log=lambda line: None)
+    assert report.problems == [] and report.manifest == out / "manifest.json"
+    listed = {e.path for e in load_manifest(out)}
+    assert {f"train/part-{k:05d}-of-00006.hdf5" for k in range(6)} <= listed
+    assert {f"train_varlen/part-{k:05d}-of-00006.hdf5" for k in range(6)} <= listed
+    assert {"eval.hdf5", "eval_varlen.hdf5", "vocab.txt"} <= listed
+    provenance = json.loads((out / "provenance.json").read_text())
+    assert provenance["inputs"] == read_md5_list(download / MD5_LIST) and len(provenance["inputs"]) == 4
+    assert provenance["create_pretraining_data"]["random_seed"] == 12345
+    parts = Samples.concat([read_shard(p) for p in sorted((out / ".work" / "parts").glob("*.hdf5"))])
+    train = [read_shard(out / "train" / f"part-{k:05d}-of-00006.hdf5") for k in range(6)]
+    assert sum(map(len, train)) == len(parts) and max(map(len, train)) - min(map(len, train)) <= 1
+    for k, fixed in enumerate(train):
+        varlen = read_shard(out / "train_varlen" / f"part-{k:05d}-of-00006.hdf5")
+        assert np.array_equal(fixed.tokens, varlen.tokens) and np.array_equal(fixed.offsets, varlen.offsets)
+    # The eval set is the reference's pick from the eval text prepared as the parts are.
+    prepared_eval = read_shard(out / ".work" / "eval" / "eval.hdf5")
+    picked = prepared_eval.take(eval_pick(len(prepared_eval), 40))
+    for name in ("eval.hdf5", "eval_varlen.hdf5"):
+        got = read_shard(out / name)
+        assert np.array_equal(got.tokens, picked.tokens) and np.array_equal(got.masked_ids[:, :picked.max_predictions],
+                                                                            picked.masked_ids[:, :got.max_predictions])
+
+
+def test_an_interrupted_build_goes_on_where_it_stopped(download, tmp_path, monkeypatch):
+    out = tmp_path / "data"
+    real = prepare_module.prepare_part
+    calls = []
+
+    def stop_at_the_second_part(job, report, options):
+        calls.append(job.text.name)
+        if len(calls) == 2:  # killed while writing: a half-written shard keeps its temporary name
+            (job.shard.parent / f".{job.shard.name}.tmp999").write_bytes(b"half")
+            raise KeyboardInterrupt
+        return real(job, report, options)
+
+    monkeypatch.setattr(prepare_module, "prepare_part", stop_at_the_second_part)
+    with pytest.raises(KeyboardInterrupt):
+        build_mlperf_dataset(download, out, OPTIONS, show_progress=False, log=lambda line: None)
+    finished = {p.name: p.stat().st_mtime_ns for p in (out / ".work" / "parts").glob("*.hdf5")}
+    assert len(finished) == 1
+    calls.clear()
+    monkeypatch.setattr(prepare_module, "prepare_part", lambda job, report, options: calls.append(job.text.name)
+                        or real(job, report, options))
+    build_mlperf_dataset(download, out, OPTIONS, show_progress=False, log=lambda line: None)
+    assert len(calls) == 3  # the two parts not finished and the eval text; the finished part is not redone
+    assert {name: (out / ".work" / "parts" / name).stat().st_mtime_ns for name in finished} == finished
+    assert not list((out / ".work" / "parts").glob(".*"))
+    build_mlperf_dataset(download, tmp_path / "clean", OPTIONS, show_progress=False, log=lambda line: None)
+    assert _tree(out) == _tree(tmp_path / "clean")
+
+
+def test_a_part_that_differs_from_its_md5_stops_before_any_work(download, tmp_path):
+    part = download / "results4" / "part-00001-of-00003"
+    part.write_bytes(part.read_bytes().replace(b"\n", b" \n", 1))
+    with pytest.raises(InputError, match=r"part-00001-of-00003: md5 [0-9a-f]{32}, the list says [0-9a-f]{32}; "
+                                         r"the file is damaged or not the official one"):
+        build_mlperf_dataset(download, tmp_path / "data", OPTIONS, show_progress=False, log=lambda line: None)
+    assert not (tmp_path / "data" / ".work" / "parts").exists()
+
+
+def test_missing_and_unlisted_inputs_are_named(download, tmp_path):
+    (download / "results4" / "part-00002-of-00003").unlink()
+    with pytest.raises(InputError, match=r"part-00002-of-00003: listed in .* but missing"):
+        verify_inputs(find_inputs(download), tmp_path / "md5.json", show_progress=False)
+    (download / "results4" / "part-00003-of-00003").write_text("extra\n\ntext\n")
+    with pytest.raises(InputError, match=r"part-00003-of-00003: not in .*bert_reference_results_text_md5\.txt"):
+        verify_inputs(find_inputs(download), tmp_path / "md5.json", show_progress=False)
+
+
+def test_the_md5_list_is_read_in_its_usual_layouts(tmp_path):
+    digest = "a64a7c31eff5cd38ae6d94f7a6229dab"
+    path = tmp_path / MD5_LIST
+    path.write_text(f"| File | Size (bytes) | MD5 |\n|---|---:|---|\n| part-00000-of-00500 | 27150902 | {digest} |\n"
+                    f"{digest}  results4/part-00001-of-00500\n{digest} *eval.txt\npart-00002-of-00500\t{digest}\n")
+    assert read_md5_list(path) == {"part-00000-of-00500": digest, "part-00001-of-00500": digest, "eval.txt": digest,
+                                   "part-00002-of-00500": digest}
+    path.write_text(f"part-00000-of-00500 {digest}\nno digest here\n")
+    with pytest.raises(InputError, match=r"line 2: expected a file name and an md5"):
+        read_md5_list(path)

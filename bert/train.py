@@ -17,12 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from bert.checkpoint import load_into
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.loader import LoaderBalance, TrainLoader
-from bert.distributed.launch import DistContext, init_distributed, shutdown
+from bert.distributed.launch import DistContext, init_distributed, shutdown, wait_for_all
 from bert.distributed.presort import build_exchange
 from bert.eval import EvalSet
 from bert.interrupts import RunInterrupted, SignalGuard, exit_code
@@ -104,7 +105,7 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
     files = dataset_files(system, request.data_dir)
     check_dataset(files, system)
     config = system.model_config()
-    torch.manual_seed(request.seed)
+    torch.manual_seed(request.seed)  # the same initial weights on every rank
     model = BertForPreTraining(config).to(ctx.device)
     checkpoint = system.init_checkpoint_path()
     if checkpoint is not None:
@@ -116,8 +117,10 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
     balance = loader_balance(system, ctx)
     if checkpoint is not None:
         _checkpoint_eval(ctx, files.eval_file, system, step_fn, log)
+    seed_dropout(request.seed, ctx.rank)
     log.init_stop()
 
+    wait_for_all(ctx)  # every rank starts the clock together, as MLPerf times the slowest
     log.run_start()
     eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size)
     loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, request.seed,
@@ -126,6 +129,18 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
         return _train(system, ctx, step_fn, loader, eval_set, log, progress, request.on_eval)
     finally:
         loader.close()
+
+
+def dropout_seed(seed: int, rank: int) -> int:
+    """The seed of rank `rank`'s random streams (dropout) in the run of seed `seed`: one stream per rank, as
+    NVIDIA draws one seed per worker. Only dropout uses torch's generators: the data order comes from the run
+    seed alone (bert.data.samplers, numpy), and the initial weights from the run seed on every rank."""
+    return int(np.random.SeedSequence([seed, rank]).generate_state(1, np.uint64)[0] % 2**63)
+
+
+def seed_dropout(seed: int, rank: int) -> None:
+    """Seeds torch's generators (CPU and every GPU) for this rank's dropout masks."""
+    torch.manual_seed(dropout_seed(seed, rank))
 
 
 def _checkpoint_eval(ctx: DistContext, eval_file: Path, system: System, step_fn: TrainStep, log: RunLog) -> None:
@@ -144,7 +159,7 @@ def loader_balance(system: System, ctx: DistContext) -> LoaderBalance:
     exchange = None
     if ctx.distributed:
         exchange = build_exchange(ctx.rank, ctx.world_size, run_spec.processes_per_node, run_spec.balance,
-                                  run_spec.max_seq_length, run_spec.max_predictions_per_seq)
+                                  run_spec.max_seq_length, run_spec.max_predictions_per_seq, run_spec.dist_timeout_s)
     return LoaderBalance(run_spec.balance, run_spec.length_bins, run_spec.max_seq_length, exchange)
 
 

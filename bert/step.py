@@ -40,7 +40,8 @@ class TrainStep:
         self.padded = not run.unpadded
         self.accumulate = run.gradient_accumulation_steps
         self.autocast = autocast_for(system, ctx)
-        self.scaler = torch.amp.GradScaler(ctx.device.type, enabled=run.precision == "fp16")
+        self.scaler = torch.amp.GradScaler(ctx.device.type, init_scale=run.initial_loss_scale,
+                                           enabled=run.precision == "fp16")
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.clipping = self._clipping(run.clip, run.clip_norm)
         self.loss_sum = torch.zeros((), device=ctx.device)

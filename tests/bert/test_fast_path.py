@@ -20,6 +20,7 @@ from bert.padding import gather_rows
 from bert.step import TrainStep
 from bert.system import load_system
 from bert.tf_names import to_hf_state_dict, torch_to_hf
+from bert.typed_config import ConfigError
 from tests.conftest import descriptor, write_descriptor
 
 CPU = DistContext(0, 1, 0, 1, torch.device("cpu"))
@@ -143,6 +144,13 @@ def test_fp16_dynamic_loss_scaling_skips_overflowing_steps(small_dataset):
     step(batches, 12)
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
     assert step.scaler.get_scale() == huge * 0.5 and scale > 0
+
+
+def test_fp16_loss_scaling_starts_at_the_descriptors_scale():
+    assert _step("fp16")[0].scaler.get_scale() == 1024.0  # run.initial_loss_scale's default, NVIDIA's start
+    assert _step("fp16", initial_loss_scale=32.0)[0].scaler.get_scale() == 32.0
+    with pytest.raises(ConfigError, match="run.initial_loss_scale: must be positive"):
+        load_system("cpu_micro").variant({"initial_loss_scale": 0})
 
 
 def test_cpu_attention_under_autocast_runs_in_fp32_without_dropout():

@@ -61,7 +61,9 @@ def short_run_descriptor(out: Path, data: Path, device: str) -> System:
     batch = sizes.run.get("global_batch_size", base.run.global_batch_size)
     corpus = {"vocab_size": 4096, "seed": 12345, "form": "varlen", "max_seq_length": sizes.length,
               "max_predictions": base.run.max_predictions_per_seq, **sizes.corpus}
+    # From random weights a few warm-up steps keep the first updates small (the descriptor starts from phase 1).
     changes = {**sizes.run, "max_seq_length": sizes.length, "init_checkpoint": None, "seed": 1,
+               "optimizer.warmup_steps": 10,
                "max_samples": SHORT_RUN_UPDATES * batch,
                "eval.interval_samples": SHORT_RUN_UPDATES * batch // SHORT_RUN_EVALS,
                "eval.samples": corpus["eval_samples"], "dataset": {"dir": str(data), "synthetic": corpus},
@@ -247,14 +249,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("paths", nargs="*", type=Path, help="descriptor: OUTDIR DATADIR")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     args = p.parse_args(argv)
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print(f"torch {torch.__version__} sees no CUDA device; pass --device cpu for the rehearsal", file=sys.stderr)
-        return 2
-    device = torch.device(args.device, 0) if args.device == "cuda" else torch.device("cpu")
     if args.check == "descriptor":
         out, data = args.paths
         print(short_run_descriptor(out, data, args.device).path)
         return 0
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print(f"torch {torch.__version__} sees no CUDA device; pass --device cpu for the rehearsal", file=sys.stderr)
+        return 2
+    device = torch.device(args.device, 0) if args.device == "cuda" else torch.device("cpu")
     checks = {"layer": layer_check, "nosync": nosync_check, "nccl": nccl_check}
     return 0 if checks[args.check](device) else 1
 

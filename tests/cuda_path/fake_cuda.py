@@ -216,6 +216,16 @@ _ATTENTION = {"scaled_dot_product_attention": "scaled_dot_product_attention",
               "torch_attn._varlen_attn": "varlen_attn", "torch_attn._varlen_attn.default": "varlen_attn"}
 
 
+def _copies_to_the_host(func, args: tuple, out: object) -> bool:
+    if func is torch.ops.aten._to_copy.default:
+        source, target = args[0], out
+    elif func is torch.ops.aten.copy_.default:
+        target, source = args[:2]
+    else:
+        return False
+    return _device(source) == str(CUDA) and _device(target).endswith("cpu")
+
+
 class Recorder(TorchDispatchMode):
     """Watches every operator below it: tensors off cuda:0, host synchronisations (an op whose result is a
     value or shape only the device knows, or a copy to the host), and the attention entry points taken."""
@@ -250,8 +260,8 @@ class Recorder(TorchDispatchMode):
             self.off_device.append(f"{func} mixes devices ({e}) at {_where()}")
             raise
         devices = {_device(t) for t in tree_leaves((args, kwargs, out)) if isinstance(t, torch.Tensor)}
-        if func in (torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default) and "cpu" in str(devices):
-            self.host_syncs.append(f"{func} copies to the host at {_where()}")
+        if _copies_to_the_host(func, args, out):
+            self.host_syncs.append(f"{func} copies from the GPU to the host at {_where()}")
         if devices - {str(CUDA)}:
             self.off_device.append(f"{func} on {sorted(devices)} at {_where()}")
         return out

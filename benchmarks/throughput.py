@@ -345,6 +345,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--results", type=Path, default=RESULTS, help="the results file (its table rows are kept)")
     add_no_results_flag(p)
     p.add_argument("--note", default="", help="free text for the notes column")
+    p.add_argument("--profile", action="store_true",
+                   help="after timing, profile one step of ours: time by kind of work, top kernels, peak memory")
     return p.parse_args(argv)
 
 
@@ -383,6 +385,8 @@ def main(argv: list[str] | None = None) -> float:
           f"{run.precision}, {machine_name(device)}, torch {torch.__version__}, transformers "
           f"{transformers.__version__}{', compiled encoder' if run.compile else ''}", flush=True)
     alternate(sides, args, device)
+    if args.profile:
+        profile_step(sides[0], device)
     peak, peak_source = peak_flops(device, DTYPES[run.precision], args.peak_tflops)
     figures, measured, speedup = report(sides, peak, peak_source)
     if not args.no_results:
@@ -416,6 +420,16 @@ def alternate(sides: list[Side], args: argparse.Namespace, device: torch.device)
         ours, peer = (s.round_seconds[-1] for s in sides)
         print(f"  round {r + 1}/{args.rounds}: ours {ours:.2f} s, transformers {peer:.2f} s for "
               f"{args.steps} step(s): ratio {peer / ours:.3f}", flush=True)
+
+
+def profile_step(side: Side, device: torch.device) -> None:
+    """Prints where one step of `side` spends its time (benchmarks/profiling.py); not part of the timings."""
+    from profiling import profile_once, summary  # beside this script
+
+    rounds, sequences, flops = list(side.round_seconds), side.feed.sequences, side.feed.model_flops
+    prof, wall = profile_once(lambda: side.run(1, device), device)
+    side.round_seconds, side.feed.sequences, side.feed.model_flops = rounds, sequences, flops
+    print(f"profile of one step of {side.name}:", *summary(prof, device, wall), sep="\n  ", flush=True)
 
 
 def report(sides: list[Side], peak: float, peak_source: str) -> tuple[list[str], dict[str, str], float]:

@@ -51,9 +51,16 @@ class Embeddings(nn.Module):
 def _activation_dtype(x: torch.Tensor) -> torch.dtype:
     """Under autocast the residual stream is kept in the autocast dtype, as apex's mixed precision keeps it:
     an fp32 stream would make every residual sum fp32 and every following matmul cast its input back. The
-    LayerNorms still accumulate in fp32 inside their kernels, and the weights stay fp32."""
+    LayerNorms still accumulate in fp32 inside their kernels, and the weights stay fp32. The embeddings set
+    the stream's dtype; every encoder LayerNorm returns it in its input's (`norm_into`), because CUDA's
+    autocast runs LayerNorm in fp32 and hands back fp32 (the CPU's returns the input's dtype, apex's too)."""
     device = x.device.type
     return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
+
+
+def norm_into(layer_norm: nn.Module, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """layer_norm(x) in the residual stream's dtype, whatever the LayerNorm kernel returns."""
+    return layer_norm(x).to(dtype)
 
 
 class SelfAttention(nn.Module):
@@ -79,7 +86,7 @@ class SelfAttention(nn.Module):
             b, s, _ = x.shape
             q, k, v = qkv.view(b, s, 3, self.num_heads, self.head_size).permute(2, 0, 3, 1, 4).unbind(0)
             context = padded_attention(q, k, v, mask, dropout_p).transpose(1, 2).flatten(2)
-        return self.layer_norm(x + self.dropout(self.output(context)))
+        return norm_into(self.layer_norm, x + self.dropout(self.output(context)), x.dtype)
 
 
 class EncoderLayer(nn.Module):
@@ -93,7 +100,7 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, layout: TokenLayout, mask: torch.Tensor | None) -> torch.Tensor:
         x = self.attention(x, layout, mask)
-        return self.layer_norm(x + self.dropout(self.output(F.gelu(self.intermediate(x)))))
+        return norm_into(self.layer_norm, x + self.dropout(self.output(F.gelu(self.intermediate(x)))), x.dtype)
 
 
 class BertModel(nn.Module):

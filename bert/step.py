@@ -29,6 +29,12 @@ def autocast_for(system: System, ctx: DistContext) -> torch.autocast:
     return torch.autocast(ctx.device.type, dtype=dtype, enabled=precision != "fp32")
 
 
+def data_parallel(model: nn.Module, bucket_cap_mb: float) -> DistributedDataParallel:
+    """DDP over the default group. The gradients live in DDP's buckets (gradient_as_bucket_view): DDP then
+    keeps no second copy of them, and every clipping mode works on .grad as before."""
+    return DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb, gradient_as_bucket_view=True)
+
+
 class TrainStep:
     def __init__(self, system: System, ctx: DistContext, model: nn.Module, optimizer: torch.optim.Optimizer,
                  schedule: LrSchedule, nan_at_step: int | None = None):
@@ -36,11 +42,12 @@ class TrainStep:
         self.model, self.optimizer, self.schedule, self.ctx = model, optimizer, schedule, ctx
         if run.compile:
             compile_encoder(model)
-        self.trained = DistributedDataParallel(model, bucket_cap_mb=run.bucket_cap_mb) if ctx.distributed else model
+        self.trained = data_parallel(model, run.bucket_cap_mb) if ctx.distributed else model
         self.padded = not run.unpadded
         self.accumulate = run.gradient_accumulation_steps
         self.autocast = autocast_for(system, ctx)
-        self.scaler = torch.amp.GradScaler(ctx.device.type, enabled=run.precision == "fp16")
+        self.scaler = torch.amp.GradScaler(ctx.device.type, init_scale=run.initial_loss_scale,
+                                           enabled=run.precision == "fp16")
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.clipping = self._clipping(run.clip, run.clip_norm)
         self.loss_sum = torch.zeros((), device=ctx.device)

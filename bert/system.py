@@ -128,6 +128,9 @@ class RunSpec:
     device: Literal["cpu", "cuda"]
     processes_per_node: int
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    # fp16: the dynamic loss scale to start from (NVIDIA's MLPerf BERT configurations set 1024; torch's 2^16
+    # overflows in the first steps of a run, and each overflow skips an update).
+    initial_loss_scale: float = 1024.0
     global_batch_size: int
     gradient_accumulation_steps: int = 1
     max_seq_length: int = 512
@@ -283,6 +286,7 @@ def _check_run(where: str, system: System) -> None:
         (run.optimizer.warmup_steps >= 0, "run.optimizer.warmup_steps", "must be 0 or more"),
         (run.device == "cuda" or run.precision != "fp16", "run.precision",
          "fp16 needs device cuda; use fp32 or bf16 on cpu"),
+        (run.initial_loss_scale > 0, "run.initial_loss_scale", "must be positive (2^10 = 1024 is the usual start)"),
         (run.clip_norm > 0, "run.clip_norm", "must be positive"),
         (run.bucket_cap_mb > 0, "run.bucket_cap_mb", "must be positive"),
         (run.dist_timeout_s > 0, "run.dist_timeout_s", "must be positive (seconds)"),

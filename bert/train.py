@@ -17,13 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from bert.checkpoint import load_into
 from bert.data.balance_plans import attention_width
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.loader import LoaderBalance, TrainLoader
-from bert.distributed.launch import DistContext, init_distributed, shutdown
+from bert.distributed.launch import DistContext, init_distributed, shutdown, wait_for_all
 from bert.distributed.presort import build_exchange
 from bert.distributed.row_exchange import build_row_exchange
 from bert.eval import EvalSet
@@ -106,7 +107,7 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
     files = dataset_files(system, request.data_dir)
     check_dataset(files, system)
     config = system.model_config()
-    torch.manual_seed(request.seed)
+    torch.manual_seed(request.seed)  # the same initial weights on every rank
     model = BertForPreTraining(config).to(ctx.device)
     checkpoint = system.init_checkpoint_path()
     if checkpoint is not None:
@@ -118,8 +119,10 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
     balance = loader_balance(system, ctx)
     if checkpoint is not None:
         _checkpoint_eval(ctx, files.eval_file, system, step_fn, log)
+    seed_dropout(request.seed, ctx.rank)
     log.init_stop()
 
+    wait_for_all(ctx)  # every rank starts the clock together, as MLPerf times the slowest
     log.run_start()
     eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size)
     loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, request.seed,
@@ -128,6 +131,18 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
         return _train(system, ctx, step_fn, loader, eval_set, log, progress, request.on_eval)
     finally:
         loader.close()
+
+
+def dropout_seed(seed: int, rank: int) -> int:
+    """The seed of rank `rank`'s random streams (dropout) in the run of seed `seed`: one stream per rank, as
+    NVIDIA draws one seed per worker. Only dropout uses torch's generators: the data order comes from the run
+    seed alone (bert.data.samplers, numpy), and the initial weights from the run seed on every rank."""
+    return int(np.random.SeedSequence([seed, rank]).generate_state(1, np.uint64)[0] % 2**63)
+
+
+def seed_dropout(seed: int, rank: int) -> None:
+    """Seeds torch's generators (CPU and every GPU) for this rank's dropout masks."""
+    torch.manual_seed(dropout_seed(seed, rank))
 
 
 def _checkpoint_eval(ctx: DistContext, eval_file: Path, system: System, step_fn: TrainStep, log: RunLog) -> None:
@@ -147,11 +162,11 @@ def loader_balance(system: System, ctx: DistContext) -> LoaderBalance:
     width = attention_width(system.model_config().hidden_size)
     exchange = None
     if ctx.distributed and run_spec.balance == "packed":
-        exchange = build_row_exchange(ctx.world_size)
+        exchange = build_row_exchange(ctx.world_size, run_spec.dist_timeout_s)
     elif ctx.distributed:
         exchange = build_exchange(ctx.rank, ctx.world_size, run_spec.processes_per_node, run_spec.balance,
-                                  run_spec.max_seq_length, run_spec.max_predictions_per_seq, run_spec.presort_deal,
-                                  width)
+                                  run_spec.max_seq_length, run_spec.max_predictions_per_seq, run_spec.dist_timeout_s,
+                                  run_spec.presort_deal, width)
     return LoaderBalance(run_spec.balance, run_spec.length_bins, run_spec.max_seq_length, exchange,
                          run_spec.balance_lookahead, width)
 

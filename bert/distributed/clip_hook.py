@@ -5,12 +5,14 @@ clip_norm / sqrt(B) with B buckets (so the whole local gradient is within clip_n
 allreduce (average) starts at once: communication overlaps the rest of the backward pass, and no global
 norm has to wait for the last bucket.
 
-The number of buckets comes from DDP's reducer, read after each forward pass (a forward hook on the DDP
-module), because DDP decides it at run time: torch 2.13 puts every gradient into one bucket for the first
-backward and, in the forward after it, rebuilds the buckets once by bucket_cap_mb in the order the
-gradients became ready (older versions started from a different layout). So the count is read again after
-every forward until one follows a hooked backward (the rebuild has happened then, if it ever does), and every
-backward checks it against the buckets the hook actually sees.
+The number of buckets comes from DDP's reducer, because DDP decides it at run time: torch 2.13 puts every
+gradient into one bucket for the first backward and, at the start of the forward after it, rebuilds the
+buckets once by bucket_cap_mb in the order the gradients became ready (older versions started from a
+different layout). The reducer can only list its buckets as zero copies of them (a transient copy of the
+whole gradient), so the count is read at the start of the model's forward (a pre-hook on the wrapped module:
+after DDP's rebuild, before any activation exists, so the copy adds nothing to peak memory), and only until
+a forward follows a hooked backward: twice in a run. Every backward checks it against the buckets the hook
+actually sees.
 
 Gradient accumulation: every micro-batch's backward goes through the hook (no `no_sync`). A micro-batch's
 own gradient is clipped bucket by bucket as a rank's is, as if the A micro-batches were A more ranks; for all
@@ -22,6 +24,7 @@ the bucket bound is S * clip_norm / (A * sqrt(B)).
 """
 
 import contextlib
+import functools
 import math
 from contextlib import AbstractContextManager
 
@@ -31,6 +34,11 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from bert.distributed.clipping import AfterAllreduce, clip_to_norm_, loss_scale
+
+
+def _in_place_result(buffer: torch.Tensor, done: torch.futures.Future) -> torch.Tensor:
+    done.wait()  # raises the collective's error, if it failed
+    return buffer  # the allreduce worked in place
 
 
 def _completed(tensor: torch.Tensor) -> torch.futures.Future[torch.Tensor]:
@@ -52,7 +60,7 @@ class BucketwiseBeforeAllreduce(AfterAllreduce):
         self._step_bound: torch.Tensor | float = clip_norm
         self._bound: torch.Tensor | float = clip_norm
         self._held: dict[nn.Parameter, torch.Tensor] = {}
-        ddp.register_forward_hook(self._after_forward)
+        ddp.module.register_forward_pre_hook(self._before_forward)
         ddp.register_comm_hook(None, self._clip_and_reduce)
 
     def micro_batch(self, last: bool) -> AbstractContextManager:
@@ -64,12 +72,17 @@ class BucketwiseBeforeAllreduce(AfterAllreduce):
         self.scaler.unscale_(optimizer)  # the hook has clipped and averaged
         return None  # norms per bucket only; a non-finite gradient shows in the next step's loss
 
-    def _after_forward(self, module: nn.Module, inputs: object, output: object) -> None:
+    def _before_forward(self, module: nn.Module, inputs: object) -> None:
+        if not torch.is_grad_enabled():  # an eval forward: no backward, no rebuild
+            return
         if not self._counted:
-            # The reducer has no public bucket count; the list of its bucket buffers is its length.
-            self.num_buckets = len(self.ddp.reducer._get_zeros_like_grad_buckets())
+            self.num_buckets = self._count_buckets()
             self._counted = self._backwards > 0
         self._bound = self._step_bound / math.sqrt(self.num_buckets)
+
+    def _count_buckets(self) -> int:
+        # The reducer has no public bucket count; the list of zero copies of its buckets is its length.
+        return len(self.ddp.reducer._get_zeros_like_grad_buckets())
 
     def _clip_and_reduce(self, state: object, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
         buffer = bucket.buffer()
@@ -83,7 +96,7 @@ class BucketwiseBeforeAllreduce(AfterAllreduce):
             torch._foreach_add_(bucket.gradients(), [self._held.pop(p) for p in bucket.parameters()])
         buffer.div_(self.group.size())
         work = dist.all_reduce(buffer, group=self.group, async_op=True)
-        return work.get_future().then(lambda done: done.value()[0])
+        return work.get_future().then(functools.partial(_in_place_result, buffer))
 
     def _hold(self, bucket: dist.GradBucket) -> None:
         for param, grad in zip(bucket.parameters(), bucket.gradients()):

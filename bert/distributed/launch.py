@@ -62,6 +62,16 @@ def launch_environment() -> tuple[int, int, int, int]:
     return 0, 1, 0, 1
 
 
+def cuda_device_index(local_rank: int, visible: int) -> int:
+    """The GPU a rank takes among the `visible` ones it sees: its local rank modulo their number. A node whose
+    ranks each see all its GPUs gives rank k GPU k; a cluster that binds one GPU per task (every task sees its
+    own as cuda:0) gives every rank cuda:0."""
+    if visible < 1:
+        raise LaunchError(f"local rank {local_rank} sees no CUDA device (CUDA_VISIBLE_DEVICES, or the scheduler's "
+                          "GPU binding, hides them all)")
+    return local_rank % visible
+
+
 def init_distributed(device_kind: str, timeout_s: float) -> DistContext:
     """Joins the process group (gloo on CPU, NCCL on CUDA) and picks this process's device."""
     rank, world, local_rank, local_world = launch_environment()
@@ -69,8 +79,8 @@ def init_distributed(device_kind: str, timeout_s: float) -> DistContext:
         if not torch.cuda.is_available():
             raise LaunchError("the descriptor asks for device cuda but torch sees no CUDA device "
                               f"(torch {torch.__version__}); use a CPU descriptor or a CUDA build of torch")
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
+        device = torch.device("cuda", cuda_device_index(local_rank, torch.cuda.device_count()))
+        torch.cuda.set_device(device)
     else:
         device = torch.device("cpu")
     if world > 1:
@@ -84,6 +94,12 @@ def init_distributed(device_kind: str, timeout_s: float) -> DistContext:
             device_id=device if device_kind == "cuda" else None,
         )
     return DistContext(rank, world, local_rank, local_world, device)
+
+
+def wait_for_all(ctx: DistContext) -> None:
+    """Returns once every rank has called it (a barrier, on this rank's GPU under NCCL); at once alone."""
+    if ctx.distributed:
+        dist.barrier(device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None)
 
 
 def all_reduce_sum(tensor: torch.Tensor, ctx: DistContext) -> torch.Tensor:

@@ -41,6 +41,7 @@ class RankSlot:
     node: int
     local_rank: int
     group: int  # the presorting group: the ranks of one node exchange and redeal their sequences
+    device: str  # the device the rank takes, as bert.distributed.launch chooses it
     shards: tuple[int, ...]  # indices (in sorted name order) of the shards read in epoch 0
 
 
@@ -78,14 +79,25 @@ def launch_env(system: System, launcher: str, master_addr: str) -> dict[str, str
     return env
 
 
+def rank_device(system: System, local_rank: int) -> str:
+    """The device of a rank whose node shows it all of system.accelerators_per_node GPUs (where the cluster
+    binds one GPU per task, every rank takes cuda:0 instead: see bert.distributed.launch.cuda_device_index)."""
+    if system.run.device != "cuda":
+        return system.run.device
+    from bert.distributed.launch import cuda_device_index
+
+    return f"cuda:{cuda_device_index(local_rank, int(system.description['accelerators_per_node']))}"
+
+
 def rank_slots(system: System, num_shards: int, seed: int) -> list[RankSlot]:
-    """Every rank's place and its first-epoch shards, as bert.data.samplers deals them."""
+    """Every rank's place, device and first-epoch shards, as bert.data.samplers deals them."""
     per_node = system.run.processes_per_node
     names = [Path(f"{i}") for i in range(num_shards)]
     slots = []
     for rank in range(system.world_size):
         parts = rank_shards(names, rank, system.world_size, seed, 0) if num_shards else []
-        slots.append(RankSlot(rank, rank // per_node, rank % per_node, rank // per_node,
+        local = rank % per_node
+        slots.append(RankSlot(rank, rank // per_node, local, rank // per_node, rank_device(system, local),
                               tuple(p.shard_index for p in parts)))
     return slots
 
@@ -149,9 +161,13 @@ def describe(plan: LaunchPlan, system: System, num_shards: int) -> list[str]:
         lines.append(f"command ({where}): {shlex.join(command)}")
     lines += [f"env: {k}={shlex.quote(v)}" for k, v in sorted(plan.env.items())]
     shards = f"{num_shards} training shard(s)" if num_shards else "no training shards found (shards not shown)"
+    if run.device == "cuda":
+        lines.append(f"devices: each rank takes cuda:<local rank mod the GPUs it sees>; shown for "
+                     f"{system.description['accelerators_per_node']} GPU(s) seen per node (a cluster that binds "
+                     "one GPU per task gives every rank cuda:0)")
     lines.append(f"ranks ({shards}; epoch-0 shard indices in sorted name order):")
     for slot in plan.ranks:
         listed = ",".join(map(str, slot.shards)) if slot.shards else "-"
         lines.append(f"  rank {slot.rank} node {slot.node} local {slot.local_rank} group {slot.group} "
-                     f"shards {listed}")
+                     f"device {slot.device} shards {listed}")
     return lines

@@ -13,6 +13,7 @@ itself never waits for it and the device is not involved.
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import timedelta
 
 import numpy as np
 import torch
@@ -86,14 +87,15 @@ class PresortExchange:
 
 
 def build_exchange(rank: int, world_size: int, ranks_per_node: int, strategy: str, row_len: int,
-                   predictions: int, how: str = "balanced", attention_width: int = BERT_LARGE_ATTENTION_WIDTH
-                   ) -> PresortExchange | None:
+                   predictions: int, timeout_s: float, how: str = "balanced",
+                   attention_width: int = BERT_LARGE_ATTENTION_WIDTH) -> PresortExchange | None:
     """Creates the gloo groups of the strategy (every rank creates every group, in the same order, as
-    torch.distributed requires) and returns this rank's exchange; None when there is nothing to exchange."""
+    torch.distributed requires) and returns this rank's exchange; None when there is nothing to exchange.
+    A group waits `timeout_s` (run.dist_timeout_s) for a rank that died or hangs, as the main group does."""
     groups = [g for g in presort_groups(world_size, ranks_per_node, strategy) if len(g) > 1]
     mine = None
     for members in groups:
-        group = dist.new_group(members, backend="gloo")
+        group = dist.new_group(members, backend="gloo", timeout=timedelta(seconds=timeout_s))
         if rank in members:
             mine = PresortExchange(group, members, rank, row_len, predictions, how, attention_width)
     return mine

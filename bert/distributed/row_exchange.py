@@ -6,6 +6,7 @@ gloo group of all ranks of their own, issued in the same order on every rank; no
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 import numpy as np
 import torch
@@ -41,6 +42,8 @@ class RowExchange:
         return pending.tensors[0].numpy()
 
 
-def build_row_exchange(world_size: int) -> RowExchange:
-    """Creates the gloo group of all ranks (every rank calls this, as torch.distributed requires)."""
-    return RowExchange(dist.new_group(list(range(world_size)), backend="gloo"), world_size)
+def build_row_exchange(world_size: int, timeout_s: float) -> RowExchange:
+    """Creates the gloo group of all ranks (every rank calls this, as torch.distributed requires); it waits
+    `timeout_s` (run.dist_timeout_s) for a rank that died or hangs, as the main group does."""
+    group = dist.new_group(list(range(world_size)), backend="gloo", timeout=timedelta(seconds=timeout_s))
+    return RowExchange(group, world_size)

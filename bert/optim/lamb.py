@@ -8,17 +8,25 @@ Per tensor, with bias-corrected moments:
 Tensors in a group with weight_decay 0 (bias and LayerNorm, see bert.optim.factory) get neither decay nor
 the trust ratio, as the reference excludes them from both. Implemented with foreach kernels: one launch per
 operation for all tensors of a group, and no host synchronisation.
+
+fp16 loss scaling: the optimizer takes GradScaler's overflow flag itself (`_step_supports_amp_scaling`), so
+the scaler never reads it back to the host to decide whether to call step(). An overflowed step changes
+nothing, as a skipped one would: the flag zeroes the moments' and the weights' increments and the step
+count's, on the device. The step count is therefore a device tensor.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 import torch
 
 
 class Lamb(torch.optim.Optimizer):
+    # GradScaler.step sets `found_inf` (and `grad_scale` when the gradient is still scaled) on the optimizer
+    # and calls step() unconditionally instead of syncing on the flag.
+    _step_supports_amp_scaling = True
+
     def __init__(self, params: Iterable, lr: float, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-6, weight_decay: float = 0.01):
         if lr < 0 or eps < 0 or not (0 <= betas[0] < 1 and 0 <= betas[1] < 1) or weight_decay < 0:
@@ -29,34 +37,50 @@ class Lamb(torch.optim.Optimizer):
     @torch.no_grad()
     def step(self, closure=None):
         loss = closure() if closure is not None else None
+        found_inf, grad_scale = getattr(self, "found_inf", None), getattr(self, "grad_scale", None)
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             if params:
-                self._update_group(group, params)
+                self._update_group(group, params, found_inf, grad_scale)
         return loss
 
-    def _update_group(self, group: dict, params: list[torch.Tensor]) -> None:
+    def _update_group(self, group: dict, params: list[torch.Tensor], found_inf: torch.Tensor | None,
+                      grad_scale: torch.Tensor | None) -> None:
         beta1, beta2 = group["betas"]
         grads = [p.grad for p in params]
+        if grad_scale is not None:
+            torch._foreach_div_(grads, grad_scale)
+        # keep: 1 for a step that counts, 0 for an overflowed one (a device tensor, or 1 without loss scaling).
+        keep: torch.Tensor | float = 1.0
+        if found_inf is not None:
+            keep = 1.0 - found_inf.to(torch.float64)
+            for g in grads:  # finite, so that keep = 0 makes every increment below exactly zero
+                g.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)
+            torch._foreach_mul_(grads, keep.to(grads[0].dtype))
         states = [self.state[p] for p in params]
         for p, s in zip(params, states):
             if not s:
-                s["step"] = 0
+                s["step"] = torch.zeros((), dtype=torch.float64, device=p.device)
                 s["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
                 s["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-            s["step"] += 1
-        step = states[0]["step"]
+        steps = [s["step"] for s in states]
+        # A list: given one tensor, torch._foreach_add_ would take it as a Python scalar (a read to the host).
+        torch._foreach_add_(steps, [keep] * len(steps) if isinstance(keep, torch.Tensor) else keep)
         m = [s["exp_avg"] for s in states]
         v = [s["exp_avg_sq"] for s in states]
-        torch._foreach_lerp_(m, grads, 1 - beta1)
-        torch._foreach_mul_(v, beta2)
+        # b * m + (1-b) * g with the decay 1 on an overflowed step (then g is 0): m and v stay as they were.
+        torch._foreach_mul_(m, 1 - (1 - beta1) * keep)
+        torch._foreach_add_(m, grads, alpha=1 - beta1)
+        torch._foreach_mul_(v, 1 - (1 - beta2) * keep)
         torch._foreach_addcmul_(v, grads, grads, value=1 - beta2)
 
+        # An overflow at the first step leaves t = 0; 1 keeps the corrections finite (the update is dropped).
+        t = torch.clamp(steps[0], min=1.0)
         denom = torch._foreach_sqrt(v)
-        torch._foreach_div_(denom, math.sqrt(1 - beta2**step))
+        torch._foreach_div_(denom, torch.sqrt(1 - beta2**t))
         torch._foreach_add_(denom, group["eps"])
         update = torch._foreach_div(m, denom)
-        torch._foreach_div_(update, 1 - beta1**step)
+        torch._foreach_div_(update, 1 - beta1**t)
 
         lr, wd = group["lr"], group["weight_decay"]
         if wd != 0:
@@ -64,7 +88,7 @@ class Lamb(torch.optim.Optimizer):
             w_norms = torch.stack(torch._foreach_norm(params))
             u_norms = torch.stack(torch._foreach_norm(update))
             ratio = torch.where((w_norms > 0) & (u_norms > 0), w_norms / u_norms, torch.ones_like(w_norms))
-            torch._foreach_mul_(update, list((ratio * -lr).unbind()))
-            torch._foreach_add_(params, update)
+            torch._foreach_mul_(update, list((ratio * (-lr * keep)).unbind()))
         else:
-            torch._foreach_add_(params, update, alpha=-lr)
+            torch._foreach_mul_(update, -lr * keep)
+        torch._foreach_add_(params, update)

@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from benchmarks.gpu_check import host_reads_fail
 from benchmarks.throughput import to_hf_batch
 from bert.attention import padded_attention
 from bert.config import named_config
@@ -20,6 +21,7 @@ from bert.padding import gather_rows
 from bert.step import TrainStep
 from bert.system import load_system
 from bert.tf_names import to_hf_state_dict, torch_to_hf
+from bert.typed_config import ConfigError
 from tests.conftest import descriptor, write_descriptor
 
 CPU = DistContext(0, 1, 0, 1, torch.device("cpu"))
@@ -145,6 +147,13 @@ def test_fp16_dynamic_loss_scaling_skips_overflowing_steps(small_dataset):
     assert step.scaler.get_scale() == huge * 0.5 and scale > 0
 
 
+def test_fp16_loss_scaling_starts_at_the_descriptors_scale():
+    assert _step("fp16")[0].scaler.get_scale() == 1024.0  # run.initial_loss_scale's default, NVIDIA's start
+    assert _step("fp16", initial_loss_scale=32.0)[0].scaler.get_scale() == 32.0
+    with pytest.raises(ConfigError, match="run.initial_loss_scale: must be positive"):
+        load_system("cpu_micro").variant({"initial_loss_scale": 0})
+
+
 def test_cpu_attention_under_autocast_runs_in_fp32_without_dropout():
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 2, 16, 8).bfloat16() for _ in range(3))
@@ -191,7 +200,7 @@ def test_compile_switch_compiles_the_encoder_and_matches_eager(small_dataset, tm
 
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
-                                reason="GPU-only: run by benchmarks/gpu_check.sh on a CUDA machine")
+                                reason="GPU-only: benchmarks/gpu_check.sh runs them on a CUDA machine")
 
 
 @needs_cuda
@@ -205,13 +214,9 @@ def test_cuda_step_does_not_synchronise_with_the_host(small_dataset):
     step = TrainStep(system, cuda, model, build_optimizer(model, run.optimizer), build_schedule(run.optimizer))
     batches = [b.to(cuda.device) for b in _batches(small_dataset, 16, 4)]
     step(iter(batches[:1]), 10)  # the first step may allocate and set up kernels
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("error")
-    try:
+    with host_reads_fail(cuda.device):
         step(iter(batches[1:]), 11)
         step(iter(batches[2:]), 12)
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
     loss, _ = step.take_window()
     assert np.isfinite(loss)
 
@@ -244,19 +249,13 @@ def test_cpu_attention_with_dropout_keeps_the_mask_and_the_expectation():
     assert not torch.equal(draws[0], draws[1])
 
 
-def test_the_step_reads_nothing_back_from_the_device(small_dataset, monkeypatch):
+def test_the_step_reads_nothing_back_from_the_device(small_dataset):
     """On CPU the CUDA sync detector cannot run; instead every read of a tensor back to Python fails inside the
-    step (reads inside torch's C++ code are the CUDA test's to catch)."""
+    step (reads inside torch's C++ code are tests/cuda_path's and the CUDA test's to catch)."""
     torch.manual_seed(0)
     step, _ = _step("bf16", clip="after_allreduce")
     batches = iter(_batches(small_dataset, 16, 2))
-
-    def host_read(self, *args, **kwargs):
-        raise AssertionError("the step read a tensor back to the host")
-
-    with monkeypatch.context() as patch:
-        for name in ("item", "tolist", "__bool__", "__int__", "__float__", "nonzero", "numpy"):
-            patch.setattr(torch.Tensor, name, host_read)
+    with host_reads_fail(torch.device("cpu")):
         step(batches, 10)
         step(batches, 11)
     loss, _ = step.take_window()  # the only read, at the print interval

@@ -22,13 +22,16 @@ from tests.faults.conftest import (
 )
 
 
-@pytest.mark.parametrize("rank", [1, 0])
-def test_a_killed_rank_aborts_the_run(tmp_path, fault_data, fault_env, rank):
+# SIGABRT is how NCCL's watchdog ends a rank whose collective ran past the process-group timeout: from a C++
+# thread, before the trainer can write run_stop, so run_and_time.sh's `log seal` is what ends the log then.
+@pytest.mark.parametrize("rank, sig", [(1, signal.SIGKILL), (0, signal.SIGKILL), (0, signal.SIGABRT)],
+                         ids=["rank 1 killed", "rank 0 killed", "rank 0 aborted"])
+def test_a_killed_rank_aborts_the_run(tmp_path, fault_data, fault_env, rank, sig):
     results = tmp_path / "logs" / "faulty_micro"
     proc = run_and_time(fault_descriptor(tmp_path), tmp_path / "logs", fault_data, fault_env)
     wait_for_training((results, "result_0.txt.partial"), proc)
     workers = descendants(proc.pid)
-    os.kill(rank_pid(proc.pid, rank), signal.SIGKILL)
+    os.kill(rank_pid(proc.pid, rank), sig)
     code, _, err = finish(proc)
     assert code == 1, err[-3000:]
     assert not alive(workers)

@@ -41,7 +41,7 @@ def _model() -> BertForPreTraining:
 
 def packed_worker(rank: int, world_size: int) -> None:
     stream = _stream(rank)
-    packer = PackedBatches(lambda: next(stream), BATCH, ROW_LEN, rank, build_row_exchange(world_size))
+    packer = PackedBatches(lambda: next(stream), BATCH, ROW_LEN, rank, build_row_exchange(world_size, timeout_s=30))
     model = _model()
     trained = DistributedDataParallel(model) if world_size > 1 else model
     seen, counts = [], []

@@ -3,6 +3,8 @@ totals of a group's ranks end up near-equal; per node of the launch shape, or ov
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import numpy as np
 import torch.distributed as dist
 
@@ -20,7 +22,7 @@ def _my_samples(rank: int):
 
 
 def presort_worker(rank: int, world_size: int, ranks_per_node: int, strategy: str) -> None:
-    exchange = build_exchange(rank, world_size, ranks_per_node, strategy, ROW_LEN, PREDICTIONS)
+    exchange = build_exchange(rank, world_size, ranks_per_node, strategy, ROW_LEN, PREDICTIONS, timeout_s=30)
     sent = _my_samples(rank)
     first = exchange.start(sent)
     second = exchange.start(sent)  # two in flight, as the loader keeps one a step ahead
@@ -64,3 +66,20 @@ def test_encode_decode_round_trip():
     back = decode(encode(samples, ROW_LEN, PREDICTIONS), ROW_LEN, PREDICTIONS)
     for name in ("tokens", "segments", "offsets", "masked_positions", "masked_ids", "nsp_labels"):
         assert np.array_equal(getattr(back, name), getattr(samples, name)), name
+
+
+def test_presort_groups_wait_the_descriptors_timeout_not_torchs(monkeypatch):
+    created = []
+    monkeypatch.setattr(dist, "new_group", lambda members, **kwargs: created.append((members, kwargs)))
+    build_exchange(5, 8, 4, "stratified+local_presort", ROW_LEN, PREDICTIONS, timeout_s=7.5)
+    assert [members for members, _ in created] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert all(kwargs == {"backend": "gloo", "timeout": timedelta(seconds=7.5)} for _, kwargs in created)
+
+
+def test_the_packing_group_waits_the_descriptors_timeout_too(monkeypatch):
+    from bert.distributed.row_exchange import build_row_exchange
+
+    created = []
+    monkeypatch.setattr(dist, "new_group", lambda members, **kwargs: created.append((members, kwargs)))
+    build_row_exchange(4, timeout_s=7.5)
+    assert created == [([0, 1, 2, 3], {"backend": "gloo", "timeout": timedelta(seconds=7.5)})]

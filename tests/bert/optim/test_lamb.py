@@ -73,3 +73,54 @@ def test_schedule_at_chosen_steps():
     assert plain(0) == 2.0 and plain(5) == pytest.approx(1.0) and plain(10) == 0.0
     poly = LrSchedule(base_lr=1.0, decay_steps=10, power=2.0)
     assert poly(5) == pytest.approx(0.25)
+
+
+def _lamb_pair(grads_per_step, overflow_at: set[int]):
+    """A decayed and an undecayed tensor stepped through `grads_per_step`; at the steps in `overflow_at` the
+    optimizer gets GradScaler's overflow flag set (and a gradient with inf and NaN in it)."""
+    w, b = (torch.nn.Parameter(torch.tensor(x, dtype=torch.float64)) for x in ([0.5, -1.0, 2.0], [0.1, 0.2, 0.3]))
+    opt = Lamb([{"params": [w], "weight_decay": 0.01}, {"params": [b], "weight_decay": 0.0}], lr=0.1)
+    for k, g in enumerate(grads_per_step):
+        overflow = k in overflow_at
+        for p in (w, b):
+            p.grad = torch.tensor([math.inf, math.nan, 1.0] if overflow else g, dtype=torch.float64)
+        opt.found_inf = torch.tensor(1.0 if overflow else 0.0)  # as GradScaler.step hands it over
+        opt.step()
+        del opt.found_inf
+    return w, b, opt
+
+
+def test_an_overflowed_step_leaves_weights_moments_and_step_count_as_they_were():
+    grads = [[0.1, -0.2, 0.3], [-0.05, 0.4, 0.1]]
+    reference = _lamb_pair(grads, overflow_at=set())
+    # Overflows before the first step (no moments yet) and between the two real steps change nothing.
+    skipped = _lamb_pair([grads[0], grads[0], grads[0], grads[1]], overflow_at={0, 2})
+    for ref, got in zip(reference[:2], skipped[:2]):
+        assert got.detach().tolist() == pytest.approx(ref.detach().tolist(), rel=1e-15, abs=0)
+    for p_ref, p_got in zip(reference[:2], skipped[:2]):
+        ref_state, state = reference[2].state[p_ref], skipped[2].state[p_got]
+        assert state["step"].item() == ref_state["step"].item() == 2
+        assert torch.equal(state["exp_avg"], ref_state["exp_avg"])
+        assert torch.equal(state["exp_avg_sq"], ref_state["exp_avg_sq"])
+
+
+def test_grad_scaler_steps_lamb_without_reading_the_overflow_flag_back(monkeypatch):
+    """GradScaler reads its overflow flag with .item() unless the optimizer takes the flag itself."""
+    p = torch.nn.Parameter(torch.tensor([0.5, -1.0, 2.0]))
+    opt = Lamb([{"params": [p], "weight_decay": 0.01}], lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+
+    def host_read(self, *args, **kwargs):
+        raise AssertionError("GradScaler read a tensor back to the host")
+
+    monkeypatch.setattr(torch.Tensor, "item", host_read)
+    for grad in ([1.0, 2.0, math.inf], [0.1, -0.2, 0.3]):
+        before = p.detach().clone()
+        scaler.scale(p * torch.tensor(grad)).sum().backward()  # d/dp = grad * scale
+        scaler.unscale_(opt)
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+        assert torch.equal(p.detach(), before) == (grad[-1] == math.inf)
+    monkeypatch.undo()
+    assert scaler.get_scale() == 512.0 and torch.isfinite(p).all()

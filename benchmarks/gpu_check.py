@@ -1,0 +1,265 @@
+"""The Python checks of benchmarks/gpu_check.sh: each subcommand prints what it found, ends with one line
+`<check>: ok ...` or `<check>: FAILED ...`, and exits non-zero when the check fails. With --device cpu each runs
+at toy sizes, as the rehearsal (GPU_CHECK_DEVICE=cpu) that CI runs so that the script cannot drift.
+
+    python benchmarks/gpu_check.py descriptor OUTDIR DATADIR   # the short run's descriptor (OUTDIR/gpu_check.json)
+    python benchmarks/gpu_check.py layer       # one BERT-large layer, train mode: SDPA's choice, kernels, dtype
+    python benchmarks/gpu_check.py nosync      # the real step never waits for the GPU (bf16, then fp16)
+    python benchmarks/gpu_check.py nccl        # DDP with the bucket-wise clip hook, a gloo group, a barrier
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from bert.attention import attention_mask
+from bert.config import named_config
+from bert.data.batch import collate
+from bert.distributed.launch import DistContext, wait_for_all
+from bert.model import BertForPreTraining, EncoderLayer
+from bert.optim.factory import build_optimizer, build_schedule
+from bert.padding import TokenLayout
+from bert.step import TrainStep
+from bert.system import System, load_system
+
+SHORT_RUN_UPDATES, SHORT_RUN_EVALS = 60, 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    sequences: int  # per micro-batch
+    length: int
+    run: dict  # the short run's changes to systems/h200_1x1.json besides its length and updates
+    corpus: dict  # its synthetic corpus
+    model: str = "large"
+
+
+SIZES = {
+    "cuda": Sizes(56, 512, {}, {"train_samples": 8192, "eval_samples": 1000, "shards": 8}),
+    "cpu": Sizes(4, 64, {"model": "micro", "device": "cpu", "global_batch_size": 8, "gradient_accumulation_steps": 2,
+                         "max_predictions_per_seq": 10, "print_interval_steps": 10},
+                 {"train_samples": 512, "eval_samples": 64, "shards": 2, "max_predictions": 10}, model="micro"),
+}
+
+
+def short_run_descriptor(out: Path, data: Path, device: str) -> System:
+    """systems/h200_1x1.json for 60 updates and 2 evals on a synthetic corpus, from random weights (no phase-1
+    checkpoint is on the machine), open division: a check, not a result."""
+    sizes, base = SIZES[device], load_system("h200_1x1")
+    batch = sizes.run.get("global_batch_size", base.run.global_batch_size)
+    corpus = {"vocab_size": 4096, "seed": 12345, "form": "varlen", "max_seq_length": sizes.length,
+              "max_predictions": base.run.max_predictions_per_seq, **sizes.corpus}
+    # From random weights a few warm-up steps keep the first updates small (the descriptor starts from phase 1).
+    changes = {**sizes.run, "max_seq_length": sizes.length, "init_checkpoint": None, "seed": 1,
+               "optimizer.warmup_steps": 10,
+               "max_samples": SHORT_RUN_UPDATES * batch,
+               "eval.interval_samples": SHORT_RUN_UPDATES * batch // SHORT_RUN_EVALS,
+               "eval.samples": corpus["eval_samples"], "dataset": {"dir": str(data), "synthetic": corpus},
+               "notes": f"gpu_check short run: {SHORT_RUN_UPDATES} updates, {SHORT_RUN_EVALS} evals, synthetic "
+                        "data, random initialisation (not a result)."}
+    return base.variant(changes, name="gpu_check", description={"division": "open"}).write(out)
+
+
+def layer_check(device: torch.device) -> bool:
+    """One encoder layer of BERT-large in train mode (dropout 0.1) on the unpadded tokens of full-length
+    sequences, bf16 autocast: which SDPA backend torch picks for its attention, the kernels of a forward and
+    backward, the dtype it hands to the next layer."""
+    sizes = SIZES[device.type]
+    config = named_config("large")
+    torch.manual_seed(0)
+    layer = EncoderLayer(config).to(device).train()
+    layout = TokenLayout.from_lengths(torch.full((sizes.sequences,), sizes.length), sizes.length).to(device)
+    x = torch.randn(layout.num_tokens, config.hidden_size, device=device, dtype=torch.bfloat16, requires_grad=True)
+    q = torch.randn(sizes.sequences, config.num_heads, sizes.length, config.head_size, device=device,
+                    dtype=torch.bfloat16)  # the shapes and dtype the layer's attention gets
+    choice = torch._fused_sdp_choice(q, q, q, attention_mask(layout, device), config.attention_dropout, False)
+    backend = {int(getattr(torch.nn.attention.SDPBackend, n)): n for n in dir(torch.nn.attention.SDPBackend)
+               if n.isupper()}.get(int(choice), str(choice))
+    print(f"SDPA backend torch picks for the training attention ({sizes.sequences} x {sizes.length}, "
+          f"{config.num_heads} heads of {config.head_size}, bf16, boolean key mask, dropout "
+          f"{config.attention_dropout}): {backend}")
+
+    def forward_backward() -> torch.Tensor:
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            out = layer(x, layout, None)
+        out.float().square().mean().backward()
+        return out
+
+    from profiling import profile_once, summary  # beside this script
+
+    out = forward_backward()  # warm-up: kernel selection, allocations
+    prof, wall = profile_once(forward_backward, device)
+    print(f"one layer forward + backward, {sizes.sequences} x {sizes.length} tokens:")
+    print("\n".join(summary(prof, device, wall)))
+    print(f"layer output dtype {out.dtype} (the residual stream under bf16 autocast)")
+    ok = out.dtype == torch.bfloat16
+    print(f"layer: {'ok' if ok else 'FAILED'}: SDPA {backend}, output {out.dtype}")
+    return ok
+
+
+@contextlib.contextmanager
+def host_reads_fail(device: torch.device) -> Iterator[None]:
+    """Inside: a CUDA synchronisation raises (torch's sync debug mode); on a CPU, every read of a tensor back to
+    Python does (a CPU has no synchronisation to catch, and reads inside torch's C++ code are not seen)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            yield
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        return
+
+    def host_read(self, *args, **kwargs):
+        raise RuntimeError("the step read a tensor back to the host")
+
+    names = ("item", "tolist", "__bool__", "__int__", "__float__", "nonzero", "numpy")
+    saved = {name: getattr(torch.Tensor, name) for name in names}
+    for name in names:
+        setattr(torch.Tensor, name, host_read)
+    try:
+        yield
+    finally:
+        for name, method in saved.items():
+            setattr(torch.Tensor, name, method)
+
+
+def _step_system(device: torch.device, precision: str, world_size: int = 1) -> System:
+    """h200_1x1 as the no-sync and NCCL checks run it: 2 micro-batches a step (with dropout 0.1 everywhere)."""
+    sizes = SIZES[device.type]
+    overrides = {} if sizes.model == "large" else {"hidden_dropout": 0.1, "attention_dropout": 0.1}
+    system = load_system("h200_1x1").variant(
+        {"model": sizes.model, "model_overrides": overrides, "processes_per_node": world_size,
+         "global_batch_size": 2 * sizes.sequences * world_size, "gradient_accumulation_steps": 2,
+         "max_seq_length": sizes.length, "init_checkpoint": None},
+        description={"accelerators_per_node": str(world_size)})
+    # fp16 on a CPU (the rehearsal): torch runs it, the descriptor check keeps it for CUDA.
+    return dataclasses.replace(system, run=dataclasses.replace(system.run, device=device.type, precision=precision))
+
+
+def _batches(device: torch.device, count: int) -> list:
+    from throughput import PRESETS, read_samples  # beside this script
+
+    sizes = SIZES[device.type]
+    preset = dataclasses.replace(PRESETS["large" if device.type == "cuda" else "tiny"], seq_len=sizes.length)
+    samples = read_samples(None, preset, count * sizes.sequences)
+    return [collate(samples.take(np.arange(k * sizes.sequences, (k + 1) * sizes.sequences))).to(device)
+            for k in range(count)]
+
+
+def nosync_check(device: torch.device) -> bool:
+    """The training step as the trainer runs it (dropout 0.1, 2 micro-batches) does not wait for the GPU, in
+    bf16 and in fp16 with loss scaling; the residual stream between encoder layers is in the autocast dtype."""
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = BertForPreTraining(_step_system(device, "bf16").model_config())
+    seen: list[tuple[torch.dtype, torch.dtype]] = []
+    for layer in model.bert.encoder:
+        layer.register_forward_hook(lambda m, args, out: seen.append((args[0].dtype, out.dtype)))
+    batches = _batches(device, 6)
+    ok = True
+    for precision, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
+        system = _step_system(device, precision)
+        ctx = DistContext(0, 1, 0, 1, device)
+        step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
+                         build_schedule(system.run.optimizer))
+        step(iter(batches[:2]), 10)  # the first step sets up kernels and memory
+        seen.clear()
+        try:
+            with host_reads_fail(device):
+                step(iter(batches[2:4]), 11)
+                step(iter(batches[4:6]), 12)
+            synced = None
+        except RuntimeError as e:
+            synced = str(e).splitlines()[0]
+        loss, _ = step.take_window()
+        dtypes = sorted({(str(a), str(b)) for a, b in seen})
+        good = synced is None and dtypes == [(str(dtype), str(dtype))] and np.isfinite(loss)
+        ok &= good
+        print(f"{precision}: {'no host synchronisation in 2 steps' if synced is None else 'SYNC: ' + synced}; "
+              f"encoder layer (input, output) dtypes {dtypes}; loss {loss:.3f}"
+              + (f"; loss scale {step.scaler.get_scale():g}" if step.scaler.is_enabled() else ""))
+    print(f"nosync: {'ok' if ok else 'FAILED'}")
+    return ok
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def nccl_check(device: torch.device) -> bool:
+    """One process, one GPU: the NCCL group (gloo on a CPU) with DDP and the bucket-wise clip hook for 2 steps,
+    a gloo sub-group with run.dist_timeout_s as the presort exchange makes one, and the barrier before
+    run_start. (Several ranks on one GPU are refused by NCCL; tests/bert/distributed covers several gloo ranks.)"""
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+    dist.init_process_group(backend, rank=0, world_size=1, timeout=datetime.timedelta(seconds=60),
+                            device_id=device if device.type == "cuda" else None)
+    try:
+        system = _step_system(device, "bf16", world_size=2)
+        system = dataclasses.replace(system, run=dataclasses.replace(
+            system.run, clip="bucketwise_before_allreduce", model_overrides={"num_layers": 2},
+            bucket_cap_mb=25.0 if device.type == "cuda" else 0.25))
+        # TrainStep wraps DDP for several ranks; the group has one (this GPU), which DDP reduces over.
+        ctx = DistContext(0, 2, 0, 2, device)
+        torch.manual_seed(0)
+        with torch.device(device):
+            model = BertForPreTraining(system.model_config())
+        step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
+                         build_schedule(system.run.optimizer))
+        batches = _batches(device, 4)
+        before = [p.detach().clone() for p in model.parameters()]
+        step(iter(batches[:2]), 10)
+        step(iter(batches[2:]), 11)
+        step.check_numerics()
+        changed = sum(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+        group = dist.new_group([0], backend="gloo", timeout=datetime.timedelta(seconds=system.run.dist_timeout_s))
+        gathered = [torch.zeros(2, dtype=torch.int32)]
+        dist.all_gather(gathered, torch.tensor([7, 8], dtype=torch.int32), group=group)
+        wait_for_all(DistContext(0, 2, 0, 2, device))
+        loss, _ = step.take_window()
+        ok = (step.clipping.num_buckets >= 1 and changed == len(before) and gathered[0].tolist() == [7, 8]
+              and np.isfinite(loss))
+        print(f"{backend}: DDP over {dist.get_world_size()} rank(s), {step.clipping.num_buckets} bucket(s) clipped "
+              f"by the hook, {changed}/{len(before)} tensors updated, loss {loss:.3f}; gloo sub-group all_gather "
+              f"{gathered[0].tolist()}; barrier passed")
+        print(f"nccl: {'ok' if ok else 'FAILED'}")
+        return ok
+    finally:
+        dist.destroy_process_group()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("check", choices=("descriptor", "layer", "nosync", "nccl"))
+    p.add_argument("paths", nargs="*", type=Path, help="descriptor: OUTDIR DATADIR")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    args = p.parse_args(argv)
+    if args.check == "descriptor":
+        out, data = args.paths
+        print(short_run_descriptor(out, data, args.device).path)
+        return 0
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print(f"torch {torch.__version__} sees no CUDA device; pass --device cpu for the rehearsal", file=sys.stderr)
+        return 2
+    device = torch.device(args.device, 0) if args.device == "cuda" else torch.device("cpu")
+    checks = {"layer": layer_check, "nosync": nosync_check, "nccl": nccl_check}
+    return 0 if checks[args.check](device) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""benchmarks/gpu_check.sh rehearsed on the CPU (GPU_CHECK_DEVICE=cpu): every stage of the check a lent GPU
+runs passes at toy sizes, so that the script cannot drift from the descriptors, the CLI or the trainer."""
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+FILES = {"summary.md", "env.txt", "checks.log", "throughput.log", "throughput_results.md", "gpu_check.json",
+         "train.log", "result_0.txt"}
+STAGES = ("env", "descriptor", "data", "layer", "nosync", "cuda tests", "throughput", "train", "nccl")
+
+
+def test_the_gpu_check_rehearsal_passes_every_stage_on_the_cpu(tmp_path, cpu_env):
+    out = tmp_path / "gpu_check"
+    env = dict(cpu_env, GPU_CHECK_DEVICE="cpu", PYTHON=sys.executable)
+    proc = subprocess.run([str(REPO / "benchmarks" / "gpu_check.sh"), str(out)], env=env, capture_output=True,
+                          text=True, timeout=900)
+    summary = (out / "summary.md").read_text() if (out / "summary.md").exists() else proc.stdout
+    assert proc.returncode == 0, summary + proc.stderr[-3000:]
+    assert {p.name for p in out.iterdir()} == FILES  # all under OUTDIR, within what a lend brings back
+    for name in STAGES:
+        assert f"- {name}: ok in " in summary, summary
+    assert "bf16: no host synchronisation in 2 steps" in summary and "fp16: no host synchronisation" in summary
+    assert "layer output dtype torch.bfloat16" in summary and "nccl: ok" in summary
+    assert "share matmul:" in summary and "peak resident memory" in summary
+    run = json.loads((out / "gpu_check.json").read_text())["run"]
+    assert run["init_checkpoint"] is None and run["device"] == "cpu"  # the short run needs no phase-1 checkpoint
+    assert (out / "result_0.txt").read_text().count('"key": "eval_accuracy"') == 2
+
+
+def test_the_gpu_check_refuses_a_folder_that_holds_files(tmp_path):
+    (tmp_path / "earlier.txt").write_text("kept")
+    proc = subprocess.run([str(REPO / "benchmarks" / "gpu_check.sh"), str(tmp_path)], capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ, GPU_CHECK_DEVICE="cpu"))
+    assert proc.returncode == 2 and "is not empty" in proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["earlier.txt"]

@@ -1,0 +1,392 @@
+"""Fake CUDA: the trainer's CUDA code path, run on a CPU-only build of torch with tensors that claim cuda:0.
+
+`install()` prepares a process; `FakeCuda` makes fake CUDA modules and batches; `Recorder` watches a step;
+`train_step_record` runs real training steps of a descriptor and returns what the recorder saw. The tests
+beside this file assert on those records, in one worker process (conftest.py), because `install()` changes the
+process for good.
+
+How it works (torch 2.13 CPU build; each piece is needed, and each is checked by the tests running at all):
+- FakeTensorMode runs every op on shapes, dtypes and devices only, so a tensor can claim cuda:0. Modules are
+  built on the meta device and materialised with `to_empty(device="cuda")` inside the mode; host tensors
+  become fake CUDA tensors through `FakeTensor(mode, t.to("meta"), cuda)`.
+- autograd records a CUDA device guard's stream for every CUDA input of a graph node; a CPU build registers
+  none. `install()` puts a no-op one in c10's guard registry: torch's own Python-defined guard
+  (torch._C._acc.DeviceGuard, a no-op for every call) claiming the CUDA device type, registered through the
+  PrivateUse1 entry point and moved to the CUDA slot.
+- the autograd engine asks the accelerator (`at::getAccelerator`, CUDA only when torch has CUDA hooks) for the
+  streams of CUDA gradients, which a CPU build cannot answer. While the engine runs, fake tensors therefore
+  report the meta device to C++ (which needs no streams), and tensors that C++ backward formulas create on
+  that device become fake CUDA tensors again. Python code, and the recorder, still see cuda:0 throughout.
+- `torch.cuda.is_available()` and `is_bf16_supported()` answer True, so that `torch.autocast("cuda")` applies
+  CUDA's casting policy (which differs from the CPU's: LayerNorm runs in fp32) and GradScaler("cuda") works.
+- DDP runs over torch's fake process group ("fake" backend: collectives return at once); its start-up check
+  of parameter shapes and its runtime statistics read tensor data, so the first is skipped and the second
+  not collected. DDP rebuilds its buckets in the second forward by reading host data, which fake tensors
+  lack: a DDP scenario runs one forward (tests/bert/distributed covers the rebuild on gloo).
+
+What it cannot show: values (no dropout mask can be compared), and which SDPA backend CUDA would pick (a CPU
+build has no CUDA kernel selection: SDPA falls back to its math decomposition). The record therefore names
+the attention entry point the trainer called and its arguments; benchmarks/gpu_check.sh lists the kernels on
+a real GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch._subclasses import fake_tensor
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+CUDA = torch.device("cuda", 0)
+_REPO = Path(__file__).resolve().parents[2]
+_state: dict[str, object] = {}  # what install() registered, kept alive for the process
+
+
+class _CudaGuard(torch._C._acc.DeviceGuard):
+    def type_(self):
+        return torch._C._autograd.DeviceType.CUDA
+
+
+def _guard_registry() -> ctypes.Array:
+    """c10's table of device guards, one pointer per device type."""
+    lib = ctypes.CDLL(str(Path(torch.__file__).parent / "lib" / "libc10.so"))
+    slots = int(torch._C._autograd.DeviceType.PrivateUse1.value) + 1
+    table = ctypes.c_void_p.in_dll(lib, "_ZN3c104impl26device_guard_impl_registryE")
+    return (ctypes.c_void_p * slots).from_address(ctypes.addressof(table))
+
+
+def _register_cuda_guard() -> None:
+    registry = _guard_registry()
+    cuda, private = (int(t.value) for t in (torch._C._autograd.DeviceType.CUDA,
+                                            torch._C._autograd.DeviceType.PrivateUse1))
+    if registry[cuda]:
+        return  # a CUDA build registered its own
+    if registry[private] or not torch._C._acc.register_python_privateuseone_device_guard(_state.setdefault(
+            "guard", _CudaGuard())):
+        raise RuntimeError("fake CUDA needs the PrivateUse1 device guard slot, and a backend holds it")
+    registry[cuda], registry[private] = registry[private], None
+
+
+@contextlib.contextmanager
+def _engine_sees_meta():
+    """While the autograd engine runs: fake tensors report meta to C++, and meta results are fake CUDA."""
+    handlers, device_op = fake_tensor._DISPATCH_META_HANDLERS, torch.ops.prim.device.default
+    handler = handlers[device_op]
+    dispatch, normalize = (FakeTensor.__dict__[name] for name in ("__torch_dispatch__", "_normalize_fake_device"))
+
+    def report_meta(cls, func, types, args=(), kwargs=None):
+        if func is device_op:
+            return torch.device("meta")
+        return dispatch.__func__(cls, func, types, args, kwargs)
+
+    def meta_is_cuda(device: torch.device) -> torch.device:
+        return CUDA if device.type == "meta" else normalize.__func__(device)
+
+    handlers[device_op] = lambda args: torch.device("meta")
+    FakeTensor.__torch_dispatch__ = classmethod(report_meta)
+    FakeTensor._normalize_fake_device = staticmethod(meta_is_cuda)
+    try:
+        yield
+    finally:
+        handlers[device_op] = handler
+        FakeTensor.__torch_dispatch__ = dispatch
+        FakeTensor._normalize_fake_device = normalize
+
+
+def _run_engine_on_meta() -> None:
+    import torch.autograd.graph
+
+    run = torch.autograd.graph._engine_run_backward
+
+    def run_on_meta(*args, **kwargs):
+        with _engine_sees_meta():
+            return run(*args, **kwargs)
+
+    torch.autograd.graph._engine_run_backward = run_on_meta
+    torch.autograd._engine_run_backward = run_on_meta  # torch.autograd.backward's own reference
+
+
+def _ddp_without_host_reads() -> None:
+    import torch.nn.parallel.distributed as ddp_module
+
+    class Statistics:
+        """DDP's logger, less the runtime statistics (their CUDA timer exists only in CUDA builds)."""
+
+        def __init__(self, logger):
+            self._logger = logger
+
+        def set_runtime_stats_and_log(self) -> None:
+            pass
+
+        def __getattr__(self, name):
+            return getattr(self._logger, name)
+
+    init = ddp_module.DistributedDataParallel.__init__
+
+    def fake_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.logger = Statistics(self.logger)
+
+    ddp_module._verify_param_shape_across_processes = lambda *args, **kwargs: None
+    ddp_module.DistributedDataParallel.__init__ = fake_init
+
+
+def install() -> None:
+    """Prepares this process for fake CUDA (for good: call it in a worker process, before any backward)."""
+    if _state.get("installed"):
+        return
+    torch.set_num_threads(1)
+    if torch.accelerator.current_accelerator() is None:  # the CPU build: no CUDA hooks, no guard
+        _register_cuda_guard()
+        _run_engine_on_meta()
+        torch.cuda.is_available = lambda: True
+        torch.cuda.is_bf16_supported = lambda including_emulation=True: True
+    _ddp_without_host_reads()
+    _state["installed"] = True
+
+
+def fake_process_group(world_size: int) -> None:
+    """A default process group of `world_size` ranks that communicates nothing (this process is rank 0)."""
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    if dist.is_initialized():
+        if dist.get_world_size() != world_size:
+            dist.destroy_process_group()
+        else:
+            return
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world_size)
+
+
+class FakeCuda:
+    """One FakeTensorMode and the ways into it."""
+
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=False)
+
+    def tensor(self, t: torch.Tensor) -> torch.Tensor:
+        """A fake CUDA tensor of a host tensor's shape and dtype (its values are not kept)."""
+        return FakeTensor(self.mode, t.to("meta"), CUDA)
+
+    def module(self, module: torch.nn.Module) -> torch.nn.Module:
+        """A module built on the meta device, materialised on fake cuda:0 (uninitialised, as fake tensors are)."""
+        self.mode.allow_non_fake_inputs = True  # the meta parameters go in
+        try:
+            with self.mode:
+                return module.to_empty(device=CUDA)
+        finally:
+            self.mode.allow_non_fake_inputs = False
+
+
+class HostSync(RuntimeError):
+    """The step asked for a value or a shape that only the device knows."""
+
+
+def _where() -> str:
+    """The innermost frame of the harness's code under test (bert/, benchmarks/)."""
+    for frame in reversed(traceback.extract_stack()[:-2]):
+        path = Path(frame.filename)
+        if path.is_relative_to(_REPO) and path.parts[len(_REPO.parts)] in ("bert", "benchmarks"):
+            return f"{path.relative_to(_REPO)}:{frame.lineno} ({frame.name})"
+    return "torch"
+
+
+def _device(t: torch.Tensor) -> str:
+    return str(t.fake_device) if isinstance(t, FakeTensor) else f"real {t.device}"
+
+
+@dataclass(frozen=True)
+class AttentionCall:
+    kernel: str  # "scaled_dot_product_attention" or "varlen_attn"
+    dtype: str
+    dropout_p: float
+    masked: bool  # a mask argument was passed (SDPA's attn_mask)
+
+
+_ATTENTION = {"scaled_dot_product_attention": "scaled_dot_product_attention",
+              "torch_attn._varlen_attn": "varlen_attn", "torch_attn._varlen_attn.default": "varlen_attn"}
+
+
+def _copies_to_the_host(func, args: tuple, out: object) -> bool:
+    if func is torch.ops.aten._to_copy.default:
+        source, target = args[0], out
+    elif func is torch.ops.aten.copy_.default:
+        target, source = args[:2]
+    else:
+        return False
+    return _device(source) == str(CUDA) and _device(target).endswith("cpu")
+
+
+class Recorder(TorchDispatchMode):
+    """Watches every operator below it: tensors off cuda:0, host synchronisations (an op whose result is a
+    value or shape only the device knows, or a copy to the host), and the attention entry points taken."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = 0
+        self.off_device: list[str] = []
+        self.host_syncs: list[str] = []
+        self.attention: list[AttentionCall] = []
+        self._calls = _AttentionCalls(self.attention)
+
+    def __enter__(self):
+        self._calls.__enter__()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        return self._calls.__exit__(*exc)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.namespace == "prim":
+            return func(*args, **kwargs)
+        self.ops += 1
+        if torch.Tag.data_dependent_output in func.tags or torch.Tag.dynamic_output_shape in func.tags:
+            self.host_syncs.append(f"{func} at {_where()}")
+            raise HostSync(f"{func} at {_where()} needs a value from the device")
+        try:
+            out = func(*args, **kwargs)
+        except fake_tensor.FakeTensorDeviceMismatchError as e:  # a real GPU refuses the mix too
+            self.off_device.append(f"{func} mixes devices ({e}) at {_where()}")
+            raise
+        devices = {_device(t) for t in tree_leaves((args, kwargs, out)) if isinstance(t, torch.Tensor)}
+        if _copies_to_the_host(func, args, out):
+            self.host_syncs.append(f"{func} copies from the GPU to the host at {_where()}")
+        if devices - {str(CUDA)}:
+            self.off_device.append(f"{func} on {sorted(devices)} at {_where()}")
+        return out
+
+
+class _AttentionCalls(TorchFunctionMode):
+    def __init__(self, calls: list[AttentionCall]):
+        super().__init__()
+        self.calls = calls
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        kernel = _ATTENTION.get(getattr(func, "__name__", "")) or _ATTENTION.get(str(func))
+        if kernel is not None:
+            q = args[0]
+            dropout = kwargs.get("dropout_p", args[4] if kernel != "varlen_attn" and len(args) > 4 else 0.0)
+            mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None) if kernel != "varlen_attn" else None
+            self.calls.append(AttentionCall(kernel, str(q.dtype).removeprefix("torch."), float(dropout),
+                                            mask is not None))
+        return func(*args, **kwargs)
+
+
+@dataclass(frozen=True)
+class StepSetup:
+    """A training step of systems/h200_1x1.json (BERT-large layer shapes, unpadded, LAMB, dropout 0.1) with
+    fewer layers and the changes below."""
+
+    precision: str = "bf16"
+    layers: int = 2
+    sequences: int = 8  # per micro-batch and rank
+    max_length: int = 512
+    accumulate: int = 1
+    world_size: int = 1  # > 1: DDP over a fake process group, this process rank 0
+    clip: str = "after_allreduce"
+    steps: int = 2
+
+
+@dataclass
+class StepRecord:
+    ops: int = 0
+    off_device: list[str] = field(default_factory=list)
+    host_syncs: list[str] = field(default_factory=list)
+    attention: list[AttentionCall] = field(default_factory=list)
+    layer_dtypes: list[tuple[str, str]] = field(default_factory=list)  # (input, output) of each encoder layer
+    eval_attention: list[AttentionCall] = field(default_factory=list)  # an eval forward after the steps
+    data_parallel: bool = False
+    error: str | None = None  # what stopped the scenario (a host synchronisation, a device mix, a bug)
+
+
+def step_system(setup: StepSetup):
+    from bert.system import load_system
+
+    changes = {"model_overrides": {"num_layers": setup.layers}, "precision": setup.precision,
+               "processes_per_node": setup.world_size, "gradient_accumulation_steps": setup.accumulate,
+               "global_batch_size": setup.sequences * setup.accumulate * setup.world_size, "clip": setup.clip,
+               "init_checkpoint": None}
+    return load_system("h200_1x1").variant(changes, description={"accelerators_per_node": str(setup.world_size)})
+
+
+def _batches(fake: FakeCuda, setup: StepSetup, count: int) -> list:
+    from bert.data.batch import collate
+    from tests.bert.data.test_packing import make_samples
+
+    rng = np.random.default_rng(0)
+    out = []
+    for k in range(count):
+        lengths = rng.integers(setup.max_length // 4, setup.max_length + 1, setup.sequences).tolist()
+        batch = collate(make_samples(lengths, vocab=30000, predictions=76, seed=k))
+        out.append(batch._map(fake.tensor))
+    return out
+
+
+def train_step_record(setup: StepSetup) -> StepRecord:
+    """Runs `setup.steps` optimizer steps of bert.step.TrainStep on fake cuda:0 and an eval forward; returns
+    what the recorder saw. Whatever stops the step (a host synchronisation, a device mix) is in the record."""
+    from bert.distributed.launch import DistContext
+    from bert.model import BertForPreTraining
+    from bert.optim.factory import build_optimizer, build_schedule
+    from bert.step import TrainStep
+
+    system = step_system(setup)
+    record = StepRecord(data_parallel=setup.world_size > 1)
+    if setup.world_size > 1:
+        fake_process_group(setup.world_size)
+    fake = FakeCuda()
+    with torch.device("meta"):
+        model = BertForPreTraining(system.model_config())
+    for layer in model.bert.encoder:
+        layer.register_forward_hook(lambda m, args, out: record.layer_dtypes.append(
+            (str(args[0].dtype).removeprefix("torch."), str(out.dtype).removeprefix("torch."))))
+    model = fake.module(model)
+    ctx = DistContext(0, setup.world_size, 0, setup.world_size, CUDA)
+    recorder = Recorder()
+    batches = _batches(fake, setup, setup.steps * setup.accumulate)  # made on the host, as the loader does
+    with fake.mode:
+        step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
+                         build_schedule(system.run.optimizer))
+        try:
+            with recorder:
+                for s in range(setup.steps):
+                    step(iter(batches[s * setup.accumulate:(s + 1) * setup.accumulate]), 10 + s)
+                model.eval()
+                eval_calls = len(recorder.attention)
+                with torch.no_grad(), step.autocast:
+                    model(**batches[0].model_inputs(step.padded))
+        except Exception as e:  # in the record: the tests say what went wrong, in this process's terms
+            record.error = f"{type(e).__name__}: {e}"
+            eval_calls = len(recorder.attention)
+    record.ops, record.off_device, record.host_syncs = recorder.ops, recorder.off_device, recorder.host_syncs
+    record.attention, record.eval_attention = recorder.attention[:eval_calls], recorder.attention[eval_calls:]
+    del record.layer_dtypes[setup.layers:]  # the first forward's
+    return record
+
+
+def cuda_seeds(seed: int, ranks: int) -> list[list[int]]:
+    """The seeds torch.cuda's generators get when bert.train seeds each rank's dropout stream."""
+    from bert.train import seed_dropout
+
+    seen: list[list[int]] = []
+    seed_all = torch.cuda.manual_seed_all
+    torch.cuda.manual_seed_all = lambda value: seen[-1].append(int(value))
+    try:
+        for rank in range(ranks):
+            seen.append([])
+            seed_dropout(seed, rank)
+    finally:
+        torch.cuda.manual_seed_all = seed_all
+    return seen

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from results_file import write_results
+from results_file import add_no_results_flag, write_results
 
 from bert.data.batch import Batch, collate
 from bert.data.shards import Samples
@@ -130,7 +130,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--no-results", action="store_true", help="do not write the results file")
+    add_no_results_flag(parser)
     args = parser.parse_args(argv)
     lines = []
     for world_size in sorted(args.world_sizes):

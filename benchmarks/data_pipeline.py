@@ -136,12 +136,14 @@ def _versions() -> str:
 
 
 def main() -> None:
+    from results_file import add_no_results_flag  # beside this script
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--megabytes", type=float, default=54.0, help="training text (at least 50 MB)")
     parser.add_argument("--parts", type=int, default=2, help="text parts (27 MB each is MLPerf-sized)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="workers of the parallel run")
     parser.add_argument("--work", type=Path, default=None, help="working folder (kept; default: a temporary one)")
-    parser.add_argument("--no-record", action="store_true", help="print only; leave the results file alone")
+    add_no_results_flag(parser)
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="data-pipeline-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -151,7 +153,7 @@ def main() -> None:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     print("\n".join(lines))
-    if not args.no_record:
+    if not args.no_results:
         # Imported only now: it loads torch, and a child's peak RSS starts at its parent's (Linux keeps the
         # high-water mark across fork and exec), so the measuring process must stay small.
         from results_file import write_results

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from results_file import write_results
+from results_file import add_no_results_flag, write_results
 
 from bert.cli.simulate import format_stats
 from bert.data.balance_plans import STRATEGIES, equal_bins
@@ -186,7 +186,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--skip-measured", action="store_true", help="only the simulation")
-    parser.add_argument("--no-results", action="store_true", help="do not write the results file")
+    add_no_results_flag(parser)
     args = parser.parse_args(argv)
     lines = simulated(args)
     print("\n".join(lines), flush=True)

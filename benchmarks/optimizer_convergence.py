@@ -13,16 +13,16 @@ machine and torch version) go to benchmarks/optimizer_convergence_results.md.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from results_file import write_results
+from results_file import add_no_results_flag, write_results
 
 from bert.system import System, load_system
+from compliance.result_log import read_result_log
 
 RESULTS = Path(__file__).with_name("optimizer_convergence_results.md")
 
@@ -41,13 +41,12 @@ def samples_to_target(system: System, seed: int, folder: Path, data_dir: Path) -
            f"--nproc_per_node={system.run.processes_per_node}", "-m", "bert.cli", "train", "--system",
            str(system.path), "--seed", str(seed), "--log-file", str(log), "--data-dir", str(data_dir)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
-    events = [json.loads(line.split(":::MLLOG ", 1)[1]) for line in log.read_text().splitlines()
-              if line.startswith(":::MLLOG ")] if log.exists() else []
-    stop = next((e for e in events if e["key"] == "run_stop"), None)
-    if stop is None or "reason" in stop["metadata"] and "sample cap" not in stop["metadata"]["reason"]:
+    result = read_result_log(log) if log.exists() else None
+    stop = result.first("run_stop") if result is not None else None
+    reason = stop.metadata.get("reason", "") if stop is not None else ""
+    if stop is None or reason and "sample cap" not in reason:
         raise RuntimeError(f"{system.name} seed {seed} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    samples = next(e["value"] for e in events if e["key"] == "train_samples")
-    return samples, stop["metadata"]["status"] == "success"
+    return result.value("train_samples"), result.converged
 
 
 def ensure_dataset(system: System) -> Path:
@@ -63,7 +62,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--adam-system", default="cpu_tiny_adam")
     parser.add_argument("--seeds", type=int, default=5, help="seeds 1..N for each optimizer")
     parser.add_argument("--max-samples", type=int, default=None, help="lower sample cap, for a quick check")
-    parser.add_argument("--no-results", action="store_true", help="do not write the results file")
+    add_no_results_flag(parser)
     args = parser.parse_args(argv)
     named = (("LAMB", load_system(args.lamb_system)), ("ADAM", load_system(args.adam_system)))
     for name, system in named:

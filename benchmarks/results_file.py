@@ -3,12 +3,18 @@ and command line, replaced atomically (a failed run leaves the previous results)
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import os
 import platform
 from pathlib import Path
 
 import torch
+
+
+def add_no_results_flag(parser: argparse.ArgumentParser) -> None:
+    """The one spelling of every benchmark's "print only" switch: `args.no_results`."""
+    parser.add_argument("--no-results", action="store_true", help="print only; leave the results file as it is")
 
 
 def write_results(path: Path, lines: list[str], argv: list[str], setting: str = "") -> None:

@@ -17,7 +17,7 @@ and otherwise a measured large matmul in the compute dtype (printed, with how it
     python benchmarks/throughput.py --preset base            # CPU, BERT-base, seq 128
     python benchmarks/throughput.py --preset large           # GPU, BERT-large, seq 512
 
-The results file (benchmarks/throughput_results.md, written through results_file.py; --no-record skips it)
+The results file (benchmarks/throughput_results.md, written through results_file.py; --no-results skips it)
 holds this run's figures, the table of every recorded run (the rows already there are kept, this run's is
 added) with the load average it ran under, and the status of the issue's goals derived from that table. The
 last line printed is `speedup_vs_transformers=<ours / transformers>`.
@@ -322,6 +322,8 @@ def load_average() -> tuple[str, str]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from results_file import add_no_results_flag  # beside this script
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="base")
     p.add_argument("--data", type=Path, default=None,
@@ -337,7 +339,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's choice)")
     p.add_argument("--peak-tflops", type=float, default=None, help="peak to measure utilisation against")
     p.add_argument("--results", type=Path, default=RESULTS, help="the results file (its table rows are kept)")
-    p.add_argument("--no-record", action="store_true", help="print only; write no results file")
+    add_no_results_flag(p)
     p.add_argument("--note", default="", help="free text for the notes column")
     return p.parse_args(argv)
 
@@ -379,7 +381,7 @@ def main(argv: list[str] | None = None) -> float:
     alternate(sides, args, device)
     peak, peak_source = peak_flops(device, DTYPES[run.precision], args.peak_tflops)
     figures, measured, speedup = report(sides, peak, peak_source)
-    if not args.no_record:
+    if not args.no_results:
         load, busy = load_average()
         notes = "; ".join(filter(None, [
             busy, "compiled encoder" if run.compile else "", args.note,

@@ -6,7 +6,7 @@ notes say which). Goal: every ratio within 25% of 1. For the multi-node systems 
 with the other inter-node allreduce algorithm (ring <-> tree): where a submission does not say which one NCCL
 ran, that line shows how much the prediction depends on it.
 
-    python benchmarks/time_to_train.py [--no-write]
+    python benchmarks/time_to_train.py [--no-results]
 """
 
 from __future__ import annotations
@@ -56,8 +56,10 @@ def other_algorithm_line(system: System) -> str | None:
 
 
 def main(argv: list[str]) -> None:
+    from results_file import add_no_results_flag  # beside this script
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-write", action="store_true", help="Print only; keep the results file as it is.")
+    add_no_results_flag(parser)
     args = parser.parse_args(argv)
     rows, details, algorithms = [], [], []
     started = time.perf_counter()
@@ -77,7 +79,7 @@ def main(argv: list[str]) -> None:
     out = [*rows, "", "inter-node allreduce algorithm:", *algorithms, "", SOURCE,
            f"simulate time for the three: {elapsed:.1f} s", *details]
     print("\n".join(out))
-    if not args.no_write:
+    if not args.no_results:
         from results_file import write_results
 
         write_results(Path(__file__).with_name("time_to_train_results.md"), out, argv)

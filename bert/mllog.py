@@ -19,10 +19,10 @@ from pathlib import Path
 from mlperf_logging.mllog import constants as C
 from mlperf_logging.mllog.mllog import MLLogger
 
+from bert.mlperf_rules import BENCHMARK
 from bert.system import System
 from bert.tf_names import TensorName
 
-BENCHMARK = "bert"
 MAX_PREDICTIONS_PER_SEQ = "max_predictions_per_seq"  # no constant in mlperf_logging for this key
 # The init checkpoint's accuracy, measured before run_start; a key of its own, since an eval_accuracy line
 # before run_start would count as an eval of the run.

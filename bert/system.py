@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import math
 import os
 import re
 import typing
@@ -20,29 +19,9 @@ from pathlib import Path
 from typing import Literal
 
 from bert.config import BertConfig, named_config
+from bert.mlperf_rules import MLPERF_TARGET_ACCURACY, STATUSES, description_problems, mlperf_eval_interval
 from bert.typed_config import ConfigError, checked, from_dict, ranged
 
-# The MLPerf Training system description: every field present, every value a string.
-SYSTEM_DESCRIPTION_FIELDS = (
-    "submitter", "division", "status", "system_name", "number_of_nodes", "host_processors_per_node",
-    "host_processor_model_name", "host_processor_core_count", "host_processor_vcpu_count",
-    "host_processor_frequency", "host_processor_caches", "host_processor_interconnect",
-    "host_memory_capacity", "host_storage_type", "host_storage_capacity", "host_networking",
-    "host_networking_topology", "host_memory_configuration", "accelerators_per_node",
-    "accelerator_model_name", "accelerator_host_interconnect", "accelerator_frequency",
-    "accelerator_on-chip_memories", "accelerator_memory_configuration", "accelerator_memory_capacity",
-    "accelerator_interconnect", "accelerator_interconnect_topology", "cooling", "hw_notes", "framework",
-    "other_software_stack", "operating_system", "sw_notes",
-)
-DIVISIONS = ("closed", "open")
-MLPERF_TARGET_ACCURACY = 0.720  # masked-LM eval accuracy a closed-division run must reach
-# System-description status -> the value of the `submission_status` log key.
-STATUSES = {
-    "Available on-premise": "onprem",
-    "Available cloud": "cloud",
-    "Research, Development, or Internal (RDI)": "research",
-    "Preview": "preview",
-}
 MAX_SEED = 2**32 - 1  # run seeds: numpy's and torch's generators take any seed from 0 to this
 MAX_GLOBAL_BATCH = 2**20  # samples per step; the published BERT submissions use at most 16384
 # A system name is the descriptor's file stem and names its results folder and package files.
@@ -279,38 +258,9 @@ class System:
         return d if d.is_absolute() else repository_root(self.path) / d
 
 
-def mlperf_eval_interval(global_batch_size: int) -> int:
-    """Samples between evaluations under the MLPerf BERT rules."""
-    return math.floor(0.05 * (230.23 * global_batch_size + 3_000_000) / 25_000) * 25_000
-
-
 def repository_root(descriptor: Path) -> Path:
     parent = descriptor.resolve().parent
     return parent.parent if parent.name == "systems" else parent
-
-
-def description_problems(desc: dict) -> list[tuple[str, str]]:
-    """Every problem of an MLPerf system description, in order, as (field, what is wrong and the fix)."""
-    problems = [(key, 'missing; the MLPerf system description needs all '
-                      f'{len(SYSTEM_DESCRIPTION_FIELDS)} fields (use "" where nothing applies)')
-                for key in SYSTEM_DESCRIPTION_FIELDS if key not in desc]
-    for key, value in desc.items():
-        if key not in SYSTEM_DESCRIPTION_FIELDS:
-            problems.append((key, "not an MLPerf system description field; move it to the run block or remove it"))
-        elif not isinstance(value, str):
-            problems.append((key, f'must be a string, got {value!r}; write it in quotes, as "{value}"'))
-    division, status = desc.get("division"), desc.get("status")
-    if isinstance(division, str) and division not in DIVISIONS:
-        problems.append(("division", f'must be "closed" or "open" (lower case), got {division!r}'))
-    if isinstance(status, str) and status not in STATUSES:
-        problems.append(("status", f"must be one of {', '.join(map(repr, STATUSES))}, got {status!r}"))
-    for key in ("number_of_nodes", "accelerators_per_node"):
-        if isinstance(desc.get(key), str) and not desc[key].isdigit():
-            problems.append((key, f'must be a whole number in quotes, got {desc[key]!r}'))
-    nodes = desc.get("number_of_nodes")
-    if isinstance(nodes, str) and nodes.isdigit() and int(nodes) < 1:
-        problems.append(("number_of_nodes", "must be at least \"1\""))
-    return problems
 
 
 def _check_description(where: str, desc: object) -> dict[str, str]:

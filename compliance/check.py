@@ -14,9 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bert.system import DIVISIONS
+from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET, DIVISIONS
 from compliance.checkers import (
-    BENCHMARK,
     CheckResult,
     compliance_check,
     package_check,
@@ -185,7 +184,7 @@ def _check_package(report: CheckReport, org: Path, division: str | None, progres
         report.tools.append(ToolRun("package checker", str(org), package_check(org, report.ruleset)))
 
 
-def check(path: str | Path, ruleset: str = "5.0.0", division: str | None = None,
+def check(path: str | Path, ruleset: str = DEFAULT_RULESET, division: str | None = None,
           progress: Progress | None = None) -> CheckReport:
     """Checks a result log, a folder of result logs or a submission; raises TargetError or RulesetError for a
     PATH or ruleset it cannot check."""

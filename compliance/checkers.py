@@ -35,11 +35,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET, RULESETS
 from compliance.errors import UsageError
 
-RULESETS = ("4.1.0", "5.0.0")
 USAGE = "training"
-BENCHMARK = "bert"
 PACKAGE_SUCCESS = "PACKAGE CHECKER FOUND NO ERRORS, SUCCESS !"
 SYSTEM_DESC_PASSED = "System description checker passed for"
 
@@ -88,7 +87,7 @@ def _run(args: list[str], cwd: Path, timeout: float = 600) -> tuple[str, int]:
     return proc.stdout + proc.stderr, proc.returncode
 
 
-def compliance_check(log: str | Path, ruleset: str = "5.0.0") -> CheckResult:
+def compliance_check(log: str | Path, ruleset: str = DEFAULT_RULESET) -> CheckResult:
     """`python -m mlperf_logging.compliance_checker --usage training --ruleset R LOG`."""
     log = Path(log).resolve()
     with tempfile.TemporaryDirectory(prefix="mlperf-check-") as scratch:
@@ -98,7 +97,7 @@ def compliance_check(log: str | Path, ruleset: str = "5.0.0") -> CheckResult:
     return CheckResult("compliance checker", str(log), code == 0 and verdicts == {"INFO - SUCCESS"}, output)
 
 
-def rcp_check(folder: str | Path, ruleset: str = "5.0.0") -> CheckResult:
+def rcp_check(folder: str | Path, ruleset: str = DEFAULT_RULESET) -> CheckResult:
     """`python -m mlperf_logging.rcp_checker DIR --rcp_usage training --rcp_version R` (its exit code is honest)."""
     folder = Path(folder).resolve()
     with tempfile.TemporaryDirectory(prefix="mlperf-rcp-") as scratch:
@@ -107,7 +106,7 @@ def rcp_check(folder: str | Path, ruleset: str = "5.0.0") -> CheckResult:
     return CheckResult("RCP checker", str(folder), code == 0 and "RCP test PASSED" in output, output)
 
 
-def system_desc_check(system_json: str | Path, ruleset: str = "5.0.0") -> CheckResult:
+def system_desc_check(system_json: str | Path, ruleset: str = DEFAULT_RULESET) -> CheckResult:
     """`python -m mlperf_logging.system_desc_checker FILE training R`; it exits 0 either way."""
     system_json = Path(system_json).resolve()
     with tempfile.TemporaryDirectory(prefix="mlperf-sysdesc-") as scratch:
@@ -130,7 +129,7 @@ def _package_check_in(copy: Path, org_dir: Path, ruleset: str) -> CheckResult:
                        output.replace(str(copy), str(org_dir)))
 
 
-def package_check(org_dir: str | Path, ruleset: str = "5.0.0") -> CheckResult:
+def package_check(org_dir: str | Path, ruleset: str = DEFAULT_RULESET) -> CheckResult:
     """`python -m mlperf_logging.package_checker ORG_DIR training R`; success is its success line, not its
     exit code (always 0)."""
     org_dir = Path(org_dir).resolve()
@@ -170,7 +169,7 @@ def _summary_rows(summary: Path) -> tuple[SummaryRow, ...]:
     return tuple(rows)
 
 
-def score_package(org_dir: str | Path, ruleset: str = "5.0.0") -> Scoring:
+def score_package(org_dir: str | Path, ruleset: str = DEFAULT_RULESET) -> Scoring:
     """The package checker (which writes scaling.json), then the result summarizer, on one copy of the tree."""
     org_dir, ruleset = Path(org_dir).resolve(), require_ruleset(ruleset)
     with tempfile.TemporaryDirectory(prefix="mlperf-score-") as scratch:
@@ -198,12 +197,12 @@ def _rcp_checker(ruleset: str):
     return RCP_Checker(USAGE, require_ruleset(ruleset), BENCHMARK, verbose=False)
 
 
-def rcp_batch_sizes(ruleset: str = "5.0.0") -> list[int]:
+def rcp_batch_sizes(ruleset: str = DEFAULT_RULESET) -> list[int]:
     """The batch sizes of the reference points the RCP checker uses (after its pruning)."""
     return sorted(r["BS"] for r in _rcp_checker(ruleset).pruned_rcp_data.values())
 
 
-def rcp_reference(batch_size: int, ruleset: str = "5.0.0") -> RcpReference | None:
+def rcp_reference(batch_size: int, ruleset: str = DEFAULT_RULESET) -> RcpReference | None:
     """The point the RCP checker compares a batch size against, chosen as it chooses; None above the largest."""
     checker, pruned = _rcp_checker(ruleset), "pruned_rcps"
     record, source = checker._find_rcp(batch_size, pruned), "reference"

@@ -19,10 +19,11 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET
 from bert.system import System, load_system
 from bert.typed_config import ConfigError
 from compliance.check import CheckReport, Progress, check
-from compliance.checkers import BENCHMARK, require_ruleset
+from compliance.checkers import require_ruleset
 from compliance.errors import InputError
 from compliance.folders import build_in_place
 from compliance.precheck import (
@@ -112,7 +113,8 @@ def _check_names(org: str, impl: str) -> None:
 
 
 def build_package(system: str | Path, logs_dir: str | Path, org: str, out: str | Path, impl: str = "pytorch",
-                  force: bool = False, ruleset: str = "5.0.0", progress: Progress | None = None) -> PackageResult:
+                  force: bool = False, ruleset: str = DEFAULT_RULESET,
+                  progress: Progress | None = None) -> PackageResult:
     """Builds OUT/ORG from the descriptor and its logs, then checks it. Raises PackageError, writing nothing,
     for input the check would reject in plain words."""
     ruleset, logs_dir, out = require_ruleset(ruleset), Path(logs_dir), Path(out)

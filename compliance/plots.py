@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bert.system import MLPERF_TARGET_ACCURACY as MLPERF_TARGET
+from bert.mlperf_rules import MLPERF_TARGET_ACCURACY as MLPERF_TARGET
 from compliance.errors import InputError
 from compliance.result_log import ResultLog
 

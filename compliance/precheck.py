@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bert.mllog import STATED_KEYS, stated_values
-from bert.system import DIVISIONS, MLPERF_TARGET_ACCURACY, System, description_problems
-from compliance.checkers import BENCHMARK, rcp_batch_sizes, rcp_reference
+from bert.mlperf_rules import BENCHMARK, DIVISIONS, MLPERF_TARGET_ACCURACY, description_problems
+from bert.system import System
+from compliance.checkers import rcp_batch_sizes, rcp_reference
 from compliance.result_log import ResultLog, number
 
 ERROR, WARNING = "error", "warning"

@@ -21,9 +21,10 @@ from statistics import median
 
 from rich.console import Console
 
+from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET
 from compliance import plots
 from compliance.check import Progress, TargetError, find_package
-from compliance.checkers import BENCHMARK, rcp_reference
+from compliance.checkers import rcp_reference
 from compliance.errors import InputError
 from compliance.folders import build_in_place
 from compliance.precheck import shared_batch_size
@@ -160,7 +161,7 @@ def _check_out(out: Path) -> None:
                           "report: choose another -o folder, or move those files away")
 
 
-def write_report(path: str | Path, out: str | Path, ruleset: str = "5.0.0",
+def write_report(path: str | Path, out: str | Path, ruleset: str = DEFAULT_RULESET,
                  progress: Progress | None = None) -> ReportResult:
     org, out = find_package(Path(path)), Path(out)
     if org is None:

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from bert.mlperf_rules import DEFAULT_RULESET
 from compliance.check import CheckReport, Progress, TargetError, check, find_package
 from compliance.checkers import Scoring, SummaryRow, score_package
 from compliance.result_log import ResultLog, olympic_mean
@@ -59,7 +60,7 @@ def _system_score(row: SummaryRow, logs: list[ResultLog]) -> SystemScore:
     return SystemScore(row.system, row.division, row.minutes, samples, source, rcp, row.scaling_factor, len(logs))
 
 
-def score(path: str | Path, ruleset: str = "5.0.0", progress: Progress | None = None) -> ScoreReport:
+def score(path: str | Path, ruleset: str = DEFAULT_RULESET, progress: Progress | None = None) -> ScoreReport:
     """Checks and scores the submission at PATH (ORG, or a folder holding one ORG)."""
     org = find_package(Path(path))
     if org is None:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
-RULESET_HELP = "Official ruleset (4.1.0 or 5.0.0; BERT was retired after 5.0.0)."
+from bert.mlperf_rules import DEFAULT_RULESET, RULESETS
+
+RULESET_HELP = f"Official ruleset ({' or '.join(RULESETS)}; BERT was retired after {RULESETS[-1]})."
 
 
 def _console():
@@ -39,7 +41,7 @@ def _with_progress(work, *args):
 
 @click.command()
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option("--ruleset", default="5.0.0", show_default=True, help=RULESET_HELP)
+@click.option("--ruleset", default=DEFAULT_RULESET, show_default=True, help=RULESET_HELP)
 @click.option("--division", type=click.Choice(["closed", "open"]), default=None,
               help="The division the logs must belong to (default: what the logs and system JSON say).")
 def check(path: Path, ruleset: str, division: str | None) -> None:
@@ -62,7 +64,7 @@ def check(path: Path, ruleset: str, division: str | None) -> None:
 @click.option("--impl", default="pytorch", show_default=True,
               help="Implementation name: benchmarks/bert/implementations/<impl>/.")
 @click.option("--force", is_flag=True, help="Replace an existing OUT/ORG.")
-@click.option("--ruleset", default="5.0.0", show_default=True, help=RULESET_HELP)
+@click.option("--ruleset", default=DEFAULT_RULESET, show_default=True, help=RULESET_HELP)
 def package(system_name: str, logs_dir: Path, org: str, out: Path, impl: str, force: bool, ruleset: str) -> None:
     """Build a submission tree from a descriptor and its logs, then check it."""
     from compliance.package import build_package
@@ -77,7 +79,7 @@ def package(system_name: str, logs_dir: Path, org: str, out: Path, impl: str, fo
 
 @click.command()
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--ruleset", default="5.0.0", show_default=True, help=RULESET_HELP)
+@click.option("--ruleset", default=DEFAULT_RULESET, show_default=True, help=RULESET_HELP)
 def score(path: Path, ruleset: str) -> None:
     """Score a submission (ORG folder) with the official result summarizer, after the package checker."""
     from compliance.render import print_score
@@ -92,7 +94,7 @@ def score(path: Path, ruleset: str) -> None:
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("-o", "--out", required=True, type=click.Path(path_type=Path),
               help="Folder for report.md and its figures (replaced when it holds an earlier report).")
-@click.option("--ruleset", default="5.0.0", show_default=True, help=RULESET_HELP)
+@click.option("--ruleset", default=DEFAULT_RULESET, show_default=True, help=RULESET_HELP)
 def report(path: Path, out: Path, ruleset: str) -> None:
     """Write a Markdown report with figures for a submission (ORG folder)."""
     from compliance.report import write_report

@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from bert.system import SYSTEM_DESCRIPTION_FIELDS, load_system, mlperf_eval_interval
+from bert.mlperf_rules import SYSTEM_DESCRIPTION_FIELDS, mlperf_eval_interval
+from bert.system import load_system
 from bert.typed_config import ConfigError
 from tests.conftest import REPO, descriptor, write_descriptor
 

@@ -269,9 +269,9 @@ def _run_stop_status(line: str) -> str | None:
 def seal_log(path: Path, reason: str) -> tuple[str, bool]:
     """Makes `path` a finished log: one that a crash cut off (a rank 0 killed before its run_stop) gets an
     aborted run_stop with `reason`; one that ends with run_stop stays as it is. Returns (the status of its
-    run_stop, whether it was sealed now). Raises SealError, changing nothing that could be kept, for a log
-    that cannot be finished: it holds no line (the run never started its log), or it cannot be read or
-    extended (a full disk)."""
+    run_stop, whether it was sealed now). Raises SealError for a log that cannot be finished: it holds no line
+    (the run never started its log), or it cannot be read or extended (a full disk); the caller keeps it
+    unpublished."""
     try:
         text = path.read_text(errors="replace")
     except OSError as e:

@@ -4,7 +4,6 @@ and its reason)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -192,12 +191,6 @@ def fake_launcher(bin_dir: Path, body: str) -> dict:
                       f"{body}\n")
     script.chmod(0o755)
     return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
-
-
-def mllog_line(key: str, **metadata) -> str:
-    event = {"namespace": "", "time_ms": 1, "event_type": "POINT_IN_TIME", "key": key, "value": None,
-             "metadata": metadata}
-    return f":::MLLOG {json.dumps(event)}"
 
 
 def single_line_error(stderr: str) -> str:

@@ -11,12 +11,12 @@ from click.testing import CliRunner
 
 from bert.cli import main
 from bert.mllog import RunLog
+from tests.conftest import mllog_line
 from tests.faults.conftest import (
     CASE_TIMEOUT_S,
     assert_log_aborted,
     fake_launcher,
     fault_descriptor,
-    mllog_line,
     single_line_error,
     wrapper,
 )

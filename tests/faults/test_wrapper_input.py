@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, descriptor, write_descriptor
-from tests.faults.conftest import fake_launcher, mllog_line, single_line_error, wrapper
+from tests.conftest import REPO, descriptor, mllog_line, write_descriptor
+from tests.faults.conftest import fake_launcher, single_line_error, wrapper
 
 
 @pytest.mark.parametrize("variable, value, message", [

@@ -3,40 +3,69 @@
 #
 # --dry-run prints the launch plan (exact commands, environment, per-rank shards) and starts nothing.
 # SYSTEM is a descriptor name in systems/ or a path to one. Environment:
-#   NEXP=N          number of runs (default 1); each gets a distinct seed and its own result file
-#   SEED=S          seed of the first run (default: drawn at random); run i uses S+i
+#   NEXP=N          number of runs (default 1, at least 1); each gets a distinct seed and its own result file
+#   SEED=S          seed of the first run (a whole number; default: drawn at random); run i uses S+i
 #   LOGDIR=DIR      where results go (default: logs); files are DIR/<system>/result_<i>.txt, never overwritten
 #   ON_EXISTING=next|refuse   when that folder already holds results: take the next free index (default), or
-#                   refuse to start. A run logs to result_<i>.txt.partial, renamed when it ends (whatever its
-#                   status), so a result_<i>.txt is always a finished log.
+#                   refuse to start (of several wrappers started together, one runs). A run logs to
+#                   result_<i>.txt.partial, published as result_<i>.txt when it ends with run_stop (whatever its
+#                   status), so a result_<i>.txt is always a finished log; a log that cannot be finished (a
+#                   full disk) stays .partial.
 #   DROP_CACHES=1   drop the page cache before each run (needs root); logged as cache_clear
-#   DATADIR=DIR     dataset directory, overriding the descriptor's run.dataset.dir
+#   DATADIR=DIR     dataset directory, overriding the descriptor's run.dataset.dir (a synthetic corpus is written
+#                   only into an empty folder or one that holds this harness's own corpus)
 #   NODE_RANK=R     (torchrun on plain hosts, several nodes) this host's node; MASTER_ADDR names node 0
 # Under Slurm (SLURM_JOB_ID set) the ranks are started with srun, one task per process of the descriptor,
 # the rendezvous at the allocation's first host (example: run_and_time.sbatch); otherwise with torchrun: on this
 # host alone, or started on every host with NODE_RANK and MASTER_ADDR set. run.launch.env (NCCL settings)
 # reaches every rank. A failed run is reported and the next one starts; SIGTERM or SIGINT is passed on to the
 # run in progress (a second one ends it at once) and no further run starts.
+# Exit status: 0 every run reached the target and its log is published; 1 some run did not (aborted, crashed,
+# or its log could not be finished); 2 nothing was started (bad input or environment, said in one line);
+# 128+N stopped by signal N.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$repo"
 # shellcheck source=bootstrap.sh
 source "$repo/bootstrap.sh" ""  # an explicit (empty) argument: a bare `source` would pass on our $1
 
+refuse() {  # one line, and nothing is started
+    echo "run_and_time: $*" >&2
+    exit 2
+}
+
+whole_number() {  # NAME VALUE MIN MAX: prints VALUE as a number, or refuses it
+    # Only digits reach arithmetic: bash evaluates the text of a variable inside $(( )) as an expression, so
+    # NEXP='x[$(cmd)]' would run cmd. Ten digits at most cannot overflow; 10# reads 010 as ten, not octal.
+    if [[ $2 =~ ^[0-9]{1,10}$ ]] && ((10#$2 >= $3 && 10#$2 <= $4)); then
+        echo $((10#$2))
+    else
+        refuse "$1=$2: must be a whole number from $3 to $4"
+    fi
+}
+
 dry_run=0
 if [[ "${1:-}" == --dry-run ]]; then dry_run=1; shift; fi
 system="${1:-cpu_tiny}"
-eval "$(mlperf-bert system env "$system")"
-nexp="${NEXP:-1}"
+system_env="$(mlperf-bert system env "$system")" || exit 2  # it printed the descriptor's error
+eval "$system_env"
+nexp=$(whole_number NEXP "${NEXP:-1}" 1 100000) || exit 2
+if [[ -n "${SEED:-}" ]]; then
+    first_seed=$(whole_number SEED "$SEED" 0 "$MAX_SEED") || exit 2
+else
+    first_seed="${RUN_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 2000000000 ))}"
+fi
+if ((first_seed + nexp - 1 > MAX_SEED)); then
+    refuse "seeds $first_seed..$((first_seed + nexp - 1)) of NEXP=$nexp runs pass the largest seed $MAX_SEED;" \
+           "use a smaller SEED"
+fi
 logdir="${LOGDIR:-logs}/$SYSTEM_NAME"
 datadir="${DATADIR:-$DATASET_DIR}"
-first_seed="${SEED:-${RUN_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 2000000000 ))}}"
 plan_args=(--data-dir "$datadir" --node-rank "${NODE_RANK:-0}")
 if [[ -n "${SLURM_JOB_ID:-}" ]]; then
     if [[ -n "${SLURM_JOB_NUM_NODES:-}" && "$SLURM_JOB_NUM_NODES" != "$NODES" ]]; then
-        echo "run_and_time: the allocation has $SLURM_JOB_NUM_NODES node(s) but $SYSTEM_NAME describes $NODES;" \
-             "submit with sbatch --nodes=$NODES" >&2
-        exit 2
+        refuse "the allocation has $SLURM_JOB_NUM_NODES node(s) but $SYSTEM_NAME describes $NODES;" \
+               "submit with sbatch --nodes=$NODES"
     fi
     # sed reads the whole list: `head -n 1` would close the pipe early and, under pipefail, scontrol's SIGPIPE
     # (status 141) would end the script whenever it had more names left to write.
@@ -46,9 +75,8 @@ else
     plan_args+=(--launcher torchrun)
     if [[ "$NODES" != 1 ]]; then
         if [[ -z "${MASTER_ADDR:-}" || -z "${NODE_RANK:-}" ]]; then
-            echo "run_and_time: $SYSTEM_NAME has $NODES nodes; launch it from a Slurm allocation, or on every" \
-                 "host with NODE_RANK=<0..$((NODES - 1))> and MASTER_ADDR=<node 0's address>" >&2
-            exit 2
+            refuse "$SYSTEM_NAME has $NODES nodes; launch it from a Slurm allocation, or on every" \
+                   "host with NODE_RANK=<0..$((NODES - 1))> and MASTER_ADDR=<node 0's address>"
         fi
         plan_args+=(--master-addr "$MASTER_ADDR")
     fi
@@ -57,22 +85,43 @@ if [[ $dry_run == 1 ]]; then
     exec mlperf-bert system plan "$SYSTEM_PATH" --seed "$first_seed" --log-file "$logdir/result_<i>.txt" \
         "${plan_args[@]}"
 fi
-mkdir -p "$logdir"
+mkdir -p "$logdir" 2>/dev/null || refuse "cannot create the results folder $logdir; set LOGDIR to a folder you" \
+                                          "can write"
+lock=""
+release_lock() {  # only the lock this wrapper made
+    if [[ -n "$lock" ]]; then rm -f "$lock/pid"; rmdir "$lock" 2>/dev/null || true; fi
+}
+trap release_lock EXIT
 case "${ON_EXISTING:-next}" in
     next) ;;
     refuse)
+        # The folder is claimed atomically (mkdir), so that of two wrappers started together only one runs.
+        if ! mkdir "$logdir/.run_and_time.lock" 2>/dev/null; then
+            [[ -d "$logdir/.run_and_time.lock" ]] ||
+                refuse "cannot write in $logdir; set LOGDIR to a folder you can write"
+            holder=$(cat "$logdir/.run_and_time.lock/pid" 2>/dev/null || echo "?")
+            refuse "another run_and_time.sh (pid $holder) is starting runs in $logdir with ON_EXISTING=refuse;" \
+                   "wait for it to end (if it is not running, remove $logdir/.run_and_time.lock)"
+        fi
+        lock="$logdir/.run_and_time.lock"
+        echo $$ > "$lock/pid"
         if compgen -G "$logdir/result_*.txt*" >/dev/null; then
-            echo "run_and_time: $logdir already holds results ($(cd "$logdir" && echo result_*.txt*)) and" \
-                 "ON_EXISTING=refuse; move them away, set LOGDIR, or use ON_EXISTING=next" >&2
-            exit 2
+            refuse "$logdir already holds results ($(cd "$logdir" && echo result_*.txt*)) and" \
+                   "ON_EXISTING=refuse; move them away, set LOGDIR, or use ON_EXISTING=next"
         fi ;;
-    *) echo "run_and_time: ON_EXISTING=${ON_EXISTING} must be next or refuse" >&2; exit 2 ;;
+    *) refuse "ON_EXISTING=${ON_EXISTING} must be next or refuse" ;;
 esac
 
 claim_index() {  # the first index with no result and no partial log; creates the partial log (atomically)
     local index=0
     until [[ ! -e "$logdir/result_$index.txt" ]] && ( set -C; : > "$logdir/result_$index.txt.partial" ) 2>/dev/null
-    do index=$((index + 1)); done
+    do
+        # Taken indices have a file; a failure without one is a folder that takes no file (no loop forever).
+        if [[ ! -e "$logdir/result_$index.txt" && ! -e "$logdir/result_$index.txt.partial" ]]; then
+            refuse "cannot create a result file in $logdir; set LOGDIR to a folder you can write"
+        fi
+        index=$((index + 1))
+    done
     echo "$index"
 }
 
@@ -94,13 +143,13 @@ on_signal() {
 trap 'on_signal TERM' TERM
 trap 'on_signal INT' INT
 
-if [[ "$SYNTHETIC" == 1 ]]; then
-    mlperf-bert data synth --system "$SYSTEM_PATH" --out "$datadir" --if-missing
+if [[ "$SYNTHETIC" == 1 ]]; then  # it refuses, in one line, a folder that holds anything but its own corpus
+    mlperf-bert data synth --system "$SYSTEM_PATH" --out "$datadir" --if-missing || exit 2
 fi
 
 failed=() ran=0
 for ((i = 0; i < nexp; i++)); do
-    index=$(claim_index)
+    index=$(claim_index) || exit 2
     partial="$logdir/result_$index.txt.partial"
     seed=$((first_seed + i))
 
@@ -129,17 +178,25 @@ for ((i = 0; i < nexp; i++)); do
     wait "$child" || status=$?
     child=""
     end=$(date +%s.%N)
-    if [[ $status != 0 ]]; then  # a rank 0 killed before its run_stop: the launcher's status is the evidence
-        why="the ranks ended without run_stop (launcher exit status $status): a rank was killed or crashed"
-        mlperf-bert log seal "$partial" --reason "$why; see the launcher's output" || true
+    # A log without run_stop (a rank 0 killed before it) is sealed with an aborted one; the launcher's status
+    # is the evidence. Seal's status: 0 the log ends with a successful run_stop, 1 with an aborted one, 3 it
+    # is no finished log and cannot be made one (nothing logged, a full disk): then it is not published.
+    why="the ranks ended without run_stop (launcher exit status $status)"
+    if [[ $status != 0 ]]; then why+=": a rank was killed or crashed"; fi
+    verdict=0
+    mlperf-bert log seal "$partial" --reason "$why; see the launcher's output" || verdict=$?
+    if ((verdict <= 1)); then
+        result=$(publish "$partial" "$index")
+    else
+        result="$partial"
+        echo "run_and_time: $partial is not a finished log, so it is not published as result_$index.txt" >&2
     fi
-    result=$(publish "$partial" "$index")
     ran=$((ran + 1))
     seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
     echo "RESULT,bert,$seed,$seconds,${USER:-$(id -un)},$(date -d "@${start%.*}" '+%Y-%m-%d %r')"
-    if [[ $status != 0 ]]; then
-        echo "run_and_time: run $((i + 1)) FAILED with status $status (not converged, aborted or crashed);" \
-             "its log: $result" >&2
+    if [[ $status != 0 || $verdict != 0 ]]; then
+        echo "run_and_time: run $((i + 1)) FAILED (launcher exit status $status; not converged, aborted, crashed" \
+             "or no finished log); its log: $result" >&2
         failed+=("$(basename "$result")")
     fi
     if [[ -n "$interrupted" ]]; then

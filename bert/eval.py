@@ -9,15 +9,18 @@ import torch
 from torch import nn
 
 from bert.data.batch import Batch, collate
-from bert.data.shards import ShardError, read_shard
+from bert.data.shards import SampleLimits, ShardError, read_shard
 from bert.distributed.launch import DistContext, all_reduce_sum
 
 
 class EvalSet:
     """The first `num_samples` samples of the eval file; rank r evaluates samples r, r+W, r+2W, ..."""
 
-    def __init__(self, path: Path, num_samples: int, ctx: DistContext, batch_size: int):
+    def __init__(self, path: Path, num_samples: int, ctx: DistContext, batch_size: int,
+                 limits: SampleLimits | None = None):
         samples = read_shard(path)
+        if limits is not None:
+            limits.check(samples, path)
         if len(samples) < num_samples:
             raise ShardError(f"{path}: has {len(samples)} eval samples, fewer than the {num_samples} the "
                              "descriptor asks for (run.eval.samples)")

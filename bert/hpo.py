@@ -24,9 +24,11 @@ from pathlib import Path
 import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, Trial, TrialState
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from bert.mllog import ADAM_KEYS_NOTE
-from bert.prep.synthetic.hdf5_corpus import is_complete, synthesize
+from bert.prep.synthetic.hdf5_corpus import synthesize_if_missing
 from bert.system import SearchParam, System, run_field_type
 from bert.train import RunRequest, run
 
@@ -89,11 +91,40 @@ def trial_objective(request: StudyRequest, trial: Trial) -> float:
     raise StudyError(f"trial {trial.number} failed (its error is printed above); values {values}")
 
 
+def check_storage_url(url: str) -> None:
+    """Refuses, before Optuna sees it, a storage URL that would fail with a traceback or keep the study in
+    memory only (lost at exit, and not shared with other workers)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StudyError(f"--storage {url!r}: not a database URL; use e.g. sqlite:///hpo.db or "
+                         "postgresql://user@host/db") from None
+    if parsed.get_backend_name() != "sqlite":
+        return
+    database = parsed.database or ""
+    if database in ("", ":memory:") or "mode=memory" in url:
+        raise StudyError(f"--storage {url!r}: names no file, so the study would live in memory and be lost at "
+                         "exit; name a file: sqlite:///hpo.db (relative) or sqlite:////abs/path/hpo.db")
+    folder = Path(database.removeprefix("file:")).parent
+    if not folder.is_dir():
+        raise StudyError(f"--storage {url!r}: the folder {folder} does not exist; create it or name a file in an "
+                         "existing folder")
+
+
 def _storage(url: str) -> RDBStorage:
+    check_storage_url(url)
     with warnings.catch_warnings():  # heartbeats are marked experimental; they are what makes workers safe
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return RDBStorage(url, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S,
-                          heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1))
+        try:
+            return RDBStorage(url, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S,
+                              heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1))
+        except ImportError:
+            raise StudyError(f"--storage {url!r}: the database driver for it is not installed (e.g. pip install "
+                             "psycopg2-binary for postgresql, pymysql for mysql+pymysql)") from None
+        except SQLAlchemyError as e:
+            reason = str(getattr(e, "orig", None) or e).splitlines()[0]
+            raise StudyError(f"--storage {url!r}: cannot open the study database ({reason}); check that it is "
+                             "reachable and is an Optuna database") from None
 
 
 def open_study(request: StudyRequest) -> optuna.Study:
@@ -118,9 +149,9 @@ def finished_trials(study: optuna.Study) -> int:
 
 def _ensure_dataset(request: StudyRequest) -> None:
     spec, root = request.system.run.dataset.synthetic, request.system.dataset_dir(request.data_dir)
-    if spec is not None and not is_complete(root):
+    if spec is not None:
         try:
-            synthesize(root, spec)
+            synthesize_if_missing(root, spec)
         except FileExistsError as e:
             raise StudyError(str(e)) from None
 

@@ -36,6 +36,24 @@ ADAM_KEYS_NOTE = (f"Optimizer ADAM (AdamW, open division): its betas, epsilon an
                   f"{C.OPT_LAMB_WEIGHT_DECAY}.")
 
 
+SUBMISSION_KEYS = (C.SUBMISSION_BENCHMARK, C.SUBMISSION_ORG, C.SUBMISSION_DIVISION, C.SUBMISSION_STATUS,
+                   C.SUBMISSION_PLATFORM)
+HYPERPARAMETER_KEYS = (C.GLOBAL_BATCH_SIZE, C.GRADIENT_ACCUMULATION_STEPS, C.OPT_BASE_LR, C.OPT_LAMB_EPSILON,
+                       C.OPT_LR_TRAINING_STEPS, C.OPT_LR_WARMUP_STEPS, C.NUM_WARMUP_STEPS, C.START_WARMUP_STEP,
+                       C.OPT_LAMB_BETA_1, C.OPT_LAMB_BETA_2, C.OPT_LAMB_WEIGHT_DECAY, MAX_PREDICTIONS_PER_SEQ)
+# What every log of a system states about its submission: all runs of one system state the same, and what the
+# descriptor says (compliance.precheck holds the logs of a submission to that).
+STATED_KEYS = SUBMISSION_KEYS + HYPERPARAMETER_KEYS
+
+
+def submission_values(system: System) -> dict[str, object]:
+    """The submission keys (benchmark, org, division, status, platform) and their values."""
+    description = system.description
+    values = (BENCHMARK, description["submitter"], system.division, system.submission_status,
+              description["system_name"])
+    return dict(zip(SUBMISSION_KEYS, values, strict=True))
+
+
 def hyperparameters(system: System) -> dict[str, object]:
     """The tunable hyperparameter keys of the closed division and their values, in the reference order.
 
@@ -43,20 +61,15 @@ def hyperparameters(system: System) -> dict[str, object]:
     names (the rules name no ADAM keys, and the checker requires none), which its descriptor's notes say.
     """
     run, opt = system.run, system.run.optimizer
-    return {
-        C.GLOBAL_BATCH_SIZE: run.global_batch_size,
-        C.GRADIENT_ACCUMULATION_STEPS: run.gradient_accumulation_steps,
-        C.OPT_BASE_LR: opt.base_learning_rate,
-        C.OPT_LAMB_EPSILON: opt.epsilon,
-        C.OPT_LR_TRAINING_STEPS: opt.training_steps,
-        C.OPT_LR_WARMUP_STEPS: opt.warmup_steps,
-        C.NUM_WARMUP_STEPS: opt.warmup_steps,
-        C.START_WARMUP_STEP: opt.start_warmup_step,
-        C.OPT_LAMB_BETA_1: opt.beta_1,
-        C.OPT_LAMB_BETA_2: opt.beta_2,
-        C.OPT_LAMB_WEIGHT_DECAY: opt.weight_decay_rate,
-        MAX_PREDICTIONS_PER_SEQ: run.max_predictions_per_seq,
-    }
+    values = (run.global_batch_size, run.gradient_accumulation_steps, opt.base_learning_rate, opt.epsilon,
+              opt.training_steps, opt.warmup_steps, opt.warmup_steps, opt.start_warmup_step, opt.beta_1,
+              opt.beta_2, opt.weight_decay_rate, run.max_predictions_per_seq)
+    return dict(zip(HYPERPARAMETER_KEYS, values, strict=True))
+
+
+def stated_values(system: System) -> dict[str, object]:
+    """Every STATED_KEYS key and the value a run of `system` logs for it."""
+    return submission_values(system) | hyperparameters(system)
 
 
 class LogError(RuntimeError):
@@ -65,6 +78,10 @@ class LogError(RuntimeError):
 
 class LogWriteError(LogError):
     pass
+
+
+class SealError(LogError):
+    """A log that is not a finished log and cannot be made one (nothing logged, or the disk refuses the line)."""
 
 
 class _ResultFileHandler(logging.FileHandler):
@@ -101,6 +118,7 @@ class RunLog:
         self._file: logging.Handler | None = None
         self._lock = threading.RLock()
         self.stopped = False
+        self.file_lost = False  # a write to the result file failed: the file is not a whole log
         if self.enabled:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if not append:
@@ -147,6 +165,7 @@ class RunLog:
     def _drop_file(self) -> None:
         """Stops writing to the result file (after a write error), keeping stdout."""
         handler, self._file = self._file, None
+        self.file_lost = True
         if handler is not None:
             self._handlers.remove(handler)
             self._logger.logger.removeHandler(handler)
@@ -174,11 +193,8 @@ class RunLog:
         self._start(C.INIT_START)
 
     def submission(self, system: System) -> None:
-        self._event(C.SUBMISSION_BENCHMARK, BENCHMARK)
-        self._event(C.SUBMISSION_ORG, system.description["submitter"])
-        self._event(C.SUBMISSION_DIVISION, system.division)
-        self._event(C.SUBMISSION_STATUS, system.submission_status)
-        self._event(C.SUBMISSION_PLATFORM, system.description["system_name"])
+        for key, value in submission_values(system).items():
+            self._event(key, value)
 
     def seed(self, seed: int) -> None:
         self._event(C.SEED, seed)
@@ -239,25 +255,47 @@ class RunLog:
             self._end(C.RUN_STOP, metadata={C.STATUS: C.ABORTED, "reason": reason})
 
 
-def seal_log(path: Path, reason: str) -> bool:
-    """Ends a log that a crash cut off (a rank 0 killed before its run_stop) with an aborted run_stop and
-    `reason`; returns whether it had to. A log that ends with run_stop, or holds no line, stays as it is."""
-    text = path.read_text(errors="replace") if path.is_file() else ""
+def _run_stop_status(line: str) -> str | None:
+    """The status of a run_stop line (None when the line is no whole run_stop, e.g. one cut off mid-write)."""
+    try:
+        event = json.loads(line.removeprefix(":::MLLOG "))
+        if event["key"] == C.RUN_STOP:
+            return str(event["metadata"].get("status"))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return None
+
+
+def seal_log(path: Path, reason: str) -> tuple[str, bool]:
+    """Makes `path` a finished log: one that a crash cut off (a rank 0 killed before its run_stop) gets an
+    aborted run_stop with `reason`; one that ends with run_stop stays as it is. Returns (the status of its
+    run_stop, whether it was sealed now). Raises SealError for a log that cannot be finished: it holds no line
+    (the run never started its log), or it cannot be read or extended (a full disk); the caller keeps it
+    unpublished."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as e:
+        raise SealError(f"{path}: cannot be read ({e.strerror or e})") from None
     lines = [line for line in text.splitlines() if line.startswith(":::MLLOG ")]
     if not lines:
-        return False
+        raise SealError(f"{path}: holds no MLPerf log line (the run ended before it started its log), so there is "
+                        "nothing to finish")
+    status = _run_stop_status(lines[-1])
+    if status is not None:
+        return status, False
     try:
-        if json.loads(lines[-1].removeprefix(":::MLLOG "))["key"] == C.RUN_STOP:
-            return False
-    except (ValueError, KeyError, TypeError):
-        pass  # a line cut off mid-write: the run did not stop
-    if not text.endswith("\n"):
-        with open(path, "a") as f:
-            f.write("\n")  # a cut-off line keeps its own line
-    log = RunLog(path, echo=False, append=True)
-    log.seal(reason)
-    log.close()
-    return True
+        if not text.endswith("\n"):
+            with open(path, "a") as f:
+                f.write("\n")  # a cut-off line keeps its own line
+        log = RunLog(path, echo=False, append=True)
+        log.seal(reason)
+        log.close()
+    except (OSError, LogError) as e:
+        cause = e.__cause__ if isinstance(e, LogError) and e.__cause__ is not None else e
+        why = getattr(cause, "strerror", None) or cause
+        raise SealError(f"{path}: cannot be finished with a run_stop line ({why}); the log is kept as it is, "
+                        "not published: free the disk") from None
+    return C.ABORTED, True
 
 
 SUCCESS, ABORTED = C.SUCCESS, C.ABORTED

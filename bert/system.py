@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import json
 import os
+import re
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,20 +20,37 @@ from typing import Literal
 
 from bert.config import BertConfig, named_config
 from bert.mlperf_rules import MLPERF_TARGET_ACCURACY, STATUSES, description_problems, mlperf_eval_interval
-from bert.typed_config import ConfigError, from_dict
+from bert.typed_config import ConfigError, checked, from_dict, ranged
+
+MAX_SEED = 2**32 - 1  # run seeds: numpy's and torch's generators take any seed from 0 to this
+MAX_GLOBAL_BATCH = 2**20  # samples per step; the published BERT submissions use at most 16384
+# A system name is the descriptor's file stem and names its results folder and package files.
+SYSTEM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+SYSTEM_NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or a digit"
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def env_names_problem(env: dict[str, str]) -> str | None:
+    """What is wrong with the names of an environment block: each must be a shell identifier, so that no name
+    can be read as an option or an assignment of the command that exports it."""
+    bad = [name for name in env if not ENV_NAME.fullmatch(name)]
+    if not bad:
+        return None
+    return (f"{bad[0]!r} is not an environment variable name; use letters, digits and '_', not starting with a "
+            "digit (e.g. NCCL_SOCKET_IFNAME)")
 
 
 @dataclass(frozen=True, kw_only=True)
 class SyntheticDataSpec:
     """The corpus `mlperf-bert data synth` writes (see bert.prep.synthetic.hdf5_corpus)."""
 
-    train_samples: int = 65536
-    eval_samples: int = 2000
-    shards: int = 8
-    vocab_size: int = 4096
-    max_seq_length: int = 128
-    max_predictions: int = 20
-    seed: int = 12345
+    train_samples: int = ranged(1, default=65536)
+    eval_samples: int = ranged(1, default=2000)
+    shards: int = ranged(1, default=8)
+    vocab_size: int = ranged(1024, default=4096, note="the grammar's own words need that many pieces")
+    max_seq_length: int = ranged(5, default=128, note="[CLS] A [SEP] B [SEP] with a token in each segment")
+    max_predictions: int = ranged(1, default=20)
+    seed: int = ranged(0, MAX_SEED, default=12345)
     form: Literal["fixed", "varlen"] = "fixed"
 
 
@@ -50,24 +68,25 @@ class OptimizerSpec:
     # lamb: the closed-division optimizer. adam: AdamW (decoupled weight decay), open division only; its
     # betas, epsilon and weight decay are logged under the LAMB key names (bert.mllog.hyperparameters).
     name: Literal["lamb", "adam"] = "lamb"
-    base_learning_rate: float
-    epsilon: float = 1e-6
-    beta_1: float = 0.9
-    beta_2: float = 0.999
-    weight_decay_rate: float = 0.01
-    end_learning_rate: float = 0.0
-    warmup_steps: int = 0
-    start_warmup_step: int = 0
-    training_steps: int  # the decay horizon, logged as opt_learning_rate_training_steps
-    poly_power: float = 1.0
+    base_learning_rate: float = ranged(0, low_open=True)
+    epsilon: float = ranged(0, low_open=True, default=1e-6)
+    beta_1: float = ranged(0, 1, high_open=True, default=0.9)
+    beta_2: float = ranged(0, 1, high_open=True, default=0.999)
+    weight_decay_rate: float = ranged(0, default=0.01)
+    end_learning_rate: float = ranged(0, default=0.0)
+    warmup_steps: int = ranged(0, default=0)
+    start_warmup_step: int = ranged(default=0)  # negative: the warmup began before the first step
+    training_steps: int = ranged(1)  # the decay horizon, logged as opt_learning_rate_training_steps
+    poly_power: float = ranged(0, low_open=True, default=1.0)
 
 
 @dataclass(frozen=True, kw_only=True)
 class EvalSpec:
-    target_accuracy: float = MLPERF_TARGET_ACCURACY
-    samples: int = 10000
-    interval_samples: int | None = None  # null: the MLPerf formula of the global batch size
-    batch_size: int = 128  # per process
+    target_accuracy: float = ranged(0, 1, low_open=True, high_open=True, default=MLPERF_TARGET_ACCURACY)
+    samples: int = ranged(1, default=10000)
+    # null: the MLPerf formula of the global batch size
+    interval_samples: int | None = ranged(1, default=None, note="or null for the MLPerf formula")
+    batch_size: int = ranged(1, default=128)  # per process
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,10 +94,10 @@ class SearchParam:
     """The distribution of one run field in a hyperparameter search (`mlperf-bert hpo`): a range
     (`low`..`high`, optionally on a log scale or in steps; whole numbers for integer fields) or `choices`."""
 
-    low: float | None = None
-    high: float | None = None
+    low: float | None = ranged(default=None)
+    high: float | None = ranged(default=None)
     log: bool = False
-    step: float | None = None
+    step: float | None = ranged(0, low_open=True, default=None)
     choices: list[str | int | float] | None = None
 
 
@@ -86,8 +105,8 @@ class SearchParam:
 class LaunchSpec:
     """How run_and_time.sh starts the ranks (srun under Slurm, torchrun elsewhere); see bert.distributed.plan."""
 
-    env: dict[str, str] = field(default_factory=dict)  # exported to every rank, e.g. NCCL_* settings
-    master_port: int = 29500
+    env: dict[str, str] = checked(env_names_problem, default_factory=dict)  # exported to every rank, e.g. NCCL_*
+    master_port: int = ranged(1, 65535, default=29500)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,16 +114,19 @@ class PerformanceSpec:
     """Declared hardware figures for `mlperf-bert simulate` (bert.simulate.time_to_train); the notes say where
     each comes from."""
 
-    gpu_samples_per_s: float  # training sequences/s of one accelerator (a published or measured figure)
-    eval_speedup: float = 3.0  # eval throughput / training throughput (forward only: about 3x)
-    hbm_gb_s: float  # accelerator memory bandwidth: the optimizer step is memory-bound
-    intra_node_gb_s: float  # per-accelerator allreduce bus bandwidth inside a node (NVLink)
-    inter_node_gb_s: float = 0.0  # per-node network bandwidth, all NICs together (0: single node)
-    link_latency_us: float = 5.0  # per hop of an allreduce step
+    # training sequences/s of one accelerator (a published or measured figure)
+    gpu_samples_per_s: float = ranged(0, low_open=True)
+    eval_speedup: float = ranged(0, low_open=True, default=3.0)  # eval / training throughput (forward only: ~3x)
+    hbm_gb_s: float = ranged(0, low_open=True)  # accelerator memory bandwidth: the optimizer step is memory-bound
+    intra_node_gb_s: float = ranged(0)  # per-accelerator allreduce bus bandwidth in a node (NVLink; 0: one GPU)
+    inter_node_gb_s: float = ranged(0, default=0.0)  # per-node network bandwidth, all NICs together (0: single node)
+    link_latency_us: float = ranged(0, default=5.0)  # per hop of an allreduce step
     allreduce: Literal["ring", "tree"] = "ring"  # the inter-node algorithm (NCCL_ALGO)
-    gradient_bytes: int = 2  # per parameter on the wire (fp16/bf16 gradients: 2)
-    optimizer_bytes_per_param: int = 30  # memory traffic of one LAMB/Adam update (fp32 state + copies)
-    samples_to_converge: int | None = None  # null: the reference convergence point of the global batch
+    gradient_bytes: int = ranged(1, 8, default=2)  # per parameter on the wire (fp16/bf16 gradients: 2)
+    # memory traffic of one LAMB/Adam update (fp32 state + copies)
+    optimizer_bytes_per_param: int = ranged(1, default=30)
+    # null: the reference convergence point of the global batch
+    samples_to_converge: int | None = ranged(1, default=None)
 
 
 # How a step's samples are spread over the ranks (bert.data.balance_plans): random per-rank batches; a fixed count
@@ -126,21 +148,22 @@ class RunSpec:
     model: str = "large"
     model_overrides: dict[str, int | float] = field(default_factory=dict)
     device: Literal["cpu", "cuda"]
-    processes_per_node: int
+    processes_per_node: int = ranged(1)
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
     # fp16: the dynamic loss scale to start from (NVIDIA's MLPerf BERT configurations set 1024; torch's 2^16
     # overflows in the first steps of a run, and each overflow skips an update).
-    initial_loss_scale: float = 1024.0
-    global_batch_size: int
-    gradient_accumulation_steps: int = 1
-    max_seq_length: int = 512
-    max_predictions_per_seq: int = 76
+    initial_loss_scale: float = ranged(0, low_open=True, default=1024.0)
+    global_batch_size: int = ranged(1, MAX_GLOBAL_BATCH)
+    gradient_accumulation_steps: int = ranged(1, default=1)
+    max_seq_length: int = ranged(5, default=512, note="[CLS] A [SEP] B [SEP] with a token in each segment")
+    max_predictions_per_seq: int = ranged(1, default=76)
     optimizer: OptimizerSpec
     # Where the gradient is clipped to clip_norm (bert.distributed.clipping): the reference global norm after
     # DDP's allreduce, each rank's whole gradient before one allreduce, or each DDP bucket before its own.
     clip: Literal["after_allreduce", "before_allreduce", "bucketwise_before_allreduce"] = "after_allreduce"
-    clip_norm: float = 1.0
-    bucket_cap_mb: float = 25.0  # DDP's gradient bucket size, the unit of bucket-wise clipping
+    clip_norm: float = ranged(0, low_open=True, default=1.0)
+    # DDP's gradient bucket size, the unit of bucket-wise clipping
+    bucket_cap_mb: float = ranged(0, low_open=True, default=25.0)
     unpadded: bool = True
     compile: bool = False  # torch.compile each encoder layer (see benchmarks/throughput_notes.md for when it helps)
     balance: Balance = "none"
@@ -150,15 +173,15 @@ class RunSpec:
     presort_deal: PresortDeal = "balanced"
     # Stratified strategies: a rank looks at (1 + lookahead) x its draws of each bin and takes the draws that bring
     # its batch's cost closest to the target every rank shares (bert.data.lookahead); 0 takes them in order.
-    balance_lookahead: int = 1
+    balance_lookahead: int = ranged(0, MAX_BALANCE_LOOKAHEAD, default=1, note="0 takes the draws in order")
     eval: EvalSpec = field(default_factory=EvalSpec)
-    max_samples: int  # the sample cap: a run that has not reached the target by then stops as aborted
-    seed: int | None = None  # null: run_and_time.sh draws a distinct seed per run
-    print_interval_steps: int = 10
-    # How long a rank waits in a collective for one that died or hangs before the run is aborted.
-    dist_timeout_s: float = 300.0
+    max_samples: int = ranged(1)  # the sample cap: a run that has not reached the target by then stops as aborted
+    seed: int | None = ranged(0, MAX_SEED, default=None)  # null: run_and_time.sh draws a distinct seed per run
+    print_interval_steps: int = ranged(1, default=10)
+    # How long a rank waits in a collective for one that died or hangs before the run is aborted (seconds).
+    dist_timeout_s: float = ranged(0, low_open=True, default=300.0)
     # fp16: more consecutive loss-scale overflows than this abort the run (the scale has fallen 2^N-fold).
-    max_loss_scale_overflows: int = 24
+    max_loss_scale_overflows: int = ranged(1, default=24)
     log_weights_initialization: bool = True
     # A checkpoint to start from (`mlperf-bert checkpoint convert` output, or any layout it reads); relative
     # paths are relative to the repository root. null: random initialisation. Its eval accuracy is measured
@@ -268,35 +291,30 @@ def _check_run(where: str, system: System) -> None:
     try:
         config = system.model_config()
     except (ValueError, TypeError) as e:
-        raise ConfigError(where, "run.model", str(e)) from None
+        raise ConfigError(where, "run.model_overrides" if run.model_overrides else "run.model", str(e)) from None
+    # Cross-field rules; each field's own range was checked when the run block was read (typed_config), so
+    # nothing here divides by zero.
     checks = [
-        (run.processes_per_node >= 1, "run.processes_per_node", "must be at least 1"),
-        (run.gradient_accumulation_steps >= 1, "run.gradient_accumulation_steps", "must be at least 1"),
         (run.global_batch_size % (system.world_size * run.gradient_accumulation_steps) == 0,
          "run.global_batch_size", f"{run.global_batch_size} is not divisible by nodes x processes_per_node x "
          f"gradient_accumulation_steps = {system.world_size * run.gradient_accumulation_steps}"),
         (run.max_seq_length <= config.max_position_embeddings, "run.max_seq_length",
          f"{run.max_seq_length} exceeds the model's max_position_embeddings {config.max_position_embeddings}"),
-        (0.0 < run.eval.target_accuracy < 1.0, "run.eval.target_accuracy", "must be between 0 and 1"),
-        (run.eval.samples >= 1, "run.eval.samples", "must be at least 1"),
-        (run.eval.interval_samples is None or run.eval.interval_samples >= 1, "run.eval.interval_samples",
-         "must be at least 1 (or null for the MLPerf formula)"),
         (run.max_samples >= run.global_batch_size, "run.max_samples", "must allow at least one step"),
-        (run.optimizer.training_steps >= 1, "run.optimizer.training_steps", "must be at least 1"),
-        (run.optimizer.warmup_steps >= 0, "run.optimizer.warmup_steps", "must be 0 or more"),
         (run.device == "cuda" or run.precision != "fp16", "run.precision",
          "fp16 needs device cuda; use fp32 or bf16 on cpu"),
-        (run.initial_loss_scale > 0, "run.initial_loss_scale", "must be positive (2^10 = 1024 is the usual start)"),
-        (run.clip_norm > 0, "run.clip_norm", "must be positive"),
-        (run.bucket_cap_mb > 0, "run.bucket_cap_mb", "must be positive"),
-        (run.dist_timeout_s > 0, "run.dist_timeout_s", "must be positive (seconds)"),
-        (run.max_loss_scale_overflows >= 1, "run.max_loss_scale_overflows", "must be at least 1"),
-        (0 <= run.balance_lookahead <= MAX_BALANCE_LOOKAHEAD, "run.balance_lookahead",
-         f"must be between 0 (take the draws in order) and {MAX_BALANCE_LOOKAHEAD}"),
         (system.division == "open" or run.optimizer.name == "lamb", "run.optimizer.name",
          f"{run.optimizer.name!r} is open-division only: the closed division requires \"lamb\"; use it, or "
          "set system.division to \"open\""),
     ]
+    perf = run.performance
+    if perf is not None:
+        checks += [
+            (perf.intra_node_gb_s > 0 or run.processes_per_node == 1, "run.performance.intra_node_gb_s",
+             "must be positive: the processes of a node allreduce over it"),
+            (perf.inter_node_gb_s > 0 or system.nodes == 1, "run.performance.inter_node_gb_s",
+             "must be positive: the nodes allreduce over it"),
+        ]
     for ok, name, problem in checks:
         if not ok:
             raise ConfigError(where, name, problem)
@@ -391,6 +409,10 @@ def _check_search(where: str, data: dict, system: System) -> None:
 def system_from_data(data: object, path: Path, search: bool = True) -> System:
     """Validates descriptor JSON `data` (of the file `path`, whose stem names the system)."""
     where = str(path)
+    if not SYSTEM_NAME.fullmatch(path.stem):
+        raise ConfigError(where, "", f"{path.stem!r} cannot name a system: the descriptor's file name (without .json) "
+                          f"names its results folder and package files, so use only {SYSTEM_NAME_RULE}; rename "
+                          "the file")
     if not isinstance(data, dict) or set(data) != {"system", "run"}:
         keys = sorted(data) if isinstance(data, dict) else type(data).__name__
         raise ConfigError(where, "", f'expected exactly the top-level fields "system" and "run", got {keys}')
@@ -409,12 +431,20 @@ def load_system(path: str | os.PathLike) -> System:
     if path.suffix != ".json" and not path.exists():
         path = Path(__file__).resolve().parent.parent / "systems" / f"{path.name}.json"
     where = str(path)
+    if path.is_dir():
+        raise ConfigError(where, "", "is a folder, not a descriptor; give a descriptor file (e.g. "
+                          "systems/cpu_tiny.json) or the name of one in systems/")
     if not path.is_file():
         available = sorted(p.stem for p in path.parent.glob("*.json")) if path.parent.is_dir() else []
         raise ConfigError(where, "", "no such descriptor" + (f"; available: {', '.join(available)}"
                                                             if available else ""))
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(where, "", "not a text file (not UTF-8); a descriptor is a JSON file like "
+                          "systems/cpu_tiny.json") from None
     except json.JSONDecodeError as e:
         raise ConfigError(where, "", f"not valid JSON: {e}") from None
+    except OSError as e:
+        raise ConfigError(where, "", f"cannot be read ({e.strerror or e})") from None
     return system_from_data(data, path)

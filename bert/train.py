@@ -24,6 +24,7 @@ from bert.checkpoint import load_into
 from bert.data.balance_plans import attention_width
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.loader import LoaderBalance, TrainLoader
+from bert.data.shards import SampleLimits
 from bert.distributed.launch import DistContext, init_distributed, shutdown, wait_for_all
 from bert.distributed.presort import build_exchange
 from bert.distributed.row_exchange import build_row_exchange
@@ -62,8 +63,8 @@ def _say(ctx: DistContext, message: str) -> None:
 
 
 def run(request: RunRequest) -> int:
-    """One MLPerf run; returns the process exit code: 0 only when the target was reached, 128 + the signal
-    number when a signal stopped it, 1 otherwise."""
+    """One MLPerf run; returns the process exit code: 0 only when the target was reached and the whole log
+    written, 128 + the signal number when a signal stopped it, 1 otherwise."""
     ctx = init_distributed(request.system.run.device, request.system.run.dist_timeout_s)
     try:
         log = RunLog(request.log_path, ctx.rank)
@@ -91,6 +92,10 @@ def run(request: RunRequest) -> int:
             log.run_stop(status, progress.samples, eval_samples, reason)
             log.close()
             shutdown(ctx)
+    if status == SUCCESS and log.file_lost:  # its run_stop did not reach the result file: no result to count
+        print(f"error (rank {ctx.rank}): {log.path}: the result log could not be written to the end",
+              file=sys.stderr, flush=True)
+        return 1
     return 0 if status == SUCCESS else code
 
 
@@ -105,7 +110,8 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
         raise RuntimeError(f"launched with {ctx.world_size} processes but {system.path} describes "
                            f"{system.nodes} node(s) x {run_spec.processes_per_node} = {system.world_size}")
     files = dataset_files(system, request.data_dir)
-    check_dataset(files, system)
+    vocab = check_dataset(files, system)
+    limits = SampleLimits(len(vocab), run_spec.max_seq_length)
     config = system.model_config()
     torch.manual_seed(request.seed)  # the same initial weights on every rank
     model = BertForPreTraining(config).to(ctx.device)
@@ -118,15 +124,15 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
                         build_schedule(run_spec.optimizer), request.nan_at_step)
     balance = loader_balance(system, ctx)
     if checkpoint is not None:
-        _checkpoint_eval(ctx, files.eval_file, system, step_fn, log)
+        _checkpoint_eval(ctx, files.eval_file, system, step_fn, log, limits)
     seed_dropout(request.seed, ctx.rank)
     log.init_stop()
 
     wait_for_all(ctx)  # every rank starts the clock together, as MLPerf times the slowest
     log.run_start()
-    eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size)
+    eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits)
     loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, request.seed,
-                         system.per_process_batch, ctx.device, balance=balance)
+                         system.per_process_batch, ctx.device, balance=balance, limits=limits)
     try:
         return _train(system, ctx, step_fn, loader, eval_set, log, progress, request.on_eval)
     finally:
@@ -145,11 +151,12 @@ def seed_dropout(seed: int, rank: int) -> None:
     torch.manual_seed(dropout_seed(seed, rank))
 
 
-def _checkpoint_eval(ctx: DistContext, eval_file: Path, system: System, step_fn: TrainStep, log: RunLog) -> None:
+def _checkpoint_eval(ctx: DistContext, eval_file: Path, system: System, step_fn: TrainStep, log: RunLog,
+                     limits: SampleLimits) -> None:
     """The loaded checkpoint's eval accuracy, before run_start: a wrong conversion or eval set shows here
     (the MLPerf phase-1 checkpoint scores about 0.34), not after the timed run."""
     run_spec = system.run
-    eval_set = EvalSet(eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size)
+    eval_set = EvalSet(eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits)
     accuracy = eval_set.accuracy(step_fn.model, step_fn.padded, step_fn.autocast)
     log.checkpoint_eval(accuracy)
     _say(ctx, f"init checkpoint {system.init_checkpoint_path()}: mlm accuracy {accuracy:.4f} before training")

@@ -2,18 +2,24 @@
 
 Supports fields of type int, float, str, bool, Optional[...], Literal[...], list[...], dict[str, ...] and
 nested dataclasses. A field without a default is required; an unknown field is an error (with the closest
-valid name suggested), so that a typo never silently falls back to a default.
+valid name suggested), so that a typo never silently falls back to a default. A field declared with `ranged`
+or `checked` (beside the dataclass it belongs to) has its value checked here too, so that every value a
+dataclass is built with is valid before anything computes with it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 import typing
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, Union
 
 T = TypeVar("T")
+CHECK = "check"  # field metadata key: a callable that returns what is wrong with a value, or None
 
 
 class ConfigError(ValueError):
@@ -22,6 +28,54 @@ class ConfigError(ValueError):
     def __init__(self, where: str, field: str, problem: str):
         self.where, self.field, self.problem = where, field, problem
         super().__init__(f"{where}: {field}: {problem}" if field else f"{where}: {problem}")
+
+    def __reduce__(self):  # picklable, so that an error in a worker process reaches its parent whole
+        return type(self), (self.where, self.field, self.problem)
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric field may take: finite, between `low` and `high` (None: no bound), each bound
+    included unless it is open. `note` says why, where the bound is not obvious."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    note: str = ""
+
+    def _bounds(self) -> str:
+        parts = []
+        if self.low is not None:
+            if self.low == 0:
+                parts.append("positive" if self.low_open else "0 or more")
+            else:
+                parts.append(f"greater than {_number(self.low)}" if self.low_open else f"at least {_number(self.low)}")
+        if self.high is not None:
+            parts.append(f"less than {_number(self.high)}" if self.high_open else f"at most {_number(self.high)}")
+        return " and ".join(parts) or "a finite number"
+
+    def __call__(self, value: float) -> str | None:
+        below = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        above = self.high is not None and (value >= self.high if self.high_open else value > self.high)
+        if math.isfinite(value) and not below and not above:
+            return None
+        return f"must be {self._bounds()}, got {value!r}" + (f" ({self.note})" if self.note else "")
+
+
+def _number(bound: float) -> str:
+    return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
+
+
+def checked(check: Callable[[Any], str | None], **field_args: Any) -> Any:
+    """A dataclass field whose values `check` accepts (it returns None) or rejects (it returns the problem)."""
+    return dataclasses.field(metadata={CHECK: check}, **field_args)
+
+
+def ranged(low: float | None = None, high: float | None = None, *, low_open: bool = False,
+           high_open: bool = False, note: str = "", **field_args: Any) -> Any:
+    """A numeric dataclass field with its Range; `field_args` are dataclasses.field's (default, ...)."""
+    return checked(Range(low, high, low_open, high_open, note), **field_args)
 
 
 def _type_name(tp: Any) -> str:
@@ -49,6 +103,9 @@ def _describe(value: Any) -> str:
 def _convert(tp: Any, value: Any, where: str, field: str) -> Any:
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
+        options = [option for option in typing.get_args(tp) if option is not type(None)]
+        if value is not None and len(options) == 1:  # Optional[X]: X's own error names the inner field
+            return _convert(options[0], value, where, field)
         errors = []
         for option in typing.get_args(tp):
             try:
@@ -113,6 +170,10 @@ def from_dict(cls: type[T], data: Any, where: str, prefix: str = "") -> T:
         path = f"{prefix}.{name}".lstrip(".")
         if name in data:
             kwargs[name] = _convert(hints[name], data[name], where, path)
+            check = f.metadata.get(CHECK)
+            problem = check(kwargs[name]) if check is not None and kwargs[name] is not None else None
+            if problem:
+                raise ConfigError(where, path, problem)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise ConfigError(where, path, f"missing; add it ({_type_name(hints[name])})")
     return cls(**kwargs)

@@ -121,8 +121,9 @@ def _check_logs(logs: list[ResultLog], labels: list[str], division: str | None, 
 
 
 def _logged_division(logs: list[ResultLog]) -> str | None:
-    divisions = {log.division for log in logs}
-    return divisions.pop() if len(divisions) == 1 and divisions <= set(DIVISIONS) else None
+    divisions = [log.division for log in logs]
+    same = bool(divisions) and all(d == divisions[0] for d in divisions)
+    return divisions[0] if same and divisions[0] in DIVISIONS else None
 
 
 def _check_runs(report: CheckReport, folder: Path, division: str | None, label_prefix: str,
@@ -141,8 +142,8 @@ def _check_runs(report: CheckReport, folder: Path, division: str | None, label_p
     elif division is None:
         report.tools.append(ToolRun("RCP checker", str(folder), None, "not run: the division is unclear"))
     elif any(f.blocks for f in found) or any(f.blocks for row in rows for f in row.findings):
-        report.tools.append(ToolRun("RCP checker", str(folder), None, "not run: it would crash on the logs; fix "
-                                    "the problems above first"))
+        report.tools.append(ToolRun("RCP checker", str(folder), None, "not run: it would crash on or misjudge the "
+                                    "logs; fix the problems above first"))
     else:
         progress(f"RCP checker: {folder}")
         report.tools.append(ToolRun("RCP checker", str(folder), rcp_check(folder, report.ruleset)))
@@ -176,8 +177,8 @@ def _check_package(report: CheckReport, org: Path, division: str | None, progres
                                            f"{system_division!r}, but the package is checked as {division!r}"))
         _check_runs(report, bench, system_division or division, f"{name}/", progress)
     if report.blocked:
-        report.tools.append(ToolRun("package checker", str(org), None, "not run: it would crash on this "
-                                    "package; fix the problems above first"))
+        report.tools.append(ToolRun("package checker", str(org), None, "not run: it would crash on or misjudge "
+                                    "this package; fix the problems above first"))
     else:
         progress(f"package checker: {org}")
         report.tools.append(ToolRun("package checker", str(org), package_check(org, report.ruleset)))

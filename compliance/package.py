@@ -26,7 +26,15 @@ from compliance.check import CheckReport, Progress, check
 from compliance.checkers import require_ruleset
 from compliance.errors import InputError
 from compliance.folders import build_in_place
-from compliance.precheck import ERROR, Finding, dropped_runs, folder_findings, log_findings, why_run_does_not_count
+from compliance.precheck import (
+    ERROR,
+    Finding,
+    descriptor_findings,
+    dropped_runs,
+    folder_findings,
+    log_findings,
+    why_run_does_not_count,
+)
 from compliance.result_log import read_result_log, result_logs_in
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +79,8 @@ def _extract_head(dest: Path) -> None:
 def _refusals(system: System, logs_dir: Path, ruleset: str) -> list[Finding]:
     """The plain-words errors that would make the package fail its check: refused before writing anything."""
     logs = [read_result_log(p) for p in result_logs_in(logs_dir)]
-    failing, found = {}, folder_findings(logs_dir, logs, system.division, ruleset)
+    failing = {}
+    found = folder_findings(logs_dir, logs, system.division, ruleset) + descriptor_findings(logs_dir, logs, system)
     for log in logs:
         own = log_findings(log, system.division)
         found += own

@@ -9,13 +9,14 @@ Findings about one log belong to that log's row; the others are about the folder
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from bert.mllog import STATED_KEYS, stated_values
 from bert.mlperf_rules import BENCHMARK, DIVISIONS, MLPERF_TARGET_ACCURACY, description_problems
+from bert.system import System
 from compliance.checkers import rcp_batch_sizes, rcp_reference
-from compliance.result_log import ResultLog
+from compliance.result_log import ResultLog, number
 
 ERROR, WARNING = "error", "warning"
 RUNS = 10  # result logs in a BERT submission
@@ -74,7 +75,7 @@ def _run_fields(log: ResultLog, division: str | None) -> list[Finding]:
         problem = "no seed line" if not seeds else f"seed logged as {seeds!r}, not an integer"
         found.append(Finding(where, f"{problem}; the seed checker requires an integer seed per run",
                              ERROR if division == "closed" else WARNING))
-    accuracies = [v for v in log.values("eval_accuracy") if isinstance(v, (int, float))]
+    accuracies = [v for v in log.values("eval_accuracy") if number(v) is not None]
     if division == "closed" and not any(MLPERF_TARGET_ACCURACY <= v < 1.0 for v in accuracies):
         best = f"{max(accuracies):.4f}" if accuracies else "none"
         found.append(Finding(where, f"no eval_accuracy reached the MLPerf target {MLPERF_TARGET_ACCURACY:.3f} "
@@ -112,15 +113,31 @@ def log_findings(log: ResultLog, division: str | None = None) -> list[Finding]:
     return found + _run_fields(log, division or log.division) + _run_end(log)
 
 
-def _by_value(logs: list[ResultLog], value) -> dict[object, list[str]]:
-    groups = defaultdict(list)
+def _comparable(value: object) -> object:
+    """A hashable stand-in for a logged JSON value, equal for equal values (1 and 1.0 alike)."""
+    if number(value) is not None:
+        return ("number", value)
+    return ("json", json.dumps(value, sort_keys=True))
+
+
+def _by_value(logs: list[ResultLog], value) -> list[tuple[object, list[str]]]:
+    """(a value, the names of the logs that have it) for each distinct `value(log)`, in order of appearance."""
+    groups: dict[object, tuple[object, list[str]]] = {}
     for log in logs:
-        groups[value(log)].append(log.path.name)
-    return groups
+        found = value(log)
+        groups.setdefault(_comparable(found), (found, []))[1].append(log.path.name)
+    return list(groups.values())
 
 
-def _describe_groups(groups: dict[object, list[str]]) -> str:
-    return "; ".join(f"{value!r} in {', '.join(names)}" for value, names in groups.items())
+def _describe_groups(groups: list[tuple[object, list[str]]]) -> str:
+    return "; ".join(f"{value!r} in {', '.join(names)}" for value, names in groups)
+
+
+def shared_batch_size(logs: list[ResultLog]) -> int | None:
+    """The global_batch_size every log states, when they all state the same whole number."""
+    sizes = _by_value(logs, lambda log: log.global_batch_size)
+    size = sizes[0][0] if len(sizes) == 1 else None
+    return size if isinstance(size, int) and not isinstance(size, bool) else None
 
 
 def _run_count(folder: Path, logs: list[ResultLog]) -> list[Finding]:
@@ -152,14 +169,52 @@ def _consistency(folder: Path, logs: list[ResultLog], division: str | None) -> l
         found.append(Finding(where, f"mixed batch sizes: global_batch_size {_describe_groups(sizes)}; the RCP "
                              "checker compares one batch size per folder (it reports only 'Could not detect "
                              "global_batch_size'): keep the runs of one configuration"))
-    repeated = {seed: names for seed, names in _by_value(logs, lambda log: log.seed).items()
-                if seed is not None and len(names) > 1}
+    repeated = [(seed, names) for seed, names in _by_value(logs, lambda log: log.seed)
+                if seed is not None and len(names) > 1]
     if repeated:
         closed = division == "closed"
         found.append(Finding(where, f"seeds repeated across runs ({_describe_groups(repeated)}); every run needs "
                              "its own seed" + ("" if closed else " (the official seed checker checks only the "
                                                "closed division)"), ERROR if closed else WARNING))
-    return found
+    return found + _agreement(folder, logs)
+
+
+# Stated values with a finding of their own in _consistency, which says what the official tools make of them.
+_OWN_FINDINGS = ("submission_division", "global_batch_size")
+
+
+def _shown(parts: list[str], most: int = 4) -> str:
+    return "; ".join(parts[:most]) + (f"; and {len(parts) - most} more" if len(parts) > most else "")
+
+
+def _agreement(folder: Path, logs: list[ResultLog]) -> list[Finding]:
+    """The runs of one system state the same system and configuration (org, platform, status,
+    hyperparameters): the official tools check each log alone and would pass runs of several systems mixed."""
+    differing = []
+    for key in STATED_KEYS:
+        groups = _by_value(logs, lambda log, key=key: log.value(key))
+        if key not in _OWN_FINDINGS and len(groups) > 1:
+            differing.append(f"{key}: {_describe_groups(groups)}")
+    if not differing:
+        return []
+    return [Finding(str(folder), f"the runs state different systems or configurations ({_shown(differing)}); the "
+                    "folder of a submission holds the runs of one descriptor: keep those, and move the others to "
+                    "their own system's folder", blocks=True)]
+
+
+def descriptor_findings(folder: Path, logs: list[ResultLog], system: System) -> list[Finding]:
+    """Every run states what the descriptor of the submission says (system, division, status, org,
+    hyperparameters): a package is the descriptor's runs, not some other system's."""
+    wrong = []
+    for key, expected in stated_values(system).items():
+        groups = _by_value([log for log in logs if _comparable(log.value(key)) != _comparable(expected)],
+                           lambda log, key=key: log.value(key))
+        if groups:
+            wrong.append(f"{key} is {expected!r} in the descriptor, but {_describe_groups(groups)}")
+    if not wrong:
+        return []
+    return [Finding(str(folder), f"the logs are not runs of {system.path} ({_shown(wrong)}); package the logs of "
+                    "this descriptor's runs, or give the descriptor they were run with", blocks=True)]
 
 
 def dropped_runs(folder: Path, failing: dict[str, str]) -> list[Finding]:
@@ -202,9 +257,9 @@ def folder_findings(folder: Path, logs: list[ResultLog], division: str | None, r
     found = _run_count(folder, logs)
     if logs:
         found += _consistency(folder, logs, division)
-        sizes = {log.global_batch_size for log in logs}
-        if division == "closed" and len(sizes) == 1 and isinstance(next(iter(sizes)), int):
-            found += _rcp_range(folder, next(iter(sizes)), ruleset)
+        size = shared_batch_size(logs)
+        if division == "closed" and size is not None:
+            found += _rcp_range(folder, size, ruleset)
     return found
 
 

@@ -4,13 +4,15 @@ OUT/report.md holds the verdict and the score (from `score`: the check, the pack
 summarizer), then per system its description, a table of the runs and three figures: eval accuracy against
 samples with the 0.720 target and the reference convergence mean for the batch size, the run times with the
 olympic window, and the training throughput between evals. OUT is written beside itself and renamed into
-place; an existing OUT is replaced only when it holds an earlier report.
+place; an existing OUT is replaced only when all it holds is an earlier report (its report.md and the figures
+that report.md shows), so that no other file is ever deleted.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib.metadata import version
@@ -25,11 +27,13 @@ from compliance.check import Progress, TargetError, find_package
 from compliance.checkers import rcp_reference
 from compliance.errors import InputError
 from compliance.folders import build_in_place
+from compliance.precheck import shared_batch_size
 from compliance.render import print_problems
 from compliance.result_log import ResultLog, read_result_log, result_logs_in
 from compliance.score import ScoreReport, SystemScore, score
 
 REPORT = "report.md"
+FIGURE = re.compile(r"!\[[^\]]*\]\(([^)/]+)\)")  # a figure shown by report.md, a file beside it
 DESCRIPTION = ("system_name", "division", "status", "number_of_nodes", "accelerators_per_node",
                "accelerator_model_name", "host_processor_model_name", "framework")
 
@@ -72,10 +76,9 @@ def _score_table(s: SystemScore | None) -> list[str]:
 
 def _rcp_text(logs: list[ResultLog], ruleset: str) -> tuple[float | None, str]:
     """The reference mean to draw (None when there is none for this batch size) and a sentence about it."""
-    sizes = {log.global_batch_size for log in logs}
-    if len(sizes) != 1 or not isinstance(next(iter(sizes)), int):
+    batch = shared_batch_size(logs)
+    if batch is None:
         return None, "The runs do not share one logged global batch size, so no reference convergence point applies."
-    batch = next(iter(sizes))
     ref = rcp_reference(batch, ruleset)
     if ref is None:
         return None, f"No reference convergence point covers global batch size {batch} (ruleset {ruleset})."
@@ -137,9 +140,25 @@ def _read_description(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
+def _earlier_report(out: Path) -> set[str]:
+    """The names an earlier report wrote into `out`: its report.md and the figures it shows (none without one)."""
+    try:
+        return {REPORT, *FIGURE.findall((out / REPORT).read_text(errors="replace"))}
+    except OSError:
+        return set()
+
+
 def _check_out(out: Path) -> None:
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / REPORT).is_file())):
-        raise ReportError(f"{out} exists and is not an earlier report (no {REPORT}); choose another -o folder")
+    """Refuses an OUT that replacing would lose anything of: a file, or a folder with more than an earlier report."""
+    if out.exists() and not out.is_dir():
+        raise ReportError(f"{out} is a file; choose a folder for -o")
+    if not out.exists():
+        return
+    others = sorted(p.name for p in out.iterdir() if p.name not in _earlier_report(out))
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        raise ReportError(f"{out} holds {shown}, which no earlier report wrote; a report replaces only an earlier "
+                          "report: choose another -o folder, or move those files away")
 
 
 def write_report(path: str | Path, out: str | Path, ruleset: str = DEFAULT_RULESET,
@@ -160,6 +179,7 @@ def write_report(path: str | Path, out: str | Path, ruleset: str = DEFAULT_RULES
             lines += section
             figures.extend(out / f.name for f in drawn)
         (staging / REPORT).write_text("\n".join(lines))
+        _check_out(out)  # again, just before OUT is replaced: files may have arrived while the tools ran
 
     build_in_place(out, build)
     return ReportResult(out / REPORT, tuple(figures), result)

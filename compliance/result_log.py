@@ -46,6 +46,11 @@ class ThroughputPoint:
     samples_per_second: float  # training only: from block_start to the following eval_start
 
 
+def number(value: Any) -> float | None:
+    """`value` when it is a number (a log value may be any JSON: an object, a string, true), else None."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _parse_line(text: str) -> dict | str:
     """The event fields of one `:::MLLOG` line, or what is wrong with it."""
     body = text[text.rindex(TOKEN) + len(TOKEN):].strip()
@@ -103,7 +108,7 @@ class ResultLog:
     def status(self) -> str | None:
         """The run_stop status (`success` or `aborted`), or None for a log without run_stop."""
         stop = self.first("run_stop")
-        return stop.metadata.get("status") if stop is not None else None
+        return None if stop is None else str(stop.metadata.get("status"))
 
     @property
     def converged(self) -> bool:
@@ -120,7 +125,7 @@ class ResultLog:
     @property
     def evals(self) -> list[EvalPoint]:
         return [EvalPoint(e.metadata["epoch_num"], e.value) for e in self.all("eval_accuracy")
-                if "epoch_num" in e.metadata and isinstance(e.value, (int, float))]
+                if number(e.metadata.get("epoch_num")) is not None and number(e.value) is not None]
 
     @property
     def samples_to_converge(self) -> float | None:
@@ -129,7 +134,7 @@ class ResultLog:
         if stop is None or not self.converged:
             return None
         before = [e for e in self.all("eval_accuracy") if e.lineno < stop.lineno and "epoch_num" in e.metadata]
-        return before[-1].metadata["epoch_num"] if before else None
+        return number(before[-1].metadata["epoch_num"]) if before else None
 
     def throughput(self) -> list[ThroughputPoint]:
         """Training samples per second of each block (block_start to the next eval_start)."""
@@ -138,10 +143,10 @@ class ResultLog:
             if event.key == "block_start":
                 block = event
             elif event.key == "eval_start" and block is not None:
-                samples = event.metadata.get("epoch_num", 0) - block.metadata.get("first_epoch_num", 0)
+                end, first = number(event.metadata.get("epoch_num")), number(block.metadata.get("first_epoch_num", 0))
                 seconds = (event.time_ms - block.time_ms) / 1000
-                if samples > 0 and seconds > 0:
-                    points.append(ThroughputPoint(event.metadata["epoch_num"], samples / seconds))
+                if end is not None and first is not None and end > first and seconds > 0:
+                    points.append(ThroughputPoint(end, (end - first) / seconds))
                 block = None
         return points
 

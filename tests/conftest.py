@@ -57,6 +57,13 @@ def cpu_env(monkeypatch):
     return env
 
 
+def mllog_line(key: str, **metadata) -> str:
+    """One :::MLLOG line (for stand-ins of the trainer that must leave a log)."""
+    event = {"namespace": "", "time_ms": 1, "event_type": "POINT_IN_TIME", "key": key, "value": None,
+             "metadata": metadata}
+    return f":::MLLOG {json.dumps(event)}"
+
+
 def copy_dataset(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst

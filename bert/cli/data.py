@@ -20,24 +20,27 @@ def data() -> None:
               help="Output directory (default: the descriptor's run.dataset.dir).")
 @click.option("--system", "system_name", default="cpu_tiny", show_default=True,
               help="Descriptor whose run.dataset.synthetic block sets the corpus size and shapes.")
-@click.option("--overwrite", is_flag=True, help="Replace an existing dataset in the output directory.")
-@click.option("--if-missing", is_flag=True, help="Do nothing when a complete corpus is already there.")
+@click.option("--overwrite", is_flag=True, help="Replace a corpus this command wrote earlier in the output directory.")
+@click.option("--if-missing", is_flag=True, help="Do nothing when a complete corpus is already there (an "
+              "interrupted one is written again).")
 def synth(out: Path | None, system_name: str, overwrite: bool, if_missing: bool) -> None:
-    """Write the deterministic synthetic corpus (train shards, eval file, vocab.txt)."""
+    """Write the deterministic synthetic corpus (train shards, eval file, vocab.txt). The output directory must
+    be empty, new, or hold a corpus this command wrote: anything else is left alone and refused."""
     import time
 
-    from bert.prep.synthetic.hdf5_corpus import is_complete, synthesize
+    from bert.prep.synthetic.hdf5_corpus import synthesize, synthesize_if_missing
     from bert.system import SyntheticDataSpec
 
     system = load_descriptor(system_name)
     spec = system.run.dataset.synthetic or SyntheticDataSpec()
     out = out or system.dataset_dir()
-    if if_missing and is_complete(out):
-        click.echo(f"synthetic dataset already complete in {out}")
-        return
     start = time.perf_counter()
     try:
-        synthesize(out, spec, overwrite=overwrite or (if_missing and out.exists()))
+        if if_missing and not synthesize_if_missing(out, spec):
+            click.echo(f"synthetic dataset already complete in {out}")
+            return
+        if not if_missing:
+            synthesize(out, spec, overwrite=overwrite)
     except FileExistsError as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"wrote {spec.train_samples} train + {spec.eval_samples} eval samples to {out} "

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from bert.cli.common import load_descriptor
+from bert.system import MAX_SEED
 
 
 @click.group(name="system")
@@ -30,13 +31,14 @@ def system_check(systems: tuple[str, ...]) -> None:
 @system_group.command(name="env")
 @click.argument("system")
 def system_env(system: str) -> None:
-    """Print the launch shape as shell assignments (used by run_and_time.sh)."""
+    """Print the launch shape as shell assignments (used by run_and_time.sh, which evaluates them; every value is
+    quoted)."""
     s = load_descriptor(system)
     values = {
         "SYSTEM_NAME": s.name, "SYSTEM_PATH": str(s.path), "NODES": s.nodes,
         "PROCS_PER_NODE": s.run.processes_per_node, "DEVICE": s.run.device,
         "DATASET_DIR": str(s.dataset_dir()), "SYNTHETIC": int(s.run.dataset.synthetic is not None),
-        "RUN_SEED": "" if s.run.seed is None else s.run.seed,
+        "RUN_SEED": "" if s.run.seed is None else s.run.seed, "MAX_SEED": MAX_SEED,
     }
     for key, value in values.items():
         click.echo(f"{key}={shlex.quote(str(value))}")
@@ -58,7 +60,7 @@ def _master_addr(launcher: str, given: str | None) -> str:
 
 @system_group.command(name="plan")
 @click.argument("system")
-@click.option("--seed", type=int, default=None, help="Run seed [default: run.seed, else 0].")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None, help="Run seed [default: run.seed, else 0].")
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The run's result file [default: logs/<system>/result_0.txt].")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,

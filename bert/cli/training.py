@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from bert.cli.common import load_descriptor
+from bert.system import MAX_SEED
 from bert.typed_config import ConfigError
 
 # Fault-injection tests only: the loss of this (1-based) step becomes NaN on every rank. An environment
@@ -28,7 +29,8 @@ def _nan_injection_step() -> int | None:
 @click.command()
 @click.option("--system", "system_name", default="cpu_tiny", show_default=True,
               help="Descriptor: a path to a JSON file or the name of one in systems/.")
-@click.option("--seed", type=int, default=None, help="Run seed (default: the descriptor's run.seed).")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None,
+              help="Run seed (default: the descriptor's run.seed).")
 @click.option("--log-file", "log_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Result log file to write the MLPerf lines to (rank 0).")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -50,18 +52,20 @@ def train(system_name: str, seed: int | None, log_path: Path | None, data_dir: P
 @click.command()
 @click.option("--system", "system_name", default="cpu_tiny", show_default=True,
               help="Descriptor whose run.search declares the space: a path or a name in systems/.")
-@click.option("--trials", type=int, default=20, show_default=True,
+@click.option("--trials", type=click.IntRange(min=1), default=20, show_default=True,
               help="Finished (complete or pruned) trials the study should hold; a resumed study, or one that "
                    "other workers share, runs only the missing ones.")
 @click.option("--storage", default=None, help="Optuna RDB storage URL [default: sqlite:///hpo_<system>.db].")
 @click.option("--study", "study_name", default=None, help="Study name [default: the system name].")
-@click.option("--seed", type=int, default=None, help="Run seed of every trial [default: run.seed, else 1].")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None,
+              help="Run seed of every trial [default: run.seed, else 1].")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Dataset directory, overriding run.dataset.dir.")
 @click.option("--log-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write each trial's MLPerf log to DIR/trial_<number>.txt.")
 @click.option("--show", is_flag=True, help="Run nothing: print the best trials and write the best as a descriptor.")
-@click.option("--top", type=int, default=5, show_default=True, help="With --show: how many trials to print.")
+@click.option("--top", type=click.IntRange(min=1), default=5, show_default=True,
+              help="With --show: how many trials to print.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="With --show: the descriptor to write [default: <system>_tuned.json beside the descriptor].")
 def hpo(system_name: str, trials: int, storage: str | None, study_name: str | None, seed: int | None,

@@ -3,7 +3,9 @@
 `check_dataset` reads only HDF5 metadata (keys, shapes, dtypes), never sample data: MLPerf's clock starts
 before the data is read, but a wrong path or a shard without a required key should stop the run before it
 starts, with one line that names the file. A directory verified by `mlperf-bert data verify` is also compared
-with its manifest (names, sizes, sample counts; no hashing).
+with its manifest (names, sizes, sample counts; no hashing) and with what verification proved (token ids
+against the vocabulary, lengths and masked positions against the descriptor). Without a manifest, the ids and
+positions are checked as the loader reads each shard (bert.data.shards.SampleLimits).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bert.data.manifest import check_manifest
+from bert.data.manifest import check_manifest, check_verified_limits
 from bert.data.shards import ShardError, shard_header
 from bert.data.vocab import Vocab, load_vocab
 from bert.system import System
@@ -55,10 +57,17 @@ def check_dataset(files: DatasetFiles, system: System) -> Vocab:
         if path == files.eval_file and header.samples < run.eval.samples:
             raise ShardError(f"{path}: has {header.samples} eval samples, fewer than run.eval.samples = "
                              f"{run.eval.samples}")
-    check_manifest(files.root, counts)
+    train_samples = sum(counts[path] for path in files.train_shards)
+    if train_samples < run.global_batch_size:
+        raise ShardError(f"{files.root}: its {train_samples} training samples do not fill one step of "
+                         f"run.global_batch_size {run.global_batch_size}; use a smaller global batch or more data")
+    entries = check_manifest(files.root, counts)
     vocab = load_vocab(files.vocab_file)
     model_vocab = system.model_config().vocab_size
     if len(vocab) > model_vocab:
         raise ShardError(f"{files.vocab_file}: {len(vocab)} word pieces but model {run.model!r} has vocab_size "
                          f"{model_vocab}; set run.model_overrides.vocab_size to at least {len(vocab)}")
+    if entries is not None:
+        check_verified_limits(files.root, entries, files.vocab_file, len(vocab), run.max_seq_length,
+                              run.max_predictions_per_seq)
     return vocab

@@ -26,7 +26,7 @@ from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH
 from bert.data.batch import Batch, collate
 from bert.data.packed_batches import PackedBatches
 from bert.data.samplers import epochs, sample_order
-from bert.data.shards import Samples, read_shard
+from bert.data.shards import SampleLimits, Samples, read_shard
 from bert.data.stratified_sampler import (
     binned_batches,
     binned_shards,
@@ -51,10 +51,11 @@ class LoaderBalance:
 class TrainLoader:
     def __init__(self, paths: list[Path], rank: int, world_size: int, seed: int, batch_size: int,
                  device: torch.device, prefetch: int = 8, pad_to_multiple: int = 8,
-                 balance: LoaderBalance = LoaderBalance()):
+                 balance: LoaderBalance = LoaderBalance(), limits: SampleLimits | None = None):
         self.paths, self.rank, self.world_size, self.seed = paths, rank, world_size, seed
         self.batch_size, self.device, self.pad_to_multiple = batch_size, device, pad_to_multiple
         self.balance = balance
+        self.limits = limits  # set: every shard read is checked against it (a bad id is named, not an IndexError)
         self.epoch = 0
         self._pending = None  # (epoch, the presort exchange in flight)
         self._packed = (PackedBatches(self._take_samples, batch_size, balance.row_len, rank, balance.exchange)
@@ -67,6 +68,8 @@ class TrainLoader:
     def _shards(self, paths: list[Path] | None = None) -> Iterator[tuple[int, Samples]]:
         for epoch, part in epochs(paths or self.paths, self.rank, self.world_size, self.seed):
             shard = read_shard(part.path)
+            if self.limits is not None:
+                self.limits.check(shard, part.path)
             yield epoch, shard.take(sample_order(len(shard), part, self.seed, epoch))
 
     def _random_batches(self) -> Iterator[tuple[int, Samples]]:

@@ -209,8 +209,33 @@ class ShardHeader:
     predictions: int | None  # the fixed form's masked-position width
 
 
+def _layout_problem(path: Path, f: h5py.File, keys: tuple[str, ...], varlen: bool) -> str | None:
+    """What the HDF5 metadata says is wrong with a shard's columns: a dtype that is not an integer, or shapes
+    that disagree (caught before a run starts, not when the loader meets the shard)."""
+    for key in keys:
+        dtype = h5py.check_vlen_dtype(f[key].dtype) or f[key].dtype
+        if dtype.kind not in "iu":
+            return f"{path}: {key} has dtype {dtype}; MLPerf shards hold integers"
+    nsp = f["next_sentence_labels"].shape
+    if int(np.prod(nsp[1:])) != 1:
+        return f"{path}: next_sentence_labels {nsp[1:]} per sample must be one label"
+    if varlen:
+        rows = [key for key in keys[:4] if f[key].ndim != 1]
+        return f"{path}: {', '.join(rows)} must hold one variable-length row per sample" if rows else None
+    ids, mask, seg = (f[key].shape for key in ("input_ids", "input_mask", "segment_ids"))
+    if len(ids) != 2 or mask != ids or seg != ids:
+        return (f"{path}: input_ids {ids[1:]}, input_mask {mask[1:]} and segment_ids {seg[1:]} per sample must be "
+                "[max_seq_length] alike")
+    positions, masked_ids = f["masked_lm_positions"].shape, f["masked_lm_ids"].shape
+    if len(positions) != 2 or positions != masked_ids:
+        return (f"{path}: masked_lm_positions {positions[1:]} and masked_lm_ids {masked_ids[1:]} per sample differ "
+                "in shape")
+    return None
+
+
 def shard_header(path: str | os.PathLike) -> ShardHeader:
-    """The sample count and shapes of a shard, from HDF5 metadata alone (no sample data is read)."""
+    """The sample count and shapes of a shard, from HDF5 metadata alone (no sample data is read); raises
+    ShardError for a shard whose keys, dtypes or shapes are not those of an MLPerf shard."""
     path = Path(path)
     if not path.is_file():
         raise ShardError(f"{path}: no such shard file")
@@ -219,15 +244,74 @@ def shard_header(path: str | os.PathLike) -> ShardHeader:
             varlen = "input_ids" in f and _is_varlen(f["input_ids"])
             keys = VARLEN_KEYS if varlen else FIXED_KEYS
             _check_keys(path, f, keys, "variable-length" if varlen else "fixed-length")
-            rows = {k: f[k].shape[0] for k in keys}
+            rows = {k: f[k].shape[0] if f[k].ndim else 0 for k in keys}
             if len(set(rows.values())) != 1:
                 raise ShardError(f"{path}: keys have different sample counts {rows}")
+            problem = _layout_problem(path, f, keys, varlen)
+            if problem:
+                raise ShardError(problem)
             if varlen:
                 return ShardHeader(rows["input_ids"], "varlen", None, None)
             return ShardHeader(rows["input_ids"], "fixed", f["input_ids"].shape[1],
                                f["masked_lm_positions"].shape[1])
     except OSError as e:
         raise ShardError(f"{path}: not a readable HDF5 file ({e})") from e
+
+
+@dataclass(frozen=True)
+class SampleLimits:
+    """What the model can take: token and masked ids below the vocabulary size, sequences up to max_seq_length."""
+
+    vocab_size: int
+    max_seq_length: int
+
+    def outside(self, ids: np.ndarray) -> np.ndarray:
+        return (ids < 0) | (ids >= self.vocab_size)
+
+    def check(self, samples: Samples, path: Path) -> None:
+        """Raises ShardError naming `path` and the first sample (its row in the shard) the model cannot take:
+        a sequence too long, a token or masked id outside the vocabulary, a segment id or next-sentence label
+        other than 0 or 1, a masked position outside its sequence. Vectorised: cheap next to a training step."""
+        lengths, offsets = samples.lengths, samples.offsets
+        positions, masked_ids = samples.masked_positions.astype(np.int64), samples.masked_ids
+        listed = positions != 0  # 0 ends the list (the place of [CLS], never masked)
+        bad_position = listed & ((positions < 0) | (positions >= lengths[:, None]))
+        bad_masked_id = listed & self.outside(masked_ids)
+
+        def rows_with(bad_tokens: np.ndarray) -> np.ndarray:
+            if not bad_tokens.any():
+                return np.zeros(len(samples), dtype=bool)
+            before = np.concatenate([[0], np.cumsum(bad_tokens)])
+            return before[offsets[1:]] > before[offsets[:-1]]
+
+        def tokens(row: int) -> np.ndarray:
+            return samples.tokens[offsets[row]:offsets[row + 1]]
+
+        def segments(row: int) -> np.ndarray:
+            return samples.segments[offsets[row]:offsets[row + 1]]
+
+        checks = [
+            (lengths > self.max_seq_length,
+             lambda r: f"{lengths[r]} tokens, more than run.max_seq_length {self.max_seq_length}"),
+            (rows_with(self.outside(samples.tokens)),
+             lambda r: f"token id {tokens(r)[self.outside(tokens(r))][0]} is outside the vocabulary of "
+                       f"{self.vocab_size} pieces"),
+            (rows_with((samples.segments < 0) | (samples.segments > 1)),
+             lambda r: f"segment id {segments(r)[(segments(r) < 0) | (segments(r) > 1)][0]} is not 0 or 1"),
+            (bad_position.any(1),
+             lambda r: f"masked position {positions[r][bad_position[r]][0]} is outside its sequence of {lengths[r]} "
+                       "tokens"),
+            (bad_masked_id.any(1),
+             lambda r: f"masked id {masked_ids[r][bad_masked_id[r]][0]} is outside the vocabulary of "
+                       f"{self.vocab_size} pieces"),
+            ((samples.nsp_labels != 0) & (samples.nsp_labels != 1),
+             lambda r: f"next_sentence_labels is {samples.nsp_labels[r]}, not 0 or 1"),
+        ]
+        found = [(int(np.argmax(bad)), describe) for bad, describe in checks if bad.any()]
+        if found:
+            row, describe = min(found, key=lambda item: item[0])
+            raise ShardError(f"{path}: sample {row}: {describe(row)}; the data does not fit the vocabulary and the "
+                             "descriptor: check it with `mlperf-bert data verify`")
 
 
 class ShardWriter:

@@ -1,13 +1,15 @@
 """`mlperf-bert data verify DIR`: check every shard of a dataset directory, summarise it, write its manifest.
 
-Each shard must open, hold the keys of its form with integer dtypes and agreeing shapes (fixed form: an
-input_mask that is a prefix of ones, zero padding), and every sample must be a reference sample:
-`[CLS] A [SEP] B [SEP]` with segment ids 0 up to and including the first [SEP] and 1 after it, token ids
-inside the vocabulary, at least one masked position, strictly increasing, inside the sequence and never on a
-[SEP] (0 ends the list, so never on [CLS]), masked ids inside the vocabulary, next-sentence labels 0 or 1;
-optionally at most --max-seq-length tokens and --max-predictions masked positions (the descriptor's limits).
+Each shard must open, hold the keys of its form with integer dtypes and agreeing shapes (the header check of
+bert.data.shards; fixed form: an input_mask that is a prefix of ones, zero padding), and every sample must be
+a reference sample: `[CLS] A [SEP] B [SEP]` with segment ids 0 up to and including the first [SEP] and 1
+after it, token ids inside the vocabulary, at least one masked position, strictly increasing, inside the
+sequence and never on a [SEP] (0 ends the list, so never on [CLS]), masked ids inside the vocabulary,
+next-sentence labels 0 or 1; optionally at most --max-seq-length tokens and --max-predictions masked positions
+(the descriptor's limits).
 Problems are reported one line each, naming the file and the first sample concerned; the manifest is
-written only when there are none.
+written only when there are none. It records per shard what was proved (the largest token id, the longest
+sample, the most masked positions), which training compares with its vocabulary and descriptor at start-up.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import h5py
 import numpy as np
 
 from bert.data.manifest import ManifestEntry, sha256_of, shard_files, write_manifest
@@ -35,6 +36,12 @@ class Stats:
     masked: int = 0
     candidates: int = 0  # tokens that are neither [CLS] nor [SEP]
     random_next: int = 0
+    max_id: int = -1  # the largest token or masked id
+    max_predictions: int = 0  # the most masked positions of a sample
+
+    @property
+    def max_length(self) -> int:
+        return len(self.length_counts) - 1
 
     def add(self, other: Stats) -> None:
         width = max(len(self.length_counts), len(other.length_counts))
@@ -44,6 +51,8 @@ class Stats:
         self.masked += other.masked
         self.candidates += other.candidates
         self.random_next += other.random_next
+        self.max_id = max(self.max_id, other.max_id)
+        self.max_predictions = max(self.max_predictions, other.max_predictions)
 
 
 @dataclass(frozen=True)
@@ -124,7 +133,8 @@ class _FileCheck:
     def __call__(self, path: Path, report: Advance) -> tuple[ManifestEntry, Stats, list[str]]:
         form, stats, problems = verify_shard(path, self.vocab, self.limits)
         size = path.stat().st_size
-        entry = ManifestEntry(path.relative_to(self.root).as_posix(), size, sha256_of(path), stats.samples, form)
+        entry = ManifestEntry(path.relative_to(self.root).as_posix(), size, sha256_of(path), stats.samples, form,
+                              stats.max_id, stats.max_length, stats.max_predictions)
         report(size)
         return entry, stats, problems
 
@@ -133,56 +143,36 @@ def verify_shard(path: Path, vocab: Vocab, limits: Limits = Limits()) -> tuple[s
     """(form, statistics, problems) of one shard, read a block of samples at a time."""
     findings, stats = Findings(path), Stats()
     try:
-        header = shard_header(path)  # the file opens, has the keys of its form and one sample count
-        problems = _dtype_problems(path)
-        for rows in [] if problems else row_blocks(header.samples, CHECK_BLOCK):
+        header = shard_header(path)  # the file opens, has the keys, dtypes and shapes of its form
+        for rows in row_blocks(header.samples, CHECK_BLOCK):
             form, arrays = read_arrays(path, rows)
-            problems, rows_ok = _layout_problems(findings, arrays, rows.start) if form == "fixed" else ([], True)
-            if problems:
-                break
-            if not rows_ok:
+            if form == "fixed" and not _padding_ok(findings, arrays, rows.start):
                 continue  # a broken input_mask makes the samples of this block meaningless
             samples = samples_from_arrays(path, form, arrays)
             _check_samples(findings, samples, rows.start, vocab, limits)
             stats.add(_stats(samples))
     except ShardError as e:
         return "unreadable", Stats(), [str(e)]
-    if header.samples == 0:
-        problems = [*problems, f"{path}: holds no samples"]
+    problems = [f"{path}: holds no samples"] if header.samples == 0 else []
     return header.form, stats, problems + findings.lines()
 
 
-def _dtype_problems(path: Path) -> list[str]:
-    problems = []
-    with h5py.File(path, "r") as f:
-        for key in f:
-            dtype = h5py.check_vlen_dtype(f[key].dtype) or f[key].dtype
-            if dtype.kind not in "iu":
-                problems.append(f"{path}: {key} has dtype {dtype}; MLPerf shards hold integers")
-    return problems
-
-
-def _layout_problems(findings: Findings, arrays: dict[str, np.ndarray], first: int) -> tuple[list[str], bool]:
-    """Shapes and padding of the fixed form: (problems that stop the check, whether every input_mask is good)."""
-    path = findings.path
+def _padding_ok(findings: Findings, arrays: dict[str, np.ndarray], first: int) -> bool:
+    """The fixed form's padding: flags the samples whose input_mask or zero padding is broken; returns whether
+    every input_mask is good."""
     ids, mask, seg = arrays["input_ids"], arrays["input_mask"], arrays["segment_ids"]
-    if ids.ndim != 2 or mask.shape != ids.shape or seg.shape != ids.shape:
-        return [f"{path}: input_ids {ids.shape[1:]}, input_mask {mask.shape[1:]} and segment_ids "
-                f"{seg.shape[1:]} per sample must be [max_seq_length] alike"], False
-    if arrays["masked_lm_positions"].shape != arrays["masked_lm_ids"].shape:
-        return [f"{path}: masked_lm_positions {arrays['masked_lm_positions'].shape[1:]} and masked_lm_ids "
-                f"{arrays['masked_lm_ids'].shape[1:]} per sample differ in shape"], False
     bad_mask = ~np.isin(mask, (0, 1)).all(1) | (mask[:, 1:] > mask[:, :-1]).any(1)
     bad_padding = ((ids != 0) & (mask == 0)).any(1) | ((seg != 0) & (mask == 0)).any(1)
     findings.flag(bad_mask, "input_mask is not a run of 1s followed by 0s", first)
     findings.flag(bad_padding & ~bad_mask, "input_ids or segment_ids are not 0 where input_mask is 0", first)
-    return [], not bad_mask.any()
+    return not bad_mask.any()
 
 
 def _stats(s: Samples) -> Stats:
-    lengths = s.lengths
-    return Stats(len(s), np.bincount(lengths), int((s.masked_positions > 0).sum()),
-                 int(lengths.sum() - 3 * len(s)), int(s.nsp_labels.sum()))
+    lengths, listed = s.lengths, s.masked_positions > 0
+    max_id = max(int(s.tokens.max(initial=-1)), int(s.masked_ids[listed].max(initial=-1)))
+    return Stats(len(s), np.bincount(lengths), int(listed.sum()), int(lengths.sum() - 3 * len(s)),
+                 int(s.nsp_labels.sum()), max_id, int(listed.sum(1).max(initial=0)))
 
 
 def _check_samples(findings: Findings, s: Samples, first: int, vocab: Vocab, limits: Limits) -> None:

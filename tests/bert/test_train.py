@@ -51,16 +51,18 @@ def test_two_process_gloo_run_converges_and_passes_the_checker(tmp_path, small_d
 def test_corrupt_shard_after_start_ends_with_an_aborted_run_stop(tmp_path, small_dataset, cpu_env):
     data = copy_dataset(small_dataset, tmp_path / "data")
     for shard in (data / "train").glob("*.hdf5"):
-        with h5py.File(shard, "r+") as f:  # keys and sample counts pass the start-up check; shapes do not
-            narrow = f["segment_ids"][:, :32]
-            del f["segment_ids"]
-            f.create_dataset("segment_ids", data=narrow)
+        with h5py.File(shard, "r+") as f:  # the metadata passes the start-up check; a sample does not
+            ids = f["input_ids"][:]
+            ids[0, 1] = 9999
+            f["input_ids"][...] = ids
     system = write_descriptor(tmp_path, "micro", descriptor())
     proc, log = _train(tmp_path, system, data, 1, cpu_env)
     assert proc.returncode != 0
-    last = _mllog(log)[-1]
-    assert last["key"] == "run_stop" and last["metadata"]["status"] == "aborted"
-    assert "ShardError" in last["metadata"]["reason"] and "shapes disagree" in last["metadata"]["reason"]
+    lines = _mllog(log)
+    assert "run_start" in [x["key"] for x in lines]
+    assert lines[-1]["key"] == "run_stop" and lines[-1]["metadata"]["status"] == "aborted"
+    assert "ShardError" in lines[-1]["metadata"]["reason"]
+    assert "sample 0: token id 9999 is outside the vocabulary" in lines[-1]["metadata"]["reason"]
 
 
 def test_bad_dataset_stops_before_run_start_with_one_line(tmp_path, small_dataset, cpu_env):

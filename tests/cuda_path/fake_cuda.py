@@ -317,7 +317,7 @@ def step_system(setup: StepSetup):
     changes = {"model_overrides": {"num_layers": setup.layers}, "precision": setup.precision,
                "processes_per_node": setup.world_size, "gradient_accumulation_steps": setup.accumulate,
                "global_batch_size": setup.sequences * setup.accumulate * setup.world_size, "clip": setup.clip,
-               "init_checkpoint": None}
+               "init_checkpoint": None, "performance": None}  # the simulator's figures are of one GPU
     return load_system("h200_1x1").variant(changes, description={"accelerators_per_node": str(setup.world_size)})
 
 

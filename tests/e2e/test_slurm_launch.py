@@ -5,7 +5,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.conftest import REPO, mllog_line
 
 
 def _fake(bin_dir: Path, name: str, body: str) -> None:
@@ -19,7 +19,10 @@ def test_sbatch_script_starts_the_ranks_with_srun_and_slurms_rendezvous(tmp_path
     bin_dir.mkdir()
     # A long host list: reading only its first line must not kill scontrol with SIGPIPE (status 141).
     _fake(bin_dir, "scontrol", 'printf "gpu-a017\\ngpu-a018\\n"; seq 1 200000 | sed "s/^/gpu-b/"')
-    _fake(bin_dir, "srun", f'printf "%s\\n" "$@" > {tmp_path}/srun_args; env > {tmp_path}/srun_env')
+    # srun records what it was given and leaves a finished log, as the ranks would.
+    _fake(bin_dir, "srun", f'printf "%s\\n" "$@" > {tmp_path}/srun_args; env > {tmp_path}/srun_env\n'
+          'while [[ $1 != --log-file ]]; do shift; done\n'
+          f"echo '{mllog_line('run_stop', status='success')}' > \"$2\"")
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", SLURM_JOB_ID="4242",
                SLURM_JOB_NODELIST="gpu-a[017-018]", SLURM_JOB_NUM_NODES="1", SLURM_SUBMIT_DIR=str(REPO),
                SEED="41", LOGDIR=str(tmp_path / "logs"), DATADIR=str(small_dataset))

@@ -171,3 +171,30 @@ def run_and_time(system: Path, logdir: Path, data: Path, env: dict, **extra: str
     env = {**env, "NEXP": "1", "SEED": "3", "LOGDIR": str(logdir), "DATADIR": str(data), **extra}
     return subprocess.Popen([str(REPO / "run_and_time.sh"), str(system)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def wrapper(system: str | Path, env: dict, timeout: float = 120, **popen) -> subprocess.CompletedProcess:
+    """./run_and_time.sh SYSTEM to its end (bounded): a hang fails the test."""
+    try:
+        return subprocess.run([str(REPO / "run_and_time.sh"), str(system)], env=env, capture_output=True, text=True,
+                              timeout=timeout, **popen)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"run_and_time.sh {system} still running after {timeout:.0f} s")
+
+
+def fake_launcher(bin_dir: Path, body: str) -> dict:
+    """A stand-in for the `env ... python -m torch.distributed.run ...` launch command of run_and_time.sh: a bash
+    script named `env` whose body sees the run's --log-file as $log; returns the PATH that puts it first."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "env"
+    script.write_text('#!/bin/bash\nwhile [[ $# -gt 0 && $1 != --log-file ]]; do shift; done\nlog="$2"\n'
+                      f"{body}\n")
+    script.chmod(0o755)
+    return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+def single_line_error(stderr: str) -> str:
+    """The one line a refused input gives (no traceback, no second message)."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr[-3000:]
+    return lines[0]

@@ -84,8 +84,8 @@ def test_seal_ends_a_cut_off_log_and_leaves_a_finished_one(tmp_path):
     log.close()
     with open(tmp_path / "result_0.txt", "a") as f:
         f.write(':::MLLOG {"namespace": "", "time_ms": 1, "key": "blo')  # a line cut off by a crash
-    assert seal_log(tmp_path / "result_0.txt", "rank 0 was killed")
+    assert seal_log(tmp_path / "result_0.txt", "rank 0 was killed") == ("aborted", True)
     lines = (tmp_path / "result_0.txt").read_text().splitlines()
     assert lines[1].endswith('"key": "blo') and '"reason": "rank 0 was killed"' in lines[2]
-    assert not seal_log(tmp_path / "result_0.txt", "again")
+    assert seal_log(tmp_path / "result_0.txt", "again") == ("aborted", False)
     assert (tmp_path / "result_0.txt").read_text().splitlines() == lines

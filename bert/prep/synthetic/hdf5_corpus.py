@@ -3,6 +3,11 @@
 Writes DIR/vocab.txt, DIR/train/part-XXXXX.hdf5 and DIR/eval.hdf5. Documents come from bert.prep.synthetic.grammar;
 samples are cut and masked exactly as the reference pipeline does (bert.prep.instances). Eval documents are
 written by their own random stream and never appear in training.
+
+DIR is marked as this writer's before anything else is written into it (OWNER_MARKER), and as complete after
+everything (COMPLETE_MARKER). Only a folder that bears the first mark is ever emptied or refilled: any other
+folder that holds files is refused, whatever the caller asks, because a dataset directory (DATADIR) may hold a
+user's real data.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from bert.prep.synthetic.grammar import DocumentWriter, Lexicon, build_lexicon
 from bert.system import SyntheticDataSpec
 
 TRAIN_DIR, EVAL_FILE, VOCAB_FILE = "train", "eval.hdf5", "vocab.txt"
-COMPLETE_MARKER = ".complete"
+OWNER_MARKER = ".mlperf-bert-synthetic"  # written first: this folder holds (part of) a corpus written here
+COMPLETE_MARKER = ".complete"  # written last
 
 
 def _samples(lexicon: Lexicon, count: int, spec: SyntheticDataSpec, seed: int) -> Samples:
@@ -45,17 +51,50 @@ def _samples(lexicon: Lexicon, count: int, spec: SyntheticDataSpec, seed: int) -
 
 
 def is_complete(out_dir: str | os.PathLike) -> bool:
-    return (Path(out_dir) / COMPLETE_MARKER).is_file()
+    return is_own(out_dir) and (Path(out_dir) / COMPLETE_MARKER).is_file()
+
+
+def is_own(out_dir: str | os.PathLike) -> bool:
+    """Whether `out_dir` was made by `synthesize` (whole or interrupted). A corpus written before the owner mark
+    existed is recognised by its completion mark, which holds the repr of its SyntheticDataSpec."""
+    out = Path(out_dir)
+    if (out / OWNER_MARKER).is_file():
+        return True
+    try:
+        return (out / COMPLETE_MARKER).read_text().startswith(f"{SyntheticDataSpec.__name__}(")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _clear_own(out: Path) -> None:
+    """Empties a folder of this writer's, keeping its owner mark (so that it stays its own if interrupted)."""
+    for entry in out.iterdir():
+        if entry.name == OWNER_MARKER:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 def synthesize(out_dir: str | os.PathLike, spec: SyntheticDataSpec, overwrite: bool = False) -> Path:
-    """Writes the corpus; refuses to touch a directory with other content unless `overwrite`."""
+    """Writes the corpus into `out_dir`: a folder that does not exist or is empty, or, with `overwrite`, one
+    this function wrote before. Raises FileExistsError for any other folder that holds files (whatever
+    `overwrite` says), and for one of its own without `overwrite`."""
     out = Path(out_dir)
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out}: is a file, not a dataset folder; choose another folder (DATADIR, --out)")
+    if out.is_dir() and any(out.iterdir()):
+        if not is_own(out):
+            raise FileExistsError(f"{out}: holds files that `mlperf-bert data synth` did not write (it has no "
+                                  f"{OWNER_MARKER}), so nothing is written there; choose another folder for the "
+                                  "synthetic corpus (DATADIR, --out), or empty this one yourself")
         if not overwrite:
-            raise FileExistsError(f"{out}: already holds files; pass --overwrite to replace them")
-        shutil.rmtree(out)
-    (out / TRAIN_DIR).mkdir(parents=True, exist_ok=True)
+            raise FileExistsError(f"{out}: already holds a synthetic corpus; pass --overwrite to replace it")
+        _clear_own(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / OWNER_MARKER).write_text(f"written by mlperf-bert data synth: {spec!r}\n")
+    (out / TRAIN_DIR).mkdir()
     lexicon = build_lexicon(spec.vocab_size, seed=spec.seed)
     lexicon.vocab.write(out / VOCAB_FILE)
     train = _samples(lexicon, spec.train_samples, spec, seed=spec.seed + 1)
@@ -68,3 +107,12 @@ def synthesize(out_dir: str | os.PathLike, spec: SyntheticDataSpec, overwrite: b
     write_shard(out / EVAL_FILE, evaluation, spec.form, spec.max_seq_length, spec.max_predictions)
     (out / COMPLETE_MARKER).write_text(repr(spec) + "\n")
     return out
+
+
+def synthesize_if_missing(out_dir: str | os.PathLike, spec: SyntheticDataSpec) -> bool:
+    """Writes the corpus unless a complete one is there; completes (rewrites) an interrupted one of its own.
+    Returns whether it wrote. A folder it did not write is refused as `synthesize` refuses it."""
+    if is_complete(out_dir):
+        return False
+    synthesize(out_dir, spec, overwrite=is_own(out_dir))
+    return True

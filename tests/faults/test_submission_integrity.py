@@ -1,0 +1,101 @@
+"""The logs of one submission state one system: `check` and `package` refuse runs of two systems mixed, and
+`package` refuses logs that are not its descriptor's runs. Logs holding any JSON where a number or a string
+belongs are reported, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import compliance.check as check_module
+from bert.system import load_system
+from compliance import plots
+from compliance.checkers import CheckResult
+from compliance.package import _refusals
+from compliance.report import _rcp_text, _runs_table
+from compliance.result_log import read_result_log, result_logs_in
+from tests.compliance.conftest import cli
+from tests.compliance.fakes import micro_system, write_run, write_runs
+
+
+def _other_system():
+    """cpu_micro run on another machine with another learning rate (the descriptor's name is the same)."""
+    return load_system("cpu_micro").variant({"optimizer.base_learning_rate": 0.02},
+                                            description={"system_name": "another machine"})
+
+
+def test_check_and_package_refuse_the_runs_of_two_systems_mixed(tmp_path):
+    logs = write_runs(tmp_path / "logs", count=5)
+    for i in range(5, 10):
+        write_run(logs / f"result_{i}.txt", seed=100 + i, system=_other_system())
+    checked = cli("check", logs)
+    assert checked.exit_code == 1 and "VERDICT: FAIL" in checked.output
+    said = " ".join(checked.output.split())
+    platform = load_system("cpu_micro").description["system_name"]
+    assert f"the runs state different systems or configurations (submission_platform: {platform!r} in " \
+           "result_0.txt, result_1.txt, result_2.txt, result_3.txt, result_4.txt; 'another machine' in result_5.txt" \
+           in said
+    assert "opt_base_learning_rate: 0.01 in result_0.txt, result_1.txt, result_2.txt, result_3.txt, result_4.txt; " \
+           "0.02 in result_5.txt" in said
+    out = tmp_path / "out"
+    packaged = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out)
+    assert packaged.exit_code == 1 and "not packaged, nothing written" in packaged.output
+    assert "the runs state different systems or configurations" in " ".join(packaged.output.split())
+    assert not out.exists()
+
+
+def test_package_refuses_logs_that_are_not_its_descriptors_runs(tmp_path):
+    logs = write_runs(tmp_path / "logs", system=_other_system())
+    out = tmp_path / "out"
+    packaged = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out)
+    assert packaged.exit_code == 1 and not out.exists()
+    said = " ".join(packaged.output.split())
+    assert f"the logs are not runs of {load_system('cpu_micro').path} (submission_platform is" in said
+    assert "opt_base_learning_rate is 0.01 in the descriptor, but 0.02 in result_0.txt" in said
+
+
+def _variants(template: Path) -> list[list[str]]:
+    """The template's lines, each variant with one value or one metadata value replaced by a JSON object."""
+    lines = template.read_text().splitlines()
+    variants = []
+    for i, line in enumerate(lines):
+        event = json.loads(line.split(":::MLLOG ", 1)[1])
+        for field in ["value", *(f"metadata.{key}" for key in event["metadata"])]:
+            changed = json.loads(json.dumps(event))
+            if field == "value":
+                changed["value"] = {"unexpected": [1, 2]}
+            else:
+                changed["metadata"][field.split(".", 1)[1]] = {"unexpected": "x"}
+            variants.append([*lines[:i], f":::MLLOG {json.dumps(changed)}", *lines[i + 1:]])
+    return variants
+
+
+@pytest.fixture
+def passing_tools(monkeypatch):
+    """The official checkers, as if they passed (their verdict is not what these tests look at)."""
+    monkeypatch.setattr(check_module, "compliance_check", lambda path, ruleset: CheckResult("compliance", str(path),
+                                                                                             True, ""))
+    monkeypatch.setattr(check_module, "rcp_check", lambda folder, ruleset: CheckResult("rcp", str(folder), True, ""))
+
+
+@pytest.mark.filterwarnings("ignore:Tight layout not applied")  # a legend of a hundred runs
+def test_a_json_object_wherever_a_value_belongs_is_reported_not_a_traceback(tmp_path, passing_tools):
+    variants = _variants(write_run(tmp_path / "template.txt", seed=1))
+    assert len(variants) > 80
+    folders = []
+    for start in range(0, len(variants), 10):
+        folder = tmp_path / f"logs_{start}"
+        folder.mkdir()
+        for i, lines in enumerate(variants[start:start + 10]):
+            (folder / f"result_{i}.txt").write_text("\n".join(lines) + "\n")
+        folders.append(folder)
+        result = cli("check", folder)  # fails the test on a traceback
+        assert result.exit_code in (0, 1) and "VERDICT" in result.output
+        _refusals(micro_system(), folder, "5.0.0")
+    logs = [read_result_log(p) for folder in folders for p in result_logs_in(folder)]
+    _runs_table(logs)
+    _rcp_text(logs, "5.0.0")
+    plots.accuracy_plot(logs, None, "", tmp_path / "accuracy.png")
+    plots.throughput_plot(logs, tmp_path / "throughput.png")

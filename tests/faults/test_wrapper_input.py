@@ -1,0 +1,69 @@
+"""run_and_time.sh on bad input and a bad environment: one line and exit status 2 before anything starts, never
+a hang; and of two wrappers started together with ON_EXISTING=refuse, only one runs."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, descriptor, mllog_line, write_descriptor
+from tests.faults.conftest import fake_launcher, single_line_error, wrapper
+
+
+@pytest.mark.parametrize("variable, value, message", [
+    ("SEED", "1.5", "SEED=1.5: must be a whole number from 0 to 4294967295"),
+    ("SEED", "-3", "SEED=-3: must be a whole number from 0 to 4294967295"),
+    ("NEXP", "0", "NEXP=0: must be a whole number from 1 to 100000"),
+    ("NEXP", "two", "NEXP=two: must be a whole number from 1 to 100000"),
+    ("SEED", "4294967295", "seeds 4294967295..4294967296 of NEXP=2 runs pass the largest seed 4294967295; use a "
+                           "smaller SEED"),
+    ("ON_EXISTING", "overwrite", "ON_EXISTING=overwrite must be next or refuse"),
+])
+def test_bad_numbers_and_choices_are_one_line_and_start_nothing(tmp_path, cpu_env, variable, value, message):
+    env = {**cpu_env, "NEXP": "2", "LOGDIR": str(tmp_path / "logs"), "DATADIR": str(tmp_path / "data"),
+           variable: value}
+    proc = wrapper("cpu_micro", env)
+    assert proc.returncode == 2
+    assert single_line_error(proc.stderr) == f"run_and_time: {message}"
+    assert not list(tmp_path.rglob("result_*")) and not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("system, message", [
+    ("no_such_system", "no such descriptor; available: cpu_micro"),
+    (str(REPO / "systems"), "is a folder, not a descriptor; give a descriptor file"),
+])
+def test_a_missing_descriptor_is_one_line(tmp_path, cpu_env, system, message):
+    proc = wrapper(system, dict(cpu_env, LOGDIR=str(tmp_path / "logs")))
+    assert proc.returncode == 2 and message in single_line_error(proc.stderr)  # no "unbound variable" after it
+
+
+def test_a_results_folder_that_takes_no_file_fails_at_once(tmp_path, cpu_env, small_dataset):
+    """sysfs refuses new files even to root, so /sys/kernel is a results folder that exists and takes no file
+    wherever the tests run (a folder without write permission would not do as root)."""
+    if not Path("/sys/kernel").is_dir():
+        pytest.skip("no /sys/kernel here")
+    system = write_descriptor(tmp_path / "systems", "kernel", descriptor("cpu_micro"))
+    env = dict(cpu_env, NEXP="1", SEED="1", LOGDIR="/sys", DATADIR=str(small_dataset))
+    proc = wrapper(system, env, timeout=60)
+    assert proc.returncode == 2
+    assert single_line_error(proc.stderr) == ("run_and_time: cannot create a result file in /sys/kernel; set LOGDIR "
+                                              "to a folder you can write")
+
+
+def test_of_two_wrappers_started_together_with_refuse_only_one_runs(tmp_path, cpu_env, small_dataset):
+    logdir = tmp_path / "logs"
+    env = dict(cpu_env, NEXP="1", SEED="1", LOGDIR=str(logdir), DATADIR=str(small_dataset), ON_EXISTING="refuse")
+    env |= fake_launcher(tmp_path / "bin", f"sleep 4; echo '{mllog_line('run_stop', status='success')}' > \"$log\"")
+    procs = [subprocess.Popen([str(REPO / "run_and_time.sh"), "cpu_micro"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    ended = [p.communicate(timeout=120) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], ended
+    refused = next(err for p, (_, err) in zip(procs, ended) if p.returncode == 2)
+    line = single_line_error(refused)
+    assert ("is starting runs in" in line and "with ON_EXISTING=refuse" in line) or "already holds results" in line
+    assert sorted(p.name for p in (logdir / "cpu_micro").iterdir()) == ["result_0.txt"]  # the lock is gone too
+    again = wrapper("cpu_micro", env)
+    assert again.returncode == 2 and "already holds results (result_0.txt)" in single_line_error(again.stderr)

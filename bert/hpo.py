@@ -45,7 +45,8 @@ class StudyRequest:
     system: System
     storage: str  # an Optuna RDB URL
     study_name: str
-    seed: int  # the run seed of every trial, so that trials differ only in the searched values
+    # The run seed of every trial, so that trials differ only in the searched values; None: the study's own.
+    seed: int | None = None
     data_dir: Path | None = None
     log_dir: Path | None = None  # each trial's MLPerf log as DIR/trial_<number>.txt
 
@@ -65,7 +66,7 @@ def _suggest(trial: Trial, key: str, param: SearchParam) -> object:
     return trial.suggest_float(key, param.low, param.high, step=param.step, log=param.log)
 
 
-def trial_objective(request: StudyRequest, trial: Trial) -> float:
+def trial_objective(request: StudyRequest, seed: int, trial: Trial) -> float:
     values = {key: _suggest(trial, key, param) for key, param in request.system.run.search.items()}
     system = single_process(request.system.variant(values))
     evals: list[tuple[int, float]] = []
@@ -79,7 +80,7 @@ def trial_objective(request: StudyRequest, trial: Trial) -> float:
         return bool(pruned)
 
     log = request.log_dir / f"trial_{trial.number}.txt" if request.log_dir is not None else None
-    code = run(RunRequest(system, request.seed, log, request.data_dir, on_eval=on_eval))
+    code = run(RunRequest(system, seed, log, request.data_dir, on_eval=on_eval))
     if code > 128:  # a signal (Ctrl-C, a time limit) stopped the trial: stop the study, resumable, as before
         raise KeyboardInterrupt
     if code == 0:
@@ -140,7 +141,18 @@ def open_study(request: StudyRequest) -> optuna.Study:
     elif made_for != request.system.name:
         raise StudyError(f"study {request.study_name!r} in {request.storage} searches system {made_for!r}, not "
                          f"{request.system.name!r}; pass --study with another name")
+    kept = study.user_attrs.get("seed")
+    if kept is None:
+        study.set_user_attr("seed", request.system.run_seed(request.seed))
+    elif request.seed is not None and request.seed != kept:
+        raise StudyError(f"study {request.study_name!r} in {request.storage} runs its trials with seed {kept}, not "
+                         f"{request.seed}; drop --seed, or pass --study with another name")
     return study
+
+
+def study_seed(study: optuna.Study) -> int:
+    """The run seed of every trial of the study (chosen when the study was created: see open_study)."""
+    return study.user_attrs["seed"]
 
 
 def finished_trials(study: optuna.Study) -> int:
@@ -165,7 +177,8 @@ def run_study(request: StudyRequest, trials: int) -> optuna.Study:
     missing = trials - finished_trials(study)
     if missing > 0:
         _ensure_dataset(request)
-        study.optimize(lambda trial: trial_objective(request, trial), n_trials=missing,
+        seed = study_seed(study)
+        study.optimize(lambda trial: trial_objective(request, seed, trial), n_trials=missing,
                        callbacks=[optuna.study.MaxTrialsCallback(trials, states=FINISHED)])
     return study
 

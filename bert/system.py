@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import re
+import secrets
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -259,6 +260,14 @@ class System:
 
     def model_config(self) -> BertConfig:
         return named_config(self.run.model, **self.run.model_overrides)
+
+    def run_seed(self, given: int | None = None) -> int:
+        """The one seed policy of every command: the seed given (--seed, SEED), else the descriptor's run.seed,
+        else a fresh draw from the operating system's entropy, so that runs never share a seed by accident.
+        Draws stay below 2^31, leaving room for the seeds of the runs that follow (seed + i)."""
+        if given is not None:
+            return given
+        return self.run.seed if self.run.seed is not None else secrets.randbelow(2**31)
 
     def init_checkpoint_path(self) -> Path | None:
         if self.run.init_checkpoint is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from bert.system import System, length_bins_problem, load_system
+from bert.system import MAX_SEED, System, length_bins_problem, load_system
 from bert.typed_config import ConfigError
 
 
@@ -14,6 +14,12 @@ def load_descriptor(system: str) -> System:
         return load_system(system)
     except ConfigError as e:
         raise click.ClickException(str(e)) from None
+
+
+def seed_option(default_help: str):
+    """The --seed option of every command that starts or plans runs (System.run_seed is the policy)."""
+    return click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None,
+                        help=f"Run seed [default: {default_help}].")
 
 
 def parse_length_bins(text: str | None, max_seq_length: int) -> list[int] | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import load_descriptor
+from bert.cli.common import load_descriptor, seed_option
 from bert.system import MAX_SEED
 
 
@@ -38,7 +38,7 @@ def system_env(system: str) -> None:
         "SYSTEM_NAME": s.name, "SYSTEM_PATH": str(s.path), "NODES": s.nodes,
         "PROCS_PER_NODE": s.run.processes_per_node, "DEVICE": s.run.device,
         "DATASET_DIR": str(s.dataset_dir()), "SYNTHETIC": int(s.run.dataset.synthetic is not None),
-        "RUN_SEED": "" if s.run.seed is None else s.run.seed, "MAX_SEED": MAX_SEED,
+        "RUN_SEED": s.run_seed(), "MAX_SEED": MAX_SEED,
     }
     for key, value in values.items():
         click.echo(f"{key}={shlex.quote(str(value))}")
@@ -60,7 +60,7 @@ def _master_addr(launcher: str, given: str | None) -> str:
 
 @system_group.command(name="plan")
 @click.argument("system")
-@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None, help="Run seed [default: run.seed, else 0].")
+@seed_option("run.seed, else drawn at random")
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The run's result file [default: logs/<system>/result_0.txt].")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -80,9 +80,8 @@ def system_plan(system: str, seed: int | None, log_file: Path | None, data_dir: 
     from bert.distributed.plan import TrainArgs, build_plan, describe, launch_command, launch_env
 
     s = load_descriptor(system)
-    seed = seed if seed is not None else s.run.seed if s.run.seed is not None else 0
     data = s.dataset_dir(data_dir)
-    args = TrainArgs(seed, log_file or Path("logs", s.name, "result_0.txt"), data, cache_cleared)
+    args = TrainArgs(s.run_seed(seed), log_file or Path("logs", s.name, "result_0.txt"), data, cache_cleared)
     launcher = _launcher(launcher)
     addr = _master_addr(launcher, master_addr)
     if command_only:

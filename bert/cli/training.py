@@ -8,8 +8,7 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import load_descriptor
-from bert.system import MAX_SEED
+from bert.cli.common import load_descriptor, seed_option
 from bert.typed_config import ConfigError
 
 # Fault-injection tests only: the loss of this (1-based) step becomes NaN on every rank. An environment
@@ -29,8 +28,7 @@ def _nan_injection_step() -> int | None:
 @click.command()
 @click.option("--system", "system_name", default="cpu_tiny", show_default=True,
               help="Descriptor: a path to a JSON file or the name of one in systems/.")
-@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None,
-              help="Run seed (default: the descriptor's run.seed).")
+@seed_option("run.seed, else drawn at random; the log records it")
 @click.option("--log-file", "log_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Result log file to write the MLPerf lines to (rank 0).")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -43,10 +41,9 @@ def train(system_name: str, seed: int | None, log_path: Path | None, data_dir: P
     from bert.train import RunRequest, run
 
     system = load_descriptor(system_name)
-    seed = seed if seed is not None else system.run.seed
-    if seed is None:
-        raise click.UsageError(f"no seed: pass --seed or set run.seed in {system.path}")
-    sys.exit(run(RunRequest(system, seed, log_path, data_dir, cache_cleared, nan_at_step=_nan_injection_step())))
+    request = RunRequest(system, system.run_seed(seed), log_path, data_dir, cache_cleared,
+                         nan_at_step=_nan_injection_step())
+    sys.exit(run(request))
 
 
 @click.command()
@@ -57,8 +54,7 @@ def train(system_name: str, seed: int | None, log_path: Path | None, data_dir: P
                    "other workers share, runs only the missing ones.")
 @click.option("--storage", default=None, help="Optuna RDB storage URL [default: sqlite:///hpo_<system>.db].")
 @click.option("--study", "study_name", default=None, help="Study name [default: the system name].")
-@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None,
-              help="Run seed of every trial [default: run.seed, else 1].")
+@seed_option("the study's, else run.seed, else drawn at random and kept in the study")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Dataset directory, overriding run.dataset.dir.")
 @click.option("--log-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -77,7 +73,6 @@ def hpo(system_name: str, trials: int, storage: str | None, study_name: str | No
         raise click.ClickException(f"mlperf-bert hpo needs {e.name}: pip install -e '.[hpo]'") from None
 
     system = load_descriptor(system_name)
-    seed = seed if seed is not None else system.run.seed if system.run.seed is not None else 1
     request = search.StudyRequest(system, storage or f"sqlite:///hpo_{system.name}.db", study_name or system.name,
                                   seed, data_dir, log_dir)
     try:

@@ -120,9 +120,23 @@ def test_a_pruned_trial_stops_its_run_after_the_eval(tmp_path, small_dataset):
     system = load_system(_search_system(tmp_path, target=0.9))  # far off: the first eval does not end the run
     request = StudyRequest(system, "sqlite:///:memory:", "pruned", seed=1, data_dir=small_dataset, log_dir=tmp_path)
     study = optuna.create_study(pruner=optuna.pruners.ThresholdPruner(upper=0.5))  # any error above 0.5 prunes
-    study.optimize(lambda trial: trial_objective(request, trial), n_trials=1)
+    study.optimize(lambda trial: trial_objective(request, 1, trial), n_trials=1)
     assert study.trials[0].state == optuna.trial.TrialState.PRUNED
     assert list(study.trials[0].intermediate_values) == [1024]
     stop = _mllog(tmp_path / "trial_0.txt")[-1]
     assert stop["metadata"] == {**stop["metadata"], "status": "aborted",
                                 "reason": "stopped by the caller after the eval at 1024 samples"}
+
+
+def test_a_study_keeps_the_seed_it_was_created_with(tmp_path):
+    from bert.hpo import study_seed
+
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    searching = load_system(write_descriptor(tmp_path, "searching", descriptor(search=SEARCH, seed=None)))
+    seed = study_seed(open_study(StudyRequest(searching, storage, "kept")))  # drawn: no --seed, no run.seed
+    assert study_seed(open_study(StudyRequest(searching, storage, "kept"))) == seed  # a resumed worker
+    assert study_seed(open_study(StudyRequest(searching, storage, "kept", seed=seed))) == seed
+    with pytest.raises(StudyError, match=f"runs its trials with seed {seed}, not {seed + 1}"):
+        open_study(StudyRequest(searching, storage, "kept", seed=seed + 1))
+    given = study_seed(open_study(StudyRequest(searching, storage, "given", seed=5)))
+    assert given == 5

@@ -177,3 +177,11 @@ def test_length_bins_have_one_rule_for_the_descriptor_and_every_bins_option(tmp_
             in result.output, result.output
         result = CliRunner().invoke(main, [*command, "--bins", "64,x"])
         assert "'64,x': expected whole numbers separated by commas" in result.output, result.output
+
+
+def test_one_seed_policy_given_then_descriptor_then_a_fresh_draw():
+    fixed = load_system("cpu_micro").variant({"seed": 42})
+    drawing = fixed.variant({"seed": None})
+    assert (fixed.run_seed(7), fixed.run_seed(), drawing.run_seed(7)) == (7, 42, 7)
+    draws = {drawing.run_seed() for _ in range(8)}
+    assert len(draws) == 8 and all(0 <= d < 2**31 for d in draws)

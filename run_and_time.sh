@@ -33,15 +33,9 @@ datadir="${DATADIR:-$DATASET_DIR}"
 first_seed="${SEED:-${RUN_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 2000000000 ))}}"
 plan_args=(--data-dir "$datadir" --node-rank "${NODE_RANK:-0}")
 if [[ -n "${SLURM_JOB_ID:-}" ]]; then
-    if [[ -n "${SLURM_JOB_NUM_NODES:-}" && "$SLURM_JOB_NUM_NODES" != "$NODES" ]]; then
-        echo "run_and_time: the allocation has $SLURM_JOB_NUM_NODES node(s) but $SYSTEM_NAME describes $NODES;" \
-             "submit with sbatch --nodes=$NODES" >&2
-        exit 2
-    fi
-    # sed reads the whole list: `head -n 1` would close the pipe early and, under pipefail, scontrol's SIGPIPE
-    # (status 141) would end the script whenever it had more names left to write.
-    plan_args+=(--launcher slurm
-                --master-addr "${MASTER_ADDR:-$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)}")
+    # Refuses an allocation that cannot run the descriptor (one line); prints the first node's address.
+    first_node=$(mlperf-bert system allocation "$SYSTEM_PATH") || exit 2
+    plan_args+=(--launcher slurm --master-addr "${MASTER_ADDR:-$first_node}")
 else
     plan_args+=(--launcher torchrun)
     if [[ "$NODES" != 1 ]]; then

@@ -22,7 +22,8 @@ import torch
 from bert.checkpoint import load_into
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.loader import LoaderBalance, TrainLoader
-from bert.distributed.launch import DistContext, init_distributed, shutdown
+from bert.distributed.launch import DistContext, init_distributed, rendezvous_store, shutdown
+from bert.distributed.liveness import Heartbeat, describe_lost
 from bert.distributed.presort import build_exchange
 from bert.eval import EvalSet
 from bert.interrupts import RunInterrupted, SignalGuard, exit_code
@@ -62,11 +63,15 @@ def run(request: RunRequest) -> int:
     """One MLPerf run; returns the process exit code: 0 only when the target was reached, 128 + the signal
     number when a signal stopped it, 1 otherwise."""
     ctx = init_distributed(request.system.run.device, request.system.run.dist_timeout_s)
+    heartbeat = None
+    if ctx.distributed:
+        store = rendezvous_store(request.system.run.dist_timeout_s)
+        heartbeat = Heartbeat(store, ctx.rank, ctx.world_size)
     try:
         log = RunLog(request.log_path, ctx.rank)
     except Exception as e:
         print(f"error (rank {ctx.rank}): {e}", file=sys.stderr, flush=True)
-        shutdown(ctx)
+        _leave(ctx, heartbeat)
         return 1
     progress = Progress()
     eval_samples = request.system.run.eval.samples
@@ -82,13 +87,30 @@ def run(request: RunRequest) -> int:
         except Exception as e:  # the log must still end with run_stop, and the reason must reach the user
             reason = f"{type(e).__name__}: {e}"
             code = exit_code(e.signum) if isinstance(e, RunInterrupted) else 1
+            signals.disarm()  # the launcher's SIGTERM to the other ranks must not cut the lost-rank check short
+            if heartbeat is not None and ctx.is_main:
+                reason = _with_lost_ranks(reason, heartbeat, ctx)
             print(f"error (rank {ctx.rank}): {reason}", file=sys.stderr, flush=True)
         finally:
             signals.disarm()
             log.run_stop(status, progress.samples, eval_samples, reason)
             log.close()
-            shutdown(ctx)
+            _leave(ctx, heartbeat)
     return 0 if status == SUCCESS else code
+
+
+def _with_lost_ranks(reason: str, heartbeat: Heartbeat, ctx: DistContext) -> str:
+    """The reason of a failed distributed run, naming the ranks that were lost (a collective's error does not)."""
+    lost = heartbeat.lost_ranks()
+    if lost:
+        return f"{describe_lost(lost, ctx.local_world_size)}; {reason}"
+    return reason
+
+
+def _leave(ctx: DistContext, heartbeat: Heartbeat | None) -> None:
+    if heartbeat is not None:
+        heartbeat.end()
+    shutdown(ctx)
 
 
 def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress) -> tuple[str, str | None]:
@@ -126,6 +148,18 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
         return _train(system, ctx, step_fn, loader, eval_set, log, progress, request.on_eval)
     finally:
         loader.close()
+        print(rank_report(ctx, loader, balance), flush=True)
+
+
+def rank_report(ctx: DistContext, loader: TrainLoader, balance: LoaderBalance) -> str:
+    """This rank's place and the training shards it read: every rank prints it when its run ends, so that a
+    launch can be compared with its plan (`mlperf-bert system plan`, `run_and_time.sh --dry-run`)."""
+    group = balance.exchange.members if balance.exchange is not None else []
+    epochs = "; ".join(f"epoch {epoch}: {','.join(map(str, shards))}"
+                       for epoch, shards in loader.shards_read_by_epoch().items())
+    return (f"rank {ctx.rank} of {ctx.world_size}: node {ctx.node_rank}, local rank {ctx.local_rank} of "
+            f"{ctx.local_world_size}, presort group {','.join(map(str, group)) or '-'}; training shards read "
+            f"(indices in sorted name order): {epochs or '-'}")
 
 
 def _checkpoint_eval(ctx: DistContext, eval_file: Path, system: System, step_fn: TrainStep, log: RunLog) -> None:

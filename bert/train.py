@@ -87,8 +87,11 @@ def run(request: RunRequest) -> int:
         except Exception as e:  # the log must still end with run_stop, and the reason must reach the user
             reason = f"{type(e).__name__}: {e}"
             code = exit_code(e.signum) if isinstance(e, RunInterrupted) else 1
-            signals.disarm()  # the launcher's SIGTERM to the other ranks must not cut the lost-rank check short
-            if heartbeat is not None and ctx.is_main:
+            # A signal is its own reason (and must end the run fast); any other failure of a distributed run
+            # may be a lost rank, which its error does not name. The check must not be cut short by the
+            # SIGTERM a launcher sends once another rank has failed.
+            signals.disarm()
+            if heartbeat is not None and ctx.is_main and not isinstance(e, RunInterrupted):
                 reason = _with_lost_ranks(reason, heartbeat, ctx)
             print(f"error (rank {ctx.rank}): {reason}", file=sys.stderr, flush=True)
         finally:

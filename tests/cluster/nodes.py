@@ -4,7 +4,9 @@ the launch plan said."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from bert.system import System, load_system
 from tests.conftest import REPO
+from tests.faults.conftest import descendants
 
 MICRO = REPO / "systems" / "cpu_micro.json"
 
@@ -45,6 +48,17 @@ def start_node(system: System, node: int, logdir: Path, data: Path, env: dict, o
     with open(out, "w") as sink:
         return subprocess.Popen([str(REPO / "run_and_time.sh"), str(system.path)], env=node_env, stdout=sink,
                                 stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def kill_node(node: subprocess.Popen) -> None:
+    """SIGKILL to every process of a node: run_and_time.sh, torchrun and the ranks (which torchrun starts in
+    sessions of their own, out of reach of a kill of the launcher's process group)."""
+    for pid in [node.pid, *descendants(node.pid)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    node.wait()
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from tests.cluster.nodes import assert_ranks_follow_the_plan, micro_system
 from tests.conftest import REPO
 from tests.faults.conftest import assert_log_aborted
 
-JOB_TIMEOUT_S = 90
+JOB_TIMEOUT_S = 180
 
 
 def job_env(tmp_path, data, **extra) -> dict:

@@ -2,16 +2,14 @@
 0 and 1, MASTER_ADDR=127.0.0.1), 2 gloo ranks each presorting within their node. The run reaches its target,
 its log passes the official checker, and every rank sat and read the shards where the launch plan said."""
 
-import os
-import signal
 import subprocess
 
 import pytest
 
 from compliance.checkers import compliance_check
-from tests.cluster.nodes import assert_ranks_follow_the_plan, micro_system, start_node
+from tests.cluster.nodes import assert_ranks_follow_the_plan, kill_node, micro_system, start_node
 
-RUN_TIMEOUT_S = 300
+RUN_TIMEOUT_S = 180
 
 
 def test_two_nodes_reach_the_target_and_read_the_planned_shards(tmp_path, small_dataset, cpu_env):
@@ -22,7 +20,7 @@ def test_two_nodes_reach_the_target_and_read_the_planned_shards(tmp_path, small_
         codes = [node.wait(timeout=RUN_TIMEOUT_S) for node in nodes]
     except subprocess.TimeoutExpired:
         for node in nodes:
-            os.killpg(node.pid, signal.SIGKILL)
+            kill_node(node)
         pytest.fail(f"the nodes still ran after {RUN_TIMEOUT_S} s:\n{outs[0].read_text()[-3000:]}")
     output = outs[0].read_text() + outs[1].read_text()
     assert codes == [0, 0], output[-4000:]

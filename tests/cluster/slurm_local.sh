@@ -14,7 +14,7 @@
 # Start cleans up after itself when it fails; stop is safe to repeat.
 set -euo pipefail
 
-usage() { sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 die() { echo "slurm_local: $*" >&2; exit 1; }
 
@@ -118,18 +118,18 @@ start() {  # DIR NODES
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
     [[ -z "$(ls -A "$dir")" ]] || die "$dir is not empty; give start a new folder"
-    trap 'stop "$dir"' ERR
+    trap 'stop "$dir"' EXIT  # whatever ends start early (die, set -e) ends what it began
     mkdir -p "$dir/ctld" "$dir/spool"
     write_conf "$dir" "$nodes"
     start_munge "$dir"
     export SLURM_CONF="$dir/slurm.conf"
-    slurmctld -i || die "slurmctld did not start: $(tail -n 3 "$dir/slurmctld.log")"
+    slurmctld -i || die "slurmctld did not start: $(tail -n 3 "$dir/slurmctld.log" 2>/dev/null)"
     while read -r name; do
         mkdir -p "$dir/spool/$name"
-        slurmd -N "$name" || die "slurmd $name did not start: $(tail -n 3 "$dir/slurmd-$name.log")"
+        slurmd -N "$name" || die "slurmd $name did not start: $(tail -n 3 "$dir/slurmd-$name.log" 2>/dev/null)"
     done < <(node_names "$nodes")
     wait_idle "$dir" "$nodes" || die "the nodes did not become idle within 30 s (logs in $dir)"
-    trap - ERR
+    trap - EXIT
     echo "slurm_local: $nodes node(s) idle; export SLURM_CONF=$dir/slurm.conf"
 }
 

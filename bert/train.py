@@ -151,7 +151,10 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
         return _train(system, ctx, step_fn, loader, eval_set, log, progress, request.on_eval)
     finally:
         loader.close()
-        print(rank_report(ctx, loader, balance), flush=True)
+        # One write for the whole line: print's separate write of the newline lets the lines of ranks that
+        # share an unbuffered stdout (torchrun's, srun's) interleave.
+        sys.stdout.write(rank_report(ctx, loader, balance) + "\n")
+        sys.stdout.flush()
 
 
 def rank_report(ctx: DistContext, loader: TrainLoader, balance: LoaderBalance) -> str:

@@ -34,7 +34,7 @@ first_seed="${SEED:-${RUN_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 2000000000
 plan_args=(--data-dir "$datadir" --node-rank "${NODE_RANK:-0}")
 if [[ -n "${SLURM_JOB_ID:-}" ]]; then
     # Refuses an allocation that cannot run the descriptor (one line); prints the first node's address.
-    first_node=$(mlperf-bert system allocation "$SYSTEM_PATH") || exit 2
+    first_node=$(mlperf-bert system allocation "$system") || exit 2
     plan_args+=(--launcher slurm --master-addr "${MASTER_ADDR:-$first_node}")
 else
     plan_args+=(--launcher torchrun)

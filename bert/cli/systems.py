@@ -109,7 +109,7 @@ def system_allocation(system: str) -> None:
         allocation = Allocation.from_env(os.environ)
     except ValueError as e:
         raise click.ClickException(f"this Slurm job's environment: {e}") from None
-    problem = allocation_problem(s, allocation)
+    problem = allocation_problem(s, allocation, label=system)
     if problem is not None:
         raise click.ClickException(problem)
     if allocation.nodelist:

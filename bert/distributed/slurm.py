@@ -62,9 +62,10 @@ class Allocation:
                    env.get("SLURM_JOB_NODELIST") or None)
 
 
-def allocation_problem(system: System, allocation: Allocation) -> str | None:
-    """Why this allocation cannot run the descriptor (one line with the fix), or None when it can."""
-    per_node = system.run.processes_per_node
+def allocation_problem(system: System, allocation: Allocation, label: str | None = None) -> str | None:
+    """Why this allocation cannot run the descriptor (one line with the fix), or None when it can. `label` names
+    the descriptor in the fix as the user gave it (a name in systems/ or a path; default: its name)."""
+    per_node, label = system.run.processes_per_node, label or system.name
     if allocation.nodes is not None and allocation.nodes != system.nodes:
         found = f"{allocation.nodes} node(s) but {system.name} describes {system.nodes}"
     elif allocation.tasks_per_node is not None and allocation.tasks_per_node != per_node:
@@ -77,8 +78,8 @@ def allocation_problem(system: System, allocation: Allocation) -> str | None:
                  f"of {system.name} (one GPU each)")
     else:
         return None
-    return (f"the allocation has {found}; submit with ./run_and_time.sbatch {system.name} "
-            f"(or: sbatch {' '.join(sbatch_options(system))} run_and_time.sbatch {system.name})")
+    return (f"the allocation has {found}; submit with ./run_and_time.sbatch {label} "
+            f"(or: sbatch {' '.join(sbatch_options(system))} run_and_time.sbatch {label})")
 
 
 Scontrol = Callable[[list[str]], str]

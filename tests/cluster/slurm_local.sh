@@ -10,6 +10,7 @@
 # Everything lives under DIR (which must be new or empty): the munge key and socket, state and spool folders,
 # pid files and daemon logs; no system file is touched, so several such clusters can run side by side, each on
 # its own free ports. No cgroups (proctrack/linuxproc, task/none), so it runs in containers and CI machines.
+# It runs as root or as any other user (the daemons, and so every job, then run as that user).
 # With NODES=2 the nodes are two slurmd on this host (Slurm's multiple-slurmd mode), each with its own port.
 # Start cleans up after itself when it fails; stop is safe to repeat.
 set -euo pipefail
@@ -47,6 +48,7 @@ SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$(free_port)
 SlurmdPort=$(free_port)
 SlurmUser=$(id -un)
+SlurmdUser=$(id -un)
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$dir/munge/munge.socket

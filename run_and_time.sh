@@ -63,14 +63,9 @@ logdir="${LOGDIR:-logs}/$SYSTEM_NAME"
 datadir="${DATADIR:-$DATASET_DIR}"
 plan_args=(--data-dir "$datadir" --node-rank "${NODE_RANK:-0}")
 if [[ -n "${SLURM_JOB_ID:-}" ]]; then
-    if [[ -n "${SLURM_JOB_NUM_NODES:-}" && "$SLURM_JOB_NUM_NODES" != "$NODES" ]]; then
-        refuse "the allocation has $SLURM_JOB_NUM_NODES node(s) but $SYSTEM_NAME describes $NODES;" \
-               "submit with sbatch --nodes=$NODES"
-    fi
-    # sed reads the whole list: `head -n 1` would close the pipe early and, under pipefail, scontrol's SIGPIPE
-    # (status 141) would end the script whenever it had more names left to write.
-    plan_args+=(--launcher slurm
-                --master-addr "${MASTER_ADDR:-$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)}")
+    # Refuses an allocation that cannot run the descriptor (one line); prints the first node's address.
+    first_node=$(mlperf-bert system allocation "$system") || exit 2
+    plan_args+=(--launcher slurm --master-addr "${MASTER_ADDR:-$first_node}")
 else
     plan_args+=(--launcher torchrun)
     if [[ "$NODES" != 1 ]]; then
@@ -81,12 +76,15 @@ else
         plan_args+=(--master-addr "$MASTER_ADDR")
     fi
 fi
+# Rank 0, which writes the log, runs on node 0; the wrappers of the other torchrun nodes claim no result file.
+logging_node=1
+if [[ -z "${SLURM_JOB_ID:-}" && "$NODES" != 1 && "$NODE_RANK" != 0 ]]; then logging_node=0; fi
 if [[ $dry_run == 1 ]]; then
     exec mlperf-bert system plan "$SYSTEM_PATH" --seed "$first_seed" --log-file "$logdir/result_<i>.txt" \
         "${plan_args[@]}"
 fi
-mkdir -p "$logdir" 2>/dev/null || refuse "cannot create the results folder $logdir; set LOGDIR to a folder you" \
-                                          "can write"
+if [[ $logging_node == 1 ]]; then mkdir -p "$logdir" 2>/dev/null || refuse "cannot create the results folder $logdir; set LOGDIR to a folder you" \
+                                          "can write"; fi
 lock=""
 release_lock() {  # only the lock this wrapper made
     if [[ -n "$lock" ]]; then rm -f "$lock/pid"; rmdir "$lock" 2>/dev/null || true; fi
@@ -95,19 +93,22 @@ trap release_lock EXIT
 case "${ON_EXISTING:-next}" in
     next) ;;
     refuse)
-        # The folder is claimed atomically (mkdir), so that of two wrappers started together only one runs.
-        if ! mkdir "$logdir/.run_and_time.lock" 2>/dev/null; then
+        if [[ $logging_node == 0 ]]; then
+            :  # this node writes nothing in the results folder
+        elif ! mkdir "$logdir/.run_and_time.lock" 2>/dev/null; then
+            # The folder is claimed atomically (mkdir), so that of two wrappers started together only one runs.
             [[ -d "$logdir/.run_and_time.lock" ]] ||
                 refuse "cannot write in $logdir; set LOGDIR to a folder you can write"
             holder=$(cat "$logdir/.run_and_time.lock/pid" 2>/dev/null || echo "?")
             refuse "another run_and_time.sh (pid $holder) is starting runs in $logdir with ON_EXISTING=refuse;" \
                    "wait for it to end (if it is not running, remove $logdir/.run_and_time.lock)"
-        fi
-        lock="$logdir/.run_and_time.lock"
-        echo $$ > "$lock/pid"
-        if compgen -G "$logdir/result_*.txt*" >/dev/null; then
-            refuse "$logdir already holds results ($(cd "$logdir" && echo result_*.txt*)) and" \
-                   "ON_EXISTING=refuse; move them away, set LOGDIR, or use ON_EXISTING=next"
+        else
+            lock="$logdir/.run_and_time.lock"
+            echo $$ > "$lock/pid"
+            if compgen -G "$logdir/result_*.txt*" >/dev/null; then
+                refuse "$logdir already holds results ($(cd "$logdir" && echo result_*.txt*)) and" \
+                       "ON_EXISTING=refuse; move them away, set LOGDIR, or use ON_EXISTING=next"
+            fi
         fi ;;
     *) refuse "ON_EXISTING=${ON_EXISTING} must be next or refuse" ;;
 esac
@@ -149,8 +150,13 @@ fi
 
 failed=() ran=0
 for ((i = 0; i < nexp; i++)); do
-    index=$(claim_index) || exit 2
-    partial="$logdir/result_$index.txt.partial"
+    if [[ $logging_node == 1 ]]; then
+        index=$(claim_index) || exit 2
+        partial="$logdir/result_$index.txt.partial"
+        where="log $logdir/result_$index.txt"
+    else
+        partial=/dev/null where="node $NODE_RANK: node 0 keeps the log"  # no rank here writes one
+    fi
     seed=$((first_seed + i))
 
     cleared=--no-cache-cleared
@@ -168,7 +174,7 @@ for ((i = 0; i < nexp; i++)); do
             "$cleared")
     [[ ${#launch[@]} -gt 0 ]] || { echo "run_and_time: no launch command for $SYSTEM_NAME" >&2; exit 2; }
 
-    echo "run_and_time: run $((i + 1))/$nexp of $SYSTEM_NAME, seed $seed, log $logdir/result_$index.txt"
+    echo "run_and_time: run $((i + 1))/$nexp of $SYSTEM_NAME, seed $seed, $where"
     start=$(date +%s.%N)
     # In the background, so that a signal to this script is served (passed on) while the run goes on.
     "${launch[@]}" &
@@ -178,6 +184,15 @@ for ((i = 0; i < nexp; i++)); do
     wait "$child" || status=$?
     child=""
     end=$(date +%s.%N)
+    if [[ $logging_node == 0 ]]; then
+        ran=$((ran + 1))
+        if [[ $status != 0 ]]; then
+            echo "run_and_time: run $((i + 1)) FAILED on node $NODE_RANK (launcher exit status $status)" >&2
+            failed+=("run $((i + 1))")
+        fi
+        if [[ -n "$interrupted" ]]; then break; fi
+        continue
+    fi
     # A log without run_stop (a rank 0 killed before it) is sealed with an aborted one; the launcher's status
     # is the evidence. Seal's status: 0 the log ends with a successful run_stop, 1 with an aborted one, 3 it
     # is no finished log and cannot be made one (nothing logged, a full disk): then it is not published.

@@ -15,13 +15,16 @@ import shutil
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mlperf_logging.mllog import constants as C
 from mlperf_logging.mllog.mllog import MLLogger
 
 from bert.mlperf_rules import BENCHMARK
 from bert.system import System
-from bert.tf_names import TensorName
+
+if TYPE_CHECKING:  # only a type here: `mlperf-bert log seal` (a run's failure path) must not wait for torch
+    from bert.tf_names import TensorName
 
 MAX_PREDICTIONS_PER_SEQ = "max_predictions_per_seq"  # no constant in mlperf_logging for this key
 # The init checkpoint's accuracy, measured before run_start; a key of its own, since an eval_accuracy line

@@ -25,7 +25,8 @@ from bert.data.balance_plans import attention_width
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.loader import LoaderBalance, TrainLoader
 from bert.data.shards import SampleLimits
-from bert.distributed.launch import DistContext, init_distributed, shutdown, wait_for_all
+from bert.distributed.launch import DistContext, init_distributed, rendezvous_store, shutdown, wait_for_all
+from bert.distributed.liveness import Heartbeat, describe_lost
 from bert.distributed.presort import build_exchange
 from bert.distributed.row_exchange import build_row_exchange
 from bert.eval import EvalSet
@@ -66,11 +67,15 @@ def run(request: RunRequest) -> int:
     """One MLPerf run; returns the process exit code: 0 only when the target was reached and the whole log
     written, 128 + the signal number when a signal stopped it, 1 otherwise."""
     ctx = init_distributed(request.system.run.device, request.system.run.dist_timeout_s)
+    heartbeat = None
+    if ctx.distributed:
+        store = rendezvous_store(request.system.run.dist_timeout_s)
+        heartbeat = Heartbeat(store, ctx.rank, ctx.world_size)
     try:
         log = RunLog(request.log_path, ctx.rank)
     except Exception as e:
         print(f"error (rank {ctx.rank}): {e}", file=sys.stderr, flush=True)
-        shutdown(ctx)
+        _leave(ctx, heartbeat)
         return 1
     progress = Progress()
     eval_samples = request.system.run.eval.samples
@@ -86,17 +91,37 @@ def run(request: RunRequest) -> int:
         except Exception as e:  # the log must still end with run_stop, and the reason must reach the user
             reason = f"{type(e).__name__}: {e}"
             code = exit_code(e.signum) if isinstance(e, RunInterrupted) else 1
+            # A signal is its own reason (and must end the run fast); any other failure of a distributed run
+            # may be a lost rank, which its error does not name. The check must not be cut short by the
+            # SIGTERM a launcher sends once another rank has failed.
+            signals.disarm()
+            if heartbeat is not None and ctx.is_main and not isinstance(e, RunInterrupted):
+                reason = _with_lost_ranks(reason, heartbeat, ctx)
             print(f"error (rank {ctx.rank}): {reason}", file=sys.stderr, flush=True)
         finally:
             signals.disarm()
             log.run_stop(status, progress.samples, eval_samples, reason)
             log.close()
-            shutdown(ctx)
+            _leave(ctx, heartbeat)
     if status == SUCCESS and log.file_lost:  # its run_stop did not reach the result file: no result to count
         print(f"error (rank {ctx.rank}): {log.path}: the result log could not be written to the end",
               file=sys.stderr, flush=True)
         return 1
     return 0 if status == SUCCESS else code
+
+
+def _with_lost_ranks(reason: str, heartbeat: Heartbeat, ctx: DistContext) -> str:
+    """The reason of a failed distributed run, naming the ranks that were lost (a collective's error does not)."""
+    lost = heartbeat.lost_ranks()
+    if lost:
+        return f"{describe_lost(lost, ctx.local_world_size)}; {reason}"
+    return reason
+
+
+def _leave(ctx: DistContext, heartbeat: Heartbeat | None) -> None:
+    if heartbeat is not None:
+        heartbeat.end()
+    shutdown(ctx)
 
 
 def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress) -> tuple[str, str | None]:
@@ -137,6 +162,21 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
         return _train(system, ctx, step_fn, loader, eval_set, log, progress, request.on_eval)
     finally:
         loader.close()
+        # One write for the whole line: print's separate write of the newline lets the lines of ranks that
+        # share an unbuffered stdout (torchrun's, srun's) interleave.
+        sys.stdout.write(rank_report(ctx, loader, balance) + "\n")
+        sys.stdout.flush()
+
+
+def rank_report(ctx: DistContext, loader: TrainLoader, balance: LoaderBalance) -> str:
+    """This rank's place and the training shards it read: every rank prints it when its run ends, so that a
+    launch can be compared with its plan (`mlperf-bert system plan`, `run_and_time.sh --dry-run`)."""
+    group = balance.exchange.members if balance.exchange is not None else []
+    epochs = "; ".join(f"epoch {epoch}: {','.join(map(str, shards))}"
+                       for epoch, shards in loader.shards_read_by_epoch().items())
+    return (f"rank {ctx.rank} of {ctx.world_size}: node {ctx.node_rank}, local rank {ctx.local_rank} of "
+            f"{ctx.local_world_size}, presort group {','.join(map(str, group)) or '-'}; training shards read "
+            f"(indices in sorted name order): {epochs or '-'}")
 
 
 def dropout_seed(seed: int, rank: int) -> int:

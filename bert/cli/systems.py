@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -31,14 +32,16 @@ def system_check(systems: tuple[str, ...]) -> None:
 @system_group.command(name="env")
 @click.argument("system")
 def system_env(system: str) -> None:
-    """Print the launch shape as shell assignments (used by run_and_time.sh, which evaluates them; every value is
-    quoted)."""
+    """Print the launch shape as shell assignments (used by run_and_time.sh and run_and_time.sbatch, which
+    evaluate them; every value is quoted)."""
+    from bert.distributed.slurm import sbatch_options
+
     s = load_descriptor(system)
     values = {
         "SYSTEM_NAME": s.name, "SYSTEM_PATH": str(s.path), "NODES": s.nodes,
         "PROCS_PER_NODE": s.run.processes_per_node, "DEVICE": s.run.device,
         "DATASET_DIR": str(s.dataset_dir()), "SYNTHETIC": int(s.run.dataset.synthetic is not None),
-        "RUN_SEED": s.run_seed(), "MAX_SEED": MAX_SEED,
+        "RUN_SEED": s.run_seed(), "MAX_SEED": MAX_SEED, "SBATCH_OPTIONS": " ".join(sbatch_options(s)),
     }
     for key, value in values.items():
         click.echo(f"{key}={shlex.quote(str(value))}")
@@ -92,6 +95,29 @@ def system_plan(system: str, seed: int | None, log_file: Path | None, data_dir: 
     shards = len(sorted(data.glob(s.run.dataset.train_glob))) if data.is_dir() else 0
     for line in describe(build_plan(s, args, launcher, shards, addr), s, shards):
         click.echo(line)
+
+
+@system_group.command(name="allocation")
+@click.argument("system")
+def system_allocation(system: str) -> None:
+    """Inside a Slurm job: refuse an allocation that cannot run SYSTEM (one line), else print the rendezvous
+    host, the address of the allocation's first node (nothing when the job names no nodes)."""
+    from bert.distributed.slurm import Allocation, allocation_problem, first_node_address
+
+    s = load_descriptor(system)
+    try:
+        allocation = Allocation.from_env(os.environ)
+    except ValueError as e:
+        raise click.ClickException(f"this Slurm job's environment: {e}") from None
+    problem = allocation_problem(s, allocation, label=system)
+    if problem is not None:
+        raise click.ClickException(problem)
+    if allocation.nodelist:
+        try:
+            click.echo(first_node_address(allocation.nodelist))
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise click.ClickException(f"cannot find the first node of {allocation.nodelist} with scontrol: "
+                                       f"{(getattr(e, 'stderr', None) or str(e)).strip()}") from None
 
 
 COMMANDS = [system_group]

@@ -57,6 +57,10 @@ class TrainLoader:
         self.balance = balance
         self.limits = limits  # set: every shard read is checked against it (a bad id is named, not an IndexError)
         self.epoch = 0
+        # (epoch, shard index in sorted name order) of every training shard this rank has read, in order:
+        # what a launch's per-rank report compares with the plan (bert.distributed.plan.rank_slots).
+        self.shards_read: list[tuple[int, int]] = []
+        self._shard_index = {path: i for i, path in enumerate(paths)}
         self._pending = None  # (epoch, the presort exchange in flight)
         self._packed = (PackedBatches(self._take_samples, batch_size, balance.row_len, rank, balance.exchange)
                         if balance.strategy == "packed" else None)
@@ -67,6 +71,7 @@ class TrainLoader:
 
     def _shards(self, paths: list[Path] | None = None) -> Iterator[tuple[int, Samples]]:
         for epoch, part in epochs(paths or self.paths, self.rank, self.world_size, self.seed):
+            self.shards_read.append((epoch, self._shard_index[part.path]))
             shard = read_shard(part.path)
             if self.limits is not None:
                 self.limits.check(shard, part.path)
@@ -113,6 +118,13 @@ class TrainLoader:
                     return
         except BaseException as e:  # handed to the training loop, which raises it with its message
             self._queue.put(e)
+
+    def shards_read_by_epoch(self) -> dict[int, list[int]]:
+        """The shards read so far, per epoch, in reading order (the reading thread may be ahead of training)."""
+        by_epoch: dict[int, list[int]] = {}
+        for epoch, index in list(self.shards_read):
+            by_epoch.setdefault(epoch, []).append(index)
+        return by_epoch
 
     def __iter__(self) -> TrainLoader:
         return self

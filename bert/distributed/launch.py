@@ -102,6 +102,12 @@ def wait_for_all(ctx: DistContext) -> None:
         dist.barrier(device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None)
 
 
+def rendezvous_store(timeout_s: float) -> dist.Store:
+    """A client of the store the ranks met at (torchrun's, or rank 0's under Slurm), for bert.distributed.liveness."""
+    return dist.TCPStore(os.environ["MASTER_ADDR"], _env_int("MASTER_PORT"), is_master=False,
+                         timeout=timedelta(seconds=timeout_s))
+
+
 def all_reduce_sum(tensor: torch.Tensor, ctx: DistContext) -> torch.Tensor:
     if ctx.distributed:
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)

@@ -1,47 +1,87 @@
-"""run_and_time.sbatch under a stand-in Slurm: srun and scontrol are scripts that record what they were given."""
+"""run_and_time.sbatch under a real Slurm (slurmctld and two slurmd on this host, tests/cluster/slurm_local.sh):
+srun's own environment places the ranks, the logs pass the official checker, scancel ends a run with an
+aborted, published log, and an allocation that cannot run the descriptor is refused."""
 
 import os
-import stat
-import subprocess
-from pathlib import Path
+import time
 
-from tests.conftest import REPO, mllog_line
+from compliance.checkers import compliance_check
+from tests.cluster.nodes import assert_ranks_follow_the_plan, micro_system
+from tests.conftest import REPO
+from tests.faults.conftest import assert_log_aborted
 
-
-def _fake(bin_dir: Path, name: str, body: str) -> None:
-    path = bin_dir / name
-    path.write_text(f"#!/usr/bin/env bash\n{body}\n")
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+JOB_TIMEOUT_S = 180
 
 
-def test_sbatch_script_starts_the_ranks_with_srun_and_slurms_rendezvous(tmp_path, small_dataset):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    # A long host list: reading only its first line must not kill scontrol with SIGPIPE (status 141).
-    _fake(bin_dir, "scontrol", 'printf "gpu-a017\\ngpu-a018\\n"; seq 1 200000 | sed "s/^/gpu-b/"')
-    # srun records what it was given and leaves a finished log, as the ranks would.
-    _fake(bin_dir, "srun", f'printf "%s\\n" "$@" > {tmp_path}/srun_args; env > {tmp_path}/srun_env\n'
-          'while [[ $1 != --log-file ]]; do shift; done\n'
-          f"echo '{mllog_line('run_stop', status='success')}' > \"$2\"")
-    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", SLURM_JOB_ID="4242",
-               SLURM_JOB_NODELIST="gpu-a[017-018]", SLURM_JOB_NUM_NODES="1", SLURM_SUBMIT_DIR=str(REPO),
-               SEED="41", LOGDIR=str(tmp_path / "logs"), DATADIR=str(small_dataset))
-    env.pop("MASTER_ADDR", None)
-    proc = subprocess.run([str(REPO / "run_and_time.sbatch"), "cpu_micro"], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert any(line.startswith("RESULT,bert,41,") for line in proc.stdout.splitlines())
-    args = (tmp_path / "srun_args").read_text().splitlines()
-    assert args[:4] == ["--nodes=1", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "python"]
-    assert args[4:7] == ["-m", "bert.cli", "train"]
-    assert args[args.index("--seed") + 1] == "41"
-    # The run logs to a partial name, published as result_0.txt when it ends.
-    assert args[args.index("--log-file") + 1] == str(tmp_path / "logs" / "cpu_micro" / "result_0.txt.partial")
-    assert [p.name for p in (tmp_path / "logs" / "cpu_micro").iterdir()] == ["result_0.txt"]
-    srun_env = dict(line.split("=", 1) for line in (tmp_path / "srun_env").read_text().splitlines() if "=" in line)
-    assert srun_env["MASTER_ADDR"] == "gpu-a017" and srun_env["MASTER_PORT"] == "29500"
+def job_env(tmp_path, data, **extra) -> dict:
+    return dict(os.environ, OMP_NUM_THREADS="1", SEED="41", LOGDIR=str(tmp_path / "logs"), DATADIR=str(data),
+                **extra)
 
-    wrong = dict(env, SLURM_JOB_NUM_NODES="2")
-    refused = subprocess.run([str(REPO / "run_and_time.sbatch"), "cpu_micro"], env=wrong, capture_output=True,
-                             text=True, timeout=300)
-    assert refused.returncode == 2 and "sbatch --nodes=1" in refused.stderr
+
+def test_sbatch_runs_cpu_micro_to_a_compliant_log(slurm, tmp_path, small_dataset):
+    out = tmp_path / "job.out"
+    job = slurm.submit("sbatch", f"--output={out}", "run_and_time.sbatch", "cpu_micro",
+                       env=job_env(tmp_path, small_dataset), cwd=REPO)
+    ended = slurm.wait(job, JOB_TIMEOUT_S)
+    output = out.read_text()
+    assert (ended.state, ended.exit_code) == ("COMPLETED", "0:0"), output[-3000:]
+    assert any(line.startswith("RESULT,bert,41,") for line in output.splitlines())
+    results = tmp_path / "logs" / "cpu_micro"
+    assert [p.name for p in results.iterdir()] == ["result_0.txt"]
+    assert compliance_check(results / "result_0.txt").passed
+    assert "rank 0 of 1: node 0, local rank 0 of 1," in output
+
+
+def test_a_two_node_job_places_its_ranks_with_srun(slurm, tmp_path, small_dataset):
+    """2 nodes x 2 ranks: ./run_and_time.sbatch asks for the descriptor's shape; srun's SLURM_PROCID,
+    SLURM_LOCALID, SLURM_NTASKS and node list place every rank where the launch plan says, with its shards."""
+    system = micro_system(tmp_path, "micro_2x2", nodes=2, per_node=2)
+    out = tmp_path / "job.out"
+    job = slurm.submit(str(REPO / "run_and_time.sbatch"), str(system.path), f"--output={out}",
+                       env=job_env(tmp_path, small_dataset), cwd=tmp_path)
+    ended = slurm.wait(job, JOB_TIMEOUT_S)
+    output = out.read_text()
+    assert (ended.state, ended.exit_code) == ("COMPLETED", "0:0"), output[-3000:]
+    assert ended.fields["NumNodes"] == "2" and ended.fields["NumTasks"] == "4", ended.fields
+    assert compliance_check(tmp_path / "logs" / "micro_2x2" / "result_0.txt").passed
+    assert_ranks_follow_the_plan(output, system, 41, small_dataset)
+
+
+def test_scancel_aborts_the_run_and_keeps_every_result(slurm, tmp_path, small_dataset):
+    system = micro_system(tmp_path, "micro_long", nodes=1, per_node=1, max_samples=10**7,
+                          **{"eval.target_accuracy": 0.99})
+    results = tmp_path / "logs" / "micro_long"
+    results.mkdir(parents=True)
+    (results / "result_0.txt").write_text("an earlier result\n")
+    out = tmp_path / "job.out"
+    job = slurm.submit("sbatch", f"--output={out}", "run_and_time.sbatch", str(system.path),
+                       env=job_env(tmp_path, small_dataset), cwd=REPO)
+    partial = results / "result_1.txt.partial"
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while not (partial.is_file() and "block_start" in partial.read_text()):
+        assert time.monotonic() < deadline and slurm.job(job).state in ("PENDING", "RUNNING"), out.read_text()
+        time.sleep(0.2)
+    assert slurm.run("scancel", job).returncode == 0
+    ended = slurm.wait(job, JOB_TIMEOUT_S)
+    output = out.read_text()
+    # run_and_time.sh ended by itself (status 128 + SIGTERM), before Slurm's KillWait would SIGKILL it.
+    assert (ended.state, ended.exit_code) == ("CANCELLED", "143:0"), output[-3000:]
+    assert "run_and_time: stopped by SIGTERM after 1 of 1 run(s)" in output
+    assert sorted(p.name for p in results.iterdir()) == ["result_0.txt", "result_1.txt"]
+    assert (results / "result_0.txt").read_text() == "an earlier result\n"
+    assert_log_aborted(results / "result_1.txt", "SIGTERM received")
+
+
+def test_an_allocation_that_cannot_run_the_descriptor_is_refused(slurm, tmp_path, small_dataset):
+    env = job_env(tmp_path, small_dataset)
+    fix = "submit with ./run_and_time.sbatch cpu_micro (or: sbatch --nodes=1 --ntasks-per-node=1 run_and_time.sbatch " \
+          "cpu_micro)"
+    cases = {"--nodes=2": "the allocation has 2 node(s) but cpu_micro describes 1",
+             "--ntasks-per-node=2": "the allocation has 2 task(s) per node but cpu_micro runs 1 process(es) per node"}
+    for option, found in cases.items():
+        out = tmp_path / f"job{option}.out"
+        job = slurm.submit("sbatch", option, f"--output={out}", "run_and_time.sbatch", "cpu_micro", env=env, cwd=REPO)
+        ended = slurm.wait(job, JOB_TIMEOUT_S)
+        assert (ended.state, ended.exit_code) == ("FAILED", "2:0"), out.read_text()
+        assert out.read_text().splitlines() == [f"Error: {found}; {fix}"]
+    assert not (tmp_path / "logs").exists()

@@ -1,0 +1,70 @@
+"""Which ranks were lost when a distributed run failed.
+
+A collective that fails because a peer died says only "connection closed by peer <address>" (gloo) or that it
+timed out; neither names the rank, let alone the node. So every rank beats: a background thread adds 1 to
+its own counter in the rendezvous store every BEAT_S, and a rank that leaves through its ordinary end (its
+error path included) marks itself ended. After a failure, rank 0 reads the counters twice, LOST_AFTER_S
+apart: a rank whose counter did not move and that did not end is lost (killed, its node down, or stopped).
+The counters are independent of the clocks of the hosts, and a rank blocked in a collective still beats.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import torch.distributed as dist
+
+BEAT_S = 1.0
+LOST_AFTER_S = 3 * BEAT_S  # a beat thread may be late by a beat or two on a loaded host
+_PREFIX = "mlperf_bert/liveness"
+
+
+class Heartbeat:
+    """One rank's beat, started at init and ended when the rank leaves."""
+
+    def __init__(self, store: dist.Store, rank: int, world_size: int):
+        self.store, self.rank, self.world_size = store, rank, world_size
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{rank}", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.store.add(f"{_PREFIX}/beat/{self.rank}", 1)
+            except Exception:  # the store is gone (node 0 ended or died): nobody is left to read the beat
+                return
+            self._stop.wait(BEAT_S)
+
+    def end(self) -> None:
+        """This rank leaves in order (success or its error path): it must not be reported lost."""
+        self._stop.set()
+        self._thread.join(timeout=2 * BEAT_S)
+        try:
+            self.store.set(f"{_PREFIX}/ended/{self.rank}", "1")
+        except Exception:
+            pass  # the store is gone: rank 0, the only reader, has ended too
+
+    def _counts(self, ranks: list[int]) -> list[int]:
+        return [self.store.add(f"{_PREFIX}/beat/{r}", 0) for r in ranks]
+
+    def lost_ranks(self) -> list[int] | None:
+        """The other ranks that stopped beating without ending; waits LOST_AFTER_S. None when the store cannot
+        be read (then nothing can be said)."""
+        others = [r for r in range(self.world_size) if r != self.rank]
+        try:
+            before = self._counts(others)
+            time.sleep(LOST_AFTER_S)
+            after = self._counts(others)
+            ended = [self.store.check([f"{_PREFIX}/ended/{r}"]) for r in others]
+        except Exception:
+            return None
+        return [r for r, b, a, e in zip(others, before, after, ended) if a == b and not e]
+
+
+def describe_lost(lost: list[int], ranks_per_node: int) -> str:
+    """'rank(s) 2, 3 (node 1) lost: ...' for a run_stop reason."""
+    nodes = sorted({r // ranks_per_node for r in lost})
+    return (f"rank(s) {', '.join(map(str, lost))} (node(s) {', '.join(map(str, nodes))}) lost: no heartbeat for "
+            f"{LOST_AFTER_S:.0f} s and no orderly end (killed, their node down, or stopped)")

@@ -1,0 +1,99 @@
+"""A Slurm allocation against a descriptor: the shape to ask for, the check that a job got it, and the host
+of the rendezvous.
+
+run_and_time.sbatch asks for the descriptor's shape (`sbatch_options`); run_and_time.sh, inside the job,
+refuses an allocation that cannot run it (`allocation_problem`) before anything starts, with one line that
+names the fix, and puts the rendezvous at the first node of the allocation (`first_node_address`). Nothing
+here reads the environment: the caller passes the job's variables.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from bert.system import System
+
+# Slurm's per-node counts read like "8", "8(x16)" or "72(x2),36": a value, and how many nodes have it.
+_COUNT = re.compile(r"(\d+)(?:\(x(\d+)\))?")
+
+
+def sbatch_options(system: System) -> list[str]:
+    """What `sbatch` must ask for: the descriptor's nodes, one task per process, and a GPU per CUDA process."""
+    per_node = system.run.processes_per_node
+    options = [f"--nodes={system.nodes}", f"--ntasks-per-node={per_node}"]
+    if system.run.device == "cuda":
+        options.append(f"--gpus-per-node={per_node}")
+    return options
+
+
+def per_node_counts(value: str) -> list[int]:
+    """Slurm's compressed per-node list ("72(x2),36") as one count per node ([72, 72, 36])."""
+    counts = []
+    for part in value.split(","):
+        match = _COUNT.fullmatch(part.strip())
+        if match is None:
+            raise ValueError(f"{value!r} is not a Slurm per-node count list like '8(x2),4'")
+        counts += [int(match.group(1))] * int(match.group(2) or 1)
+    return counts
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """What a job was given, from its SLURM_* variables; None where the job's environment does not say."""
+
+    nodes: int | None
+    tasks_per_node: int | None  # only when the job asked for a count per node
+    cpus_per_node: list[int] | None
+    gpus_per_node: int | None  # only when the job asked for GPUs
+    nodelist: str | None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Allocation:
+        def number(name: str) -> int | None:
+            value = env.get(name)
+            return per_node_counts(value)[0] if value else None
+
+        cpus = env.get("SLURM_JOB_CPUS_PER_NODE")
+        return cls(number("SLURM_JOB_NUM_NODES"), number("SLURM_NTASKS_PER_NODE"),
+                   per_node_counts(cpus) if cpus else None, number("SLURM_GPUS_ON_NODE"),
+                   env.get("SLURM_JOB_NODELIST") or None)
+
+
+def allocation_problem(system: System, allocation: Allocation, label: str | None = None) -> str | None:
+    """Why this allocation cannot run the descriptor (one line with the fix), or None when it can. `label` names
+    the descriptor in the fix as the user gave it (a name in systems/ or a path; default: its name)."""
+    per_node, label = system.run.processes_per_node, label or system.name
+    if allocation.nodes is not None and allocation.nodes != system.nodes:
+        found = f"{allocation.nodes} node(s) but {system.name} describes {system.nodes}"
+    elif allocation.tasks_per_node is not None and allocation.tasks_per_node != per_node:
+        found = f"{allocation.tasks_per_node} task(s) per node but {system.name} runs {per_node} process(es) per node"
+    elif allocation.cpus_per_node and min(allocation.cpus_per_node) < per_node:
+        found = (f"{min(allocation.cpus_per_node)} CPU(s) on a node, too few for the {per_node} process(es) per "
+                 f"node of {system.name}")
+    elif system.run.device == "cuda" and allocation.gpus_per_node is not None and allocation.gpus_per_node < per_node:
+        found = (f"{allocation.gpus_per_node} GPU(s) per node, too few for the {per_node} process(es) per node "
+                 f"of {system.name} (one GPU each)")
+    else:
+        return None
+    return (f"the allocation has {found}; submit with ./run_and_time.sbatch {label} "
+            f"(or: sbatch {' '.join(sbatch_options(system))} run_and_time.sbatch {label})")
+
+
+Scontrol = Callable[[list[str]], str]
+
+
+def _scontrol(args: list[str]) -> str:
+    return subprocess.run(["scontrol", *args], check=True, capture_output=True, text=True).stdout
+
+
+def first_node_address(nodelist: str, scontrol: Scontrol = _scontrol) -> str:
+    """The address of the allocation's first node (where srun puts rank 0, whose store the others meet at):
+    its NodeAddr as Slurm knows it, which is its name unless the cluster says otherwise."""
+    first = scontrol(["show", "hostnames", nodelist]).split()[0]
+    for field in scontrol(["show", "node", "--oneliner", first]).split():
+        if field.startswith("NodeAddr="):
+            return field.removeprefix("NodeAddr=")
+    return first

@@ -1,0 +1,31 @@
+"""Naming the lost ranks: a rank whose beat stopped without an orderly end is lost; one that ended, or still
+beats (blocked in a collective, say), is not."""
+
+from datetime import timedelta
+
+import torch.distributed as dist
+
+from bert.distributed.liveness import Heartbeat, describe_lost
+from tests.cluster.nodes import free_port
+
+
+def _store(port: int, master: bool) -> dist.TCPStore:
+    return dist.TCPStore("127.0.0.1", port, is_master=master, timeout=timedelta(seconds=10))
+
+
+def test_a_rank_that_stops_beating_is_lost_and_one_that_ends_is_not():
+    port = free_port()
+    server = _store(port, True)
+    # Rank 2 never beats (killed); rank 1 leaves in order (its error path); rank 3 beats on.
+    ranks = {r: Heartbeat(server if r == 0 else _store(port, False), r, 4) for r in (0, 1, 3)}
+    ranks[1].end()
+    try:
+        assert ranks[0].lost_ranks() == [2]
+    finally:
+        for r in (0, 3):
+            ranks[r].end()
+
+
+def test_the_reason_names_ranks_and_nodes():
+    assert describe_lost([2, 3], 2).startswith("rank(s) 2, 3 (node(s) 1) lost: no heartbeat for 3 s")
+    assert describe_lost([1, 8], 8).startswith("rank(s) 1, 8 (node(s) 0, 1) lost")

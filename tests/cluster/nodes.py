@@ -1,0 +1,103 @@
+"""Several nodes on this host: descriptors of the micro model on 2 nodes, run_and_time.sh started once per
+node (torchrun, NODE_RANK and MASTER_ADDR), and the check that every rank was placed and read its shards as
+the launch plan said."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from bert.system import System, load_system
+from tests.conftest import REPO
+from tests.faults.conftest import descendants
+
+MICRO = REPO / "systems" / "cpu_micro.json"
+
+_PLAN_RANK = re.compile(r"\s+rank (\d+) node (\d+) local (\d+) group (\d+) device \S+ shards (\S+)")
+_RANK_REPORT = re.compile(r"rank (\d+) of (\d+): node (\d+), local rank (\d+) of (\d+), presort group (\S+); "
+                          r"training shards read \(indices in sorted name order\): (.*)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def micro_system(folder: Path, name: str, nodes: int, per_node: int, **run: object) -> System:
+    """cpu_micro on `nodes` x `per_node` gloo ranks, presorting within each node, its rendezvous on a free port
+    (tests run side by side on this host), written to folder/<name>.json. Its target, 0.04 (above the 0.036 of
+    always guessing the most frequent piece), takes about 3,000 samples, half of cpu_micro's, so that runs of
+    several ranks on a 2-core CI machine stay short."""
+    values = {"processes_per_node": per_node, "balance": "stratified+local_presort",
+              "launch.master_port": free_port(), "eval.target_accuracy": 0.04, **run}
+    return load_system(MICRO).variant(values, name=name, description={"number_of_nodes": str(nodes)}).write(folder)
+
+
+def start_node(system: System, node: int, logdir: Path, data: Path, env: dict, out: Path, seed: int = 5
+               ) -> subprocess.Popen:
+    """run_and_time.sh as one host of a torchrun launch runs it; stdout and stderr to `out`."""
+    node_env = {**env, "NODE_RANK": str(node), "MASTER_ADDR": "127.0.0.1", "NEXP": "1", "SEED": str(seed),
+                "LOGDIR": str(logdir), "DATADIR": str(data), "PYTHONUNBUFFERED": "1"}
+    with open(out, "w") as sink:
+        return subprocess.Popen([str(REPO / "run_and_time.sh"), str(system.path)], env=node_env, stdout=sink,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def kill_node(node: subprocess.Popen) -> None:
+    """SIGKILL to every process of a node: run_and_time.sh, torchrun and the ranks (which torchrun starts in
+    sessions of their own, out of reach of a kill of the launcher's process group)."""
+    for pid in [node.pid, *descendants(node.pid)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    node.wait()
+
+
+@dataclass(frozen=True)
+class RankPlace:
+    node: int
+    local_rank: int
+    group: tuple[int, ...]  # the ranks this one presorts with
+    epoch0_shards: tuple[int, ...]
+
+
+def planned_places(system: System, seed: int, data: Path) -> dict[int, RankPlace]:
+    """Every rank's place as `mlperf-bert system plan` prints it."""
+    done = subprocess.run([sys.executable, "-m", "bert.cli", "system", "plan", str(system.path),
+                           "--seed", str(seed), "--data-dir", str(data), "--launcher", "torchrun"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    rows = [m.groups() for m in map(_PLAN_RANK.fullmatch, done.stdout.splitlines()) if m]
+    groups: dict[int, list[int]] = {}
+    for rank, _, _, group, _ in rows:
+        groups.setdefault(int(group), []).append(int(rank))
+    return {int(rank): RankPlace(int(node), int(local), tuple(groups[int(group)]),
+                                 tuple(int(s) for s in shards.split(",")))
+            for rank, node, local, group, shards in rows}
+
+
+def reported_places(output: str) -> dict[int, RankPlace]:
+    """Every rank's place and epoch-0 shards as the ranks themselves reported them when their run ended."""
+    places = {}
+    for match in map(_RANK_REPORT.fullmatch, output.splitlines()):
+        if match is None:
+            continue
+        rank, _, node, local, _, group, reads = match.groups()
+        epochs = dict(part.split(": ") for part in reads.split("; ")) if reads != "-" else {}
+        members = (int(rank),) if group == "-" else tuple(int(r) for r in group.split(","))  # "-": alone
+        places[int(rank)] = RankPlace(int(node), int(local), members,
+                                      tuple(int(s) for s in epochs.get("epoch 0", "").split(",") if s))
+    return places
+
+
+def assert_ranks_follow_the_plan(output: str, system: System, seed: int, data: Path) -> None:
+    reported = reported_places(output)
+    assert sorted(reported) == list(range(system.world_size)), output[-3000:]
+    assert reported == planned_places(system, seed, data)

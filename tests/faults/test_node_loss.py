@@ -1,0 +1,43 @@
+"""A node that dies mid-run: every process of node 1 of a two-node torchrun launch (tests/cluster/nodes.py) is
+killed. Node 0 ends within run.dist_timeout_s plus NODE_LOSS_BOUND_S, with an aborted run_stop that names the
+lost ranks and their node, and a non-zero exit; an earlier result stays as it was."""
+
+import time
+
+from tests.cluster.nodes import kill_node, micro_system, start_node
+from tests.faults.conftest import DIST_TIMEOUT_S, alive, assert_log_aborted, descendants, finish, wait_for_training
+
+# After the failure: the lost-rank check (bert.distributed.liveness.LOST_AFTER_S, 3 s), torchrun ending the
+# node's ranks, sealing and publishing the log, with room for a loaded 2-core machine.
+NODE_LOSS_BOUND_S = 20
+
+
+def test_a_lost_node_ends_the_run_naming_its_ranks(tmp_path, fault_data, cpu_env):
+    # torchrun's own grace (30 s) for the ranks left after one failed: rank 0 needs LOST_AFTER_S of it.
+    env = dict(cpu_env, PYTHONUNBUFFERED="1")
+    system = micro_system(tmp_path, "micro_2x2_long", nodes=2, per_node=2, dist_timeout_s=DIST_TIMEOUT_S,
+                          max_samples=10**7, print_interval_steps=2, **{"eval.target_accuracy": 0.99})
+    results = tmp_path / "node0" / system.name
+    results.mkdir(parents=True)
+    earlier = results / "result_0.txt"
+    earlier.write_text("an earlier result\n")
+    node0, node1 = (start_node(system, n, tmp_path / f"node{n}", fault_data, env, tmp_path / f"node{n}.out")
+                    for n in (0, 1))
+    try:
+        wait_for_training((results, "result_1.txt.partial"), node0)
+        node0_processes = descendants(node0.pid)
+        kill_node(node1)
+        lost_at = time.monotonic()
+        code, _, _ = finish(node0, timeout=DIST_TIMEOUT_S + NODE_LOSS_BOUND_S)
+        took = time.monotonic() - lost_at
+    finally:
+        for node in (node0, node1):
+            kill_node(node)
+    output = (tmp_path / "node0.out").read_text()
+    assert code == 1, output[-3000:]
+    assert took < DIST_TIMEOUT_S + NODE_LOSS_BOUND_S
+    assert not alive(node0_processes)
+    assert "run 1 FAILED" in output
+    assert_log_aborted(results / "result_1.txt", "rank(s) 2, 3 (node(s) 1) lost: no heartbeat")
+    assert earlier.read_text() == "an earlier result\n"
+    assert sorted(p.name for p in results.iterdir()) == ["result_0.txt", "result_1.txt"]

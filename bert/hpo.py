@@ -29,7 +29,8 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from bert.mllog import ADAM_KEYS_NOTE
 from bert.prep.synthetic.hdf5_corpus import synthesize_if_missing
-from bert.system import SearchParam, System, run_field_type
+from bert.search_space import check_search_space, run_field_type
+from bert.system import SearchParam, System
 from bert.train import RunRequest, run
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
@@ -173,6 +174,7 @@ def run_study(request: StudyRequest, trials: int) -> optuna.Study:
     if not request.system.run.search:
         raise StudyError(f"{request.system.path}: run.search is empty; declare the search space there, e.g. "
                          '"search": {"optimizer.base_learning_rate": {"low": 1e-4, "high": 1e-2, "log": true}}')
+    check_search_space(request.system)
     study = open_study(request)
     missing = trials - finished_trials(study)
     if missing > 0:

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import secrets
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,10 +137,6 @@ Balance = Literal["none", "stratified", "stratified+local_presort", "global_pres
 # largest differencing with equal counts (closest to equal cost), or the seed paper's snake order.
 PresortDeal = Literal["balanced", "snake"]
 MAX_BALANCE_LOOKAHEAD = 8
-
-
-# Run fields a search may vary, besides those of run.optimizer; the rest fix the benchmark or the launch.
-SEARCHABLE_FIELDS = ("global_batch_size", "gradient_accumulation_steps", "clip")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -366,57 +361,9 @@ def _with_run_values(data: dict, values: Mapping[str, object]) -> dict:
     return data
 
 
-def run_field_type(path: str) -> object:
-    """The type of the run field at `path`, or None where there is no such field."""
-    cls: object = RunSpec
-    for name in path.split("."):
-        hints = typing.get_type_hints(cls) if isinstance(cls, type) else {}
-        if name not in hints:
-            return None
-        cls = hints[name]
-    return cls
-
-
-def _check_search_param(where: str, key: str, param: SearchParam) -> list[object]:
-    """Checks the shape of one distribution; returns the values that bound it (range ends or choices)."""
-    field_name = f"run.search.{key}"
-    tp = run_field_type(key)
-    searchable = key in SEARCHABLE_FIELDS or key.startswith("optimizer.")
-    if not searchable or tp not in (int, float) and typing.get_origin(tp) is not Literal:
-        raise ConfigError(where, field_name, "not a searchable run field; search global_batch_size, "
-                          "gradient_accumulation_steps, clip or a field of run.optimizer")
-    if param.choices is not None:
-        if param.low is not None or param.high is not None or param.log or param.step is not None:
-            raise ConfigError(where, field_name, "give either choices or a range (low, high, log, step), not both")
-        if not param.choices:
-            raise ConfigError(where, field_name, "choices is empty; list at least one value")
-        return list(param.choices)
-    if tp not in (int, float):
-        raise ConfigError(where, field_name, 'has a fixed set of values; search it with "choices"')
-    if param.low is None or param.high is None or not param.low < param.high:
-        raise ConfigError(where, field_name, "a range needs low < high (or give choices)")
-    if param.log and (param.low <= 0 or param.step is not None):
-        raise ConfigError(where, field_name, "a log range needs low > 0 and no step")
-    bounds = [param.low, param.high, *([param.step] if param.step is not None else [])]
-    if tp is int and any(v != int(v) for v in bounds):
-        raise ConfigError(where, field_name, f"run.{key} is an integer field; low, high and step must be whole")
-    return [tp(param.low), tp(param.high)]
-
-
-def _check_search(where: str, data: dict, system: System) -> None:
-    """Every searched value must make a valid descriptor: checked at the ends of each range and for each
-    choice, one field at a time, so that a study fails here rather than trials later."""
-    for key, param in system.run.search.items():
-        for value in _check_search_param(where, key, param):
-            try:
-                system_from_data(_with_run_values(data, {key: value}), system.path, search=False)
-            except ConfigError as e:
-                raise ConfigError(where, f"run.search.{key}", f"the value {value!r} makes the descriptor invalid: "
-                                  f"{e.field}: {e.problem}") from None
-
-
-def system_from_data(data: object, path: Path, search: bool = True) -> System:
-    """Validates descriptor JSON `data` (of the file `path`, whose stem names the system)."""
+def system_from_data(data: object, path: Path) -> System:
+    """Validates descriptor JSON `data` (of the file `path`, whose stem names the system). The search space
+    (run.search) is checked where it is used: bert.search_space."""
     where = str(path)
     if not SYSTEM_NAME.fullmatch(path.stem):
         raise ConfigError(where, "", f"{path.stem!r} cannot name a system: the descriptor's file name (without .json) "
@@ -429,8 +376,6 @@ def system_from_data(data: object, path: Path, search: bool = True) -> System:
     run = from_dict(RunSpec, data["run"], where, "run")
     system = System(path.stem, path.resolve(), description, run, copy.deepcopy(data))
     _check_run(where, system)
-    if search:
-        _check_search(where, data, system)
     return system
 
 

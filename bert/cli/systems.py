@@ -12,6 +12,7 @@ import click
 
 from bert.cli.common import load_descriptor, seed_option
 from bert.system import MAX_SEED
+from bert.typed_config import ConfigError
 
 
 @click.group(name="system")
@@ -23,8 +24,14 @@ def system_group() -> None:
 @click.argument("systems", nargs=-1, required=True)
 def system_check(systems: tuple[str, ...]) -> None:
     """Validate descriptors; prints one line per descriptor."""
+    from bert.search_space import check_search_space
+
     for name in systems:
         s = load_descriptor(name)
+        try:
+            check_search_space(s)
+        except ConfigError as e:
+            raise click.ClickException(str(e)) from None
         click.echo(f"{s.path}: ok ({s.nodes} node(s) x {s.run.processes_per_node} process(es), "
                    f"global batch {s.run.global_batch_size}, model {s.run.model})")
 

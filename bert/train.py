@@ -27,7 +27,7 @@ from bert.data.loader import LoaderBalance, TrainLoader
 from bert.data.shards import SampleLimits
 from bert.distributed.launch import DistContext, init_distributed, rendezvous_store, shutdown, wait_for_all
 from bert.distributed.liveness import Heartbeat, describe_lost
-from bert.distributed.presort import build_exchange
+from bert.distributed.presort import PresortExchange, build_exchange
 from bert.distributed.row_exchange import build_row_exchange
 from bert.eval import EvalSet
 from bert.interrupts import RunInterrupted, SignalGuard, exit_code
@@ -171,7 +171,8 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
 def rank_report(ctx: DistContext, loader: TrainLoader, balance: LoaderBalance) -> str:
     """This rank's place and the training shards it read: every rank prints it when its run ends, so that a
     launch can be compared with its plan (`mlperf-bert system plan`, `run_and_time.sh --dry-run`)."""
-    group = balance.exchange.members if balance.exchange is not None else []
+    presorting = isinstance(balance.exchange, PresortExchange)  # packing's row exchange presorts nothing
+    group = balance.exchange.members if presorting else []
     epochs = "; ".join(f"epoch {epoch}: {','.join(map(str, shards))}"
                        for epoch, shards in loader.shards_read_by_epoch().items())
     return (f"rank {ctx.rank} of {ctx.world_size}: node {ctx.node_rank}, local rank {ctx.local_rank} of "

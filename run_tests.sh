@@ -6,4 +6,4 @@ cd "$repo"
 # shellcheck source=bootstrap.sh
 source "$repo/bootstrap.sh" test
 ruff check .
-pytest -q "$@"
+pytest -q --durations=30 "$@"

@@ -62,6 +62,8 @@ def launch_command(system: System, args: TrainArgs, launcher: str, node_rank: in
                 "--kill-on-bad-exit=1", python, *args.argv(system)]
     if launcher != "torchrun":
         raise ValueError(f"unknown launcher {launcher!r}; choose one of {', '.join(LAUNCHERS)}")
+    if system.world_size == 1:  # one process needs no agent: a few seconds less start-up, the trainer's own status
+        return [python, *args.argv(system)]
     if system.nodes == 1:
         shape = ["--standalone", "--nnodes=1"]
     else:

@@ -27,6 +27,7 @@ import itertools
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 
@@ -107,6 +108,18 @@ def check_unique_pieces(vocab: Vocab) -> None:
                          "must be on one line only")
 
 
+class _Spellings(dict):
+    """Word -> its word-piece ids, spelt (by `spell`) the first time the word turns up; a sentence's end is -1."""
+
+    def __init__(self, spell: Callable[[str], list[int]]):
+        super().__init__({"\n": [-1]})
+        self.spell = spell
+
+    def __missing__(self, word: str) -> list[int]:
+        ids = self[word] = self.spell(word)
+        return ids
+
+
 class WordPieceTokenizer:
     """Sentences -> word-piece ids, as the reference's FullTokenizer(do_lower_case=True)."""
 
@@ -116,22 +129,17 @@ class WordPieceTokenizer:
         self.vocab = vocab
         self._ids = vocab.ids
         self._unk = vocab.id_of("[UNK]")
-        self._pieces: dict[str, list[int]] = {"\n": []}  # a sentence's end has no pieces
+        # No piece is longer than this (without its "##"): longer candidates need not be looked up.
+        self._longest = max(len(p) - 2 * p.startswith("##") for p in vocab.pieces)
+        self._pieces = _Spellings(self._spell)
         self._cleaning, self._splitting = _Cleaning(), _Splitting()
-
-    def word_pieces(self, word: str) -> list[int]:
-        """Greedy longest-match-first WordPiece of one word (cached)."""
-        pieces = self._pieces.get(word)
-        if pieces is None:
-            pieces = self._pieces[word] = self._spell(word)
-        return pieces
 
     def _spell(self, word: str) -> list[int]:
         if len(word) > MAX_WORD_CHARS:
             return [self._unk]
         ids, pieces, start = self._ids, [], 0
         while start < len(word):
-            for end in range(len(word), start, -1):
+            for end in range(min(len(word), start + self._longest), start, -1):
                 piece = word[start:end] if start == 0 else "##" + word[start:end]
                 if piece in ids:
                     pieces.append(ids[piece])
@@ -155,13 +163,10 @@ class WordPieceTokenizer:
 
     def encode(self, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(all ids concatenated as int32, the number of ids of each sentence); a sentence without a word
-        has none. The folded sentences are split into words in one pass, each ending with a newline."""
+        has none. The folded sentences are split into words in one pass, each ending with a newline, whose id
+        is -1 until the ends are found."""
         text = "".join(self.folded(s) + "\n" for s in sentences)
         words = self._splitting.pattern.findall(text)
-        for word in set(words) - self._pieces.keys():
-            self.word_pieces(word)
-        pieces = list(map(self._pieces.__getitem__, words))
-        counts = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-        ids = np.fromiter(itertools.chain.from_iterable(pieces), dtype=np.int32, count=int(counts.sum()))
-        breaks = np.flatnonzero(np.fromiter(map("\n".__eq__, words), dtype=bool, count=len(words)))
-        return ids, np.diff(np.cumsum(counts)[breaks], prepend=0)
+        ids = np.fromiter(itertools.chain.from_iterable(map(self._pieces.__getitem__, words)), dtype=np.int32)
+        pieces = ids >= 0
+        return ids[pieces], np.diff(np.flatnonzero(~pieces), prepend=-1) - 1

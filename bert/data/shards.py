@@ -83,15 +83,13 @@ class Samples:
 
     def padded(self, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(input_ids, input_mask, segment_ids), each [N, length], zero-padded; no sample may be longer."""
-        n, lengths = len(self), self.lengths
-        # Row i's tokens go to flat places i*length .. i*length + lengths[i] - 1.
-        places = concat_ranges(np.arange(n, dtype=np.int64) * length, lengths)
-        ids = np.zeros(n * length, dtype=np.int32)
-        seg = np.zeros(n * length, dtype=np.int8)
-        ids[places] = self.tokens
-        seg[places] = self.segments
-        mask = (np.arange(length)[None, :] < lengths[:, None]).astype(np.int8)
-        return ids.reshape(n, length), mask, seg.reshape(n, length)
+        real = np.arange(length)[None, :] < self.lengths[:, None]
+        ids = np.zeros(real.shape, dtype=np.int32)
+        seg = np.zeros(real.shape, dtype=np.int8)
+        # A boolean mask takes the values in row order: each row's tokens land at its first places.
+        ids[real] = self.tokens
+        seg[real] = self.segments
+        return ids, real.view(np.int8), seg
 
 
 def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -108,16 +108,16 @@ def check_unique_pieces(vocab: Vocab) -> None:
                          "must be on one line only")
 
 
-class _Spellings(dict):
-    """Word -> its word-piece ids, spelt (by `spell`) the first time the word turns up; a sentence's end is -1."""
+class _Made(dict):
+    """A cache: a key's value is made (by `make`) the first time the key is looked up."""
 
-    def __init__(self, spell: Callable[[str], list[int]]):
-        super().__init__({"\n": [-1]})
-        self.spell = spell
+    def __init__(self, make: Callable[[str], tuple[int, ...]], known: dict[str, tuple[int, ...]]):
+        super().__init__(known)
+        self.make = make
 
-    def __missing__(self, word: str) -> list[int]:
-        ids = self[word] = self.spell(word)
-        return ids
+    def __missing__(self, key: str) -> tuple[int, ...]:
+        value = self[key] = self.make(key)
+        return value
 
 
 class WordPieceTokenizer:
@@ -127,27 +127,32 @@ class WordPieceTokenizer:
         vocab.check_special_tokens()
         check_unique_pieces(vocab)
         self.vocab = vocab
-        self._ids = vocab.ids
         self._unk = vocab.id_of("[UNK]")
+        ids = vocab.ids
+        self._starts = {p: i for p, i in ids.items() if not p.startswith("##")}
+        self._continuations = {p[2:]: i for p, i in ids.items() if p.startswith("##")}
         # No piece is longer than this (without its "##"): longer candidates need not be looked up.
         self._longest = max(len(p) - 2 * p.startswith("##") for p in vocab.pieces)
-        self._pieces = _Spellings(self._spell)
+        # A word (a run of letters, or a punctuation character): its ids; a sentence's end: -1.
+        self._words = _Made(self._spell, {"\n": (-1,)})
         self._cleaning, self._splitting = _Cleaning(), _Splitting()
 
-    def _spell(self, word: str) -> list[int]:
+    def _spell(self, word: str) -> tuple[int, ...]:
+        """Greedy longest-match-first WordPiece: the longest piece that starts the word, then the longest
+        continuation ("##" piece) that starts the rest, and so on; [UNK] when none fits."""
         if len(word) > MAX_WORD_CHARS:
-            return [self._unk]
-        ids, pieces, start = self._ids, [], 0
+            return (self._unk,)
+        pieces, start, table = [], 0, self._starts
         while start < len(word):
             for end in range(min(len(word), start + self._longest), start, -1):
-                piece = word[start:end] if start == 0 else "##" + word[start:end]
-                if piece in ids:
-                    pieces.append(ids[piece])
-                    start = end
+                piece = table.get(word[start:end])
+                if piece is not None:
                     break
             else:
-                return [self._unk]
-        return pieces
+                return (self._unk,)
+            pieces.append(piece)
+            start, table = end, self._continuations
+        return tuple(pieces)
 
     def folded(self, sentence: str) -> str:
         """The sentence as the reference's BasicTokenizer sees it before splitting it into words. A sentence of
@@ -164,9 +169,9 @@ class WordPieceTokenizer:
     def encode(self, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(all ids concatenated as int32, the number of ids of each sentence); a sentence without a word
         has none. The folded sentences are split into words in one pass, each ending with a newline, whose id
-        is -1 until the ends are found."""
+        -1 marks the sentence's end; a word is spelt the first time it turns up."""
         text = "".join(self.folded(s) + "\n" for s in sentences)
         words = self._splitting.pattern.findall(text)
-        ids = np.fromiter(itertools.chain.from_iterable(map(self._pieces.__getitem__, words)), dtype=np.int32)
+        ids = np.fromiter(itertools.chain.from_iterable(map(self._words.__getitem__, words)), dtype=np.int32)
         pieces = ids >= 0
         return ids[pieces], np.diff(np.flatnonzero(~pieces), prepend=-1) - 1

@@ -31,7 +31,13 @@ import numpy as np
 from bert.data.shards import Samples, concat_ranges
 from bert.prep.instances import Documents, SampleSpec, SpecialIds, assemble_pairs, offsets_of
 from bert.prep.py_random import Cursor, WordWindow, below_limits
-from bert.prep.replay_kernel import KEEP, CompiledReplay, compiled_library, instance_draws_python
+from bert.prep.replay_kernel import (
+    KEEP,
+    CompiledReplay,
+    compiled_library,
+    compiled_samples,
+    instance_draws_python,
+)
 
 BLOCK = 1024  # instances per pass 2 (the stream window holds about this many instances' words)
 COMPILED_BLOCK = 4096  # instances per call of the compiled replay
@@ -247,7 +253,13 @@ def _truncate(window: WordWindow, a_start, a_len, b_start, b_len, coins, excess,
 def build_samples(tokens: np.ndarray, instances: ExactInstances, rows: np.ndarray, special: SpecialIds,
                   max_predictions: int) -> Samples:
     """The samples of instances `rows` (creation indices), in that order, masked as the reference masked
-    them."""
+    them (by the C library when it is there)."""
+    library = compiled_library()
+    if library is not None:
+        tokens, segments, offsets, positions, labels = compiled_samples(
+            library, tokens, instances.spans, instances.mask_offsets, instances.mask_positions,
+            instances.replacements, rows, special, max_predictions)
+        return Samples(tokens, segments, offsets, positions, labels, instances.nsp[rows])
     a_start, a_len, b_start, b_len = instances.spans[rows].T
     assembled, segments, offsets = assemble_pairs(tokens, a_start, a_len, b_start, b_len, special)
     counts = np.diff(instances.mask_offsets)[rows]

@@ -5,6 +5,7 @@
  * freshly seeded one, whose first draw twists), and random() and _randbelow() consuming its 32-bit outputs as
  * random.Random does. */
 #include <stdint.h>
+#include <string.h>
 
 enum { MT_N = 624, MT_M = 397 };
 
@@ -243,4 +244,33 @@ stop:
     loop[3] = end;
     loop[4] = target;
     return made;
+}
+
+/* The samples of instances rows[0..n), in that order (see exact_instances.build_samples): [CLS] A [SEP] B [SEP]
+ * at offsets[i] with segment ids 0 up to A's [SEP] and 1 after it, each masked position written over with what
+ * it shows (unless keep_code), and per sample its masked positions and their original ids in rows of width. */
+void build_samples(const int32_t *tokens, const int64_t *spans, const int64_t *mask_offsets,
+                   const int32_t *mask_positions, const int32_t *replacements, const int64_t *rows, int64_t n,
+                   int32_t cls, int32_t sep, int32_t keep_code, int64_t width, const int64_t *offsets,
+                   int32_t *out_tokens, int8_t *out_segments, int32_t *out_positions, int32_t *out_labels) {
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t *span = spans + 4 * rows[i];
+        int64_t a_start = span[0], a_len = span[1], b_start = span[2], b_len = span[3];
+        int32_t *row = out_tokens + offsets[i];
+        int8_t *segments = out_segments + offsets[i];
+        row[0] = cls;
+        memcpy(row + 1, tokens + a_start, (size_t)a_len * sizeof(int32_t));
+        row[a_len + 1] = sep;
+        memcpy(row + a_len + 2, tokens + b_start, (size_t)b_len * sizeof(int32_t));
+        row[a_len + b_len + 2] = sep;
+        memset(segments, 0, (size_t)a_len + 2);
+        memset(segments + a_len + 2, 1, (size_t)b_len + 1);
+        int32_t *positions = out_positions + i * width, *labels = out_labels + i * width;
+        for (int64_t m = mask_offsets[rows[i]], k = 0; m < mask_offsets[rows[i] + 1]; m++, k++) {
+            int32_t position = mask_positions[m];
+            positions[k] = position;
+            labels[k] = row[position];
+            if (replacements[m] != keep_code) row[position] = replacements[m];
+        }
+    }
 }

@@ -12,6 +12,7 @@ replay runs. Tests run both and compare them.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import random
@@ -133,6 +134,24 @@ class CompiledReplay:
         return spans[:made], nsp[:made], counts[:made], positions[:made][listed], shown[:made][listed]
 
 
+def compiled_samples(library: ctypes.CDLL, tokens: np.ndarray, spans: np.ndarray, mask_offsets: np.ndarray,
+                     mask_positions: np.ndarray, replacements: np.ndarray, rows: np.ndarray, special: SpecialIds,
+                     width: int) -> tuple[np.ndarray, ...]:
+    """exact_instances.build_samples by the C library: (tokens, segments, offsets, masked positions, labels)."""
+    arrays = [np.ascontiguousarray(a, dtype=t) for a, t in ((tokens, np.int32), (spans, np.int64),
+                                                             (mask_offsets, np.int64), (mask_positions, np.int32),
+                                                             (replacements, np.int32), (rows, np.int64))]
+    chosen = arrays[1][arrays[5]]
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(chosen[:, 1] + chosen[:, 3] + 3, out=offsets[1:])
+    out = (np.empty(offsets[-1], dtype=np.int32), np.empty(offsets[-1], dtype=np.int8),
+           np.zeros((len(rows), width), dtype=np.int32), np.zeros((len(rows), width), dtype=np.int32))
+    library.build_samples(*(a.ctypes.data for a in arrays), len(rows), special.cls, special.sep, KEEP, width,
+                          offsets.ctypes.data, *(a.ctypes.data for a in out))
+    return out[0], out[1], offsets, out[2], out[3]
+
+
+@functools.cache
 def compiled_library() -> ctypes.CDLL | None:
     """The compiled replay, built on first use; None without a C compiler, or where it cannot be built or
     loaded (no home folder, a read-only or noexec cache)."""
@@ -158,4 +177,6 @@ def compiled_library() -> ctypes.CDLL | None:
     lib.replay_block.argtypes = [ptr, ptr, ptr, ptr, ptr, i64, i64, i64, ctypes.c_double, ptr, i32, i32,
                                  ctypes.c_uint32, i64, ptr, ptr, i64, ptr, ptr, ptr, ptr, ptr]
     lib.replay_block.restype = i64
+    lib.build_samples.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, i64, i32, i32, i32, i64, ptr, ptr, ptr, ptr, ptr]
+    lib.build_samples.restype = None
     return lib

@@ -170,7 +170,7 @@ def test_the_compiler_builds_the_compiled_replay_where_there_is_one():
     (1, SampleSpec(16, 3, 0.3, 0.5), 32768, 5),  # instances cut in every block, documents cut across blocks
     (2, SampleSpec(64, 10, 0.15, 1.0), 5, 64),
 ])
-def test_the_compiled_replay_makes_the_python_replays_instances(monkeypatch, seed, spec, vocab_size, block):
+def test_the_compiled_replay_makes_the_python_replays_instances_and_samples(monkeypatch, seed, spec, vocab_size, block):
     import bert.prep.exact_instances as exact
 
     if compiled_library() is None:
@@ -179,8 +179,13 @@ def test_the_compiled_replay_makes_the_python_replays_instances(monkeypatch, see
     monkeypatch.setattr(exact, "COMPILED_BLOCK", block)
     shares = []
     compiled = exact.create_instances(documents, spec, special, seed, 3, shares.append)
+    rows = np.random.default_rng(seed).permutation(len(compiled))[:500]
+    compiled_samples = exact.build_samples(documents.tokens, compiled, rows, special, spec.max_predictions)
     monkeypatch.setattr(exact, "compiled_library", lambda: None)
     python = exact.create_instances(documents, spec, special, seed, 3)
     assert len(python) > 100 and sum(shares) == pytest.approx(1.0)
     for field in ("spans", "nsp", "mask_offsets", "mask_positions", "replacements", "order"):
         assert np.array_equal(getattr(compiled, field), getattr(python, field)), field
+    python_samples = exact.build_samples(documents.tokens, python, rows, special, spec.max_predictions)
+    for field in ("tokens", "segments", "offsets", "masked_positions", "masked_ids", "nsp_labels"):
+        assert np.array_equal(getattr(compiled_samples, field), getattr(python_samples, field)), field

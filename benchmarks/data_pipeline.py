@@ -192,7 +192,10 @@ def _versions() -> str:
 
 
 def main() -> None:
-    from results_file import add_no_results_flag  # beside this script
+    # Beside this script; it loads torch only when write_results runs, after the measurements: a child's peak
+    # RSS starts at its parent's (Linux keeps the high-water mark across fork and exec), so the measuring
+    # process must stay small.
+    from results_file import add_no_results_flag, write_results
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reference", type=Path, required=True, help="folder of the reference scripts")
@@ -211,10 +214,6 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
     print("\n".join(lines))
     if not args.no_results:
-        # Imported only now: it loads torch, and a child's peak RSS starts at its parent's (Linux keeps the
-        # high-water mark across fork and exec), so the measuring process must stay small.
-        from results_file import write_results
-
         write_results(Path(__file__).with_name("data_pipeline_results.md"), lines, sys.argv[1:], _versions())
 
 

@@ -5,6 +5,7 @@
  * freshly seeded one, whose first draw twists), and random() and _randbelow() consuming its 32-bit outputs as
  * random.Random does. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { MT_N = 624, MT_M = 397 };
@@ -76,32 +77,25 @@ static uint64_t randbelow(generator *g, uint64_t n) {
     return r;
 }
 
-/* random.shuffle(order) of order = list(range(n)): _randbelow(i + 1) for i = n - 1 .. 1, written to take a word
- * per step without a branch on its value (a rejected word swaps order[i] with itself), as the accept-or-reject
- * branch of _randbelow would be mispredicted about once in four draws. */
-static void shuffle_candidates(generator *g, int32_t *order, int64_t n) {
-    for (int64_t i = 0; i < n; i++) order[i] = (int32_t)i;
-    uint64_t left = (uint64_t)n; /* order[left:] is final */
+/* The permutation random.shuffle gives list(range(n)): _randbelow(i + 1) for i = n - 1 .. 1 and a swap each,
+ * taking a word per step without branching on its value (a rejected word swaps the last unsettled entry with
+ * itself), as the accept-or-reject branch of _randbelow would be mispredicted on about one word in four. */
+static void shuffle_range(generator *g, int64_t *order, int64_t n) {
+    for (int64_t i = 0; i < n; i++) order[i] = i;
+    uint64_t left = (uint64_t)n; /* order[left:] is settled */
     while (left >= 2) {
         uint64_t r = next_word(g) >> (32 - bit_length(left));
         int accept = r < left;
         uint64_t j = accept ? r : left - 1;
-        int32_t held = order[left - 1];
+        int64_t held = order[left - 1];
         order[left - 1] = order[j];
         order[j] = held;
         left -= (uint64_t)accept;
     }
 }
 
-/* The permutation random.shuffle gives list(range(n)). */
 void shuffled(uint32_t *state, int64_t n, int64_t *order) {
-    generator *g = (generator *)state;
-    for (int64_t i = 0; i < n; i++) order[i] = i;
-    for (int64_t i = n - 1; i > 0; i--) {
-        int64_t j = (int64_t)randbelow(g, (uint64_t)i + 1), held = order[i];
-        order[i] = order[j];
-        order[j] = held;
-    }
+    shuffle_range((generator *)state, order, n);
 }
 
 /* bisect.bisect_left(a, value, lo, hi) */
@@ -117,14 +111,15 @@ static int64_t bisect_left(const int64_t *a, int64_t value, int64_t lo, int64_t 
 typedef struct {
     const int64_t *sent, *docs, *order; /* sentence and document offsets; order[d]: the document at shuffled d */
     int64_t documents, max_tokens;
+    double short_seq_prob;
     const int32_t *to_mask; /* to_mask[c]: positions masked in an instance of c candidates */
     int32_t mask_id, keep_code;
     uint32_t vocab_size;
     int64_t width;    /* max_predictions: the row width of positions and shown */
-    int32_t *shuffle;  /* scratch: the candidates' shuffle (max_tokens entries) */
-    int32_t *slot;     /* scratch: per position, the masked draw there (max_tokens + 2 entries) */
-    int32_t *drawn;    /* scratch: what each masked draw shows (width entries) */
-    uint64_t *marked;  /* scratch: a bit per position, the masked ones set ((max_tokens + 2) / 64 + 1 words, zero) */
+    int64_t *shuffle; /* scratch: the candidates' shuffle (max_tokens entries) */
+    int32_t *slot;    /* scratch: per position, the masked draw there (max_tokens + 2 entries) */
+    int32_t *drawn;   /* scratch: what each masked draw shows (width entries) */
+    uint64_t *marked; /* scratch: a bit per position, the masked ones set ((max_tokens + 1) / 64 + 1 words, zero) */
 } replay;
 
 typedef struct {
@@ -161,8 +156,8 @@ static void instance(generator *g, const replay *r, const outputs *out, int64_t 
         }
     }
     int64_t candidates = a_len + b_len, keep = r->to_mask[candidates];
-    int32_t *order = r->shuffle;
-    shuffle_candidates(g, order, candidates);
+    int64_t *order = r->shuffle;
+    shuffle_range(g, order, candidates);
     /* Candidate c is position c + 1 in A ([CLS] first), c + 2 in B; the reference sorts them by position: the
      * masked positions are marked in a bit set and read back in order. */
     int32_t *slot = r->slot, *drawn = r->drawn;
@@ -171,7 +166,7 @@ static void instance(generator *g, const replay *r, const outputs *out, int64_t 
         if (random_double(g) < 0.8) drawn[k] = r->mask_id;
         else if (random_double(g) < 0.5) drawn[k] = r->keep_code;
         else drawn[k] = (int32_t)randbelow(g, r->vocab_size);
-        int32_t position = order[k] < a_len ? order[k] + 1 : order[k] + 2;
+        int32_t position = (int32_t)(order[k] < a_len ? order[k] + 1 : order[k] + 2);
         slot[position] = (int32_t)k;
         marked[position >> 6] |= (uint64_t)1 << (position & 63);
     }
@@ -193,26 +188,17 @@ static void instance(generator *g, const replay *r, const outputs *out, int64_t 
     out->counts[row] = (int32_t)keep;
 }
 
-/* Goes on with the replay from `loop` (pass, shuffled document, its current chunk or -1 before its target
- * length is drawn, the document's end, the target length) and makes at most `capacity` instances; returns how
- * many, with `loop` where it stopped (pass == dupe_factor when done). */
-int64_t replay_block(uint32_t *state, int64_t *loop, const int64_t *sent, const int64_t *docs, const int64_t *order,
-                     int64_t documents, int64_t dupe_factor, int64_t max_tokens, double short_seq_prob,
-                     const int32_t *to_mask, int32_t mask_id, int32_t keep_code, uint32_t vocab_size, int64_t width,
-                     int32_t *scratch, uint64_t *marked, int64_t capacity, int64_t *spans, int8_t *nsp, int32_t *counts,
-                     int32_t *positions, int32_t *shown) {
-    generator *g = (generator *)state;
-    /* scratch: 2 * max_tokens + 2 + width entries */
-    const replay r = {sent, docs, order, documents, max_tokens, to_mask, mask_id, keep_code, vocab_size, width,
-                      scratch, scratch + max_tokens, scratch + 2 * max_tokens + 2, marked};
-    const outputs out = {spans, nsp, counts, positions, shown};
+/* The replay's loop over passes and documents, from `loop` on, until `capacity` instances are made. */
+static int64_t replay_documents(generator *g, const replay *r, const outputs *out, int64_t *loop, int64_t dupe_factor,
+                                int64_t capacity) {
+    const int64_t *sent = r->sent, max_tokens = r->max_tokens;
     int64_t pass = loop[0], d = loop[1], chunk = loop[2], end = loop[3], target = loop[4], made = 0;
     while (pass < dupe_factor) {
         if (chunk < 0) {
-            chunk = docs[order[d]];
-            end = docs[order[d] + 1];
+            chunk = r->docs[r->order[d]];
+            end = r->docs[r->order[d] + 1];
             target = max_tokens;
-            if (random_double(g) < short_seq_prob) target = 2 + (int64_t)randbelow(g, (uint64_t)max_tokens - 1);
+            if (random_double(g) < r->short_seq_prob) target = 2 + (int64_t)randbelow(g, (uint64_t)max_tokens - 1);
         }
         while (chunk < end) {
             if (made == capacity) goto stop;
@@ -223,16 +209,16 @@ int64_t replay_block(uint32_t *state, int64_t *loop, const int64_t *sent, const 
             int64_t a_start = sent[chunk], a_len = sent[a_end] - sent[chunk];
             if (count == 1 || random_double(g) < 0.5) {
                 int64_t b_start, b_end;
-                random_next(g, &r, d, target - a_len, &b_start, &b_end);
-                instance(g, &r, &out, made++, a_start, a_len, b_start, b_end - b_start, 1);
+                random_next(g, r, d, target - a_len, &b_start, &b_end);
+                instance(g, r, out, made++, a_start, a_len, b_start, b_end - b_start, 1);
                 chunk = a_end; /* the sentences B did not take start the next chunk */
             } else {
-                instance(g, &r, &out, made++, a_start, a_len, sent[a_end], sent[last + 1] - sent[a_end], 0);
+                instance(g, r, out, made++, a_start, a_len, sent[a_end], sent[last + 1] - sent[a_end], 0);
                 chunk = last + 1;
             }
         }
         chunk = -1;
-        if (++d == documents) {
+        if (++d == r->documents) {
             d = 0;
             pass++;
         }
@@ -243,6 +229,29 @@ stop:
     loop[2] = chunk;
     loop[3] = end;
     loop[4] = target;
+    return made;
+}
+
+/* Goes on with the replay from `loop` (pass, shuffled document, its current chunk or -1 before its target
+ * length is drawn, the document's end, the target length) and makes at most `capacity` instances; returns how
+ * many, with `loop` where it stopped (pass == dupe_factor when done), or -1 when its scratch memory could not be
+ * had. */
+int64_t replay_block(uint32_t *state, int64_t *loop, const int64_t *sent, const int64_t *docs, const int64_t *order,
+                     int64_t documents, int64_t dupe_factor, int64_t max_tokens, double short_seq_prob,
+                     const int32_t *to_mask, int32_t mask_id, int32_t keep_code, uint32_t vocab_size, int64_t width,
+                     int64_t capacity, int64_t *spans, int8_t *nsp, int32_t *counts, int32_t *positions,
+                     int32_t *shown) {
+    generator *g = (generator *)state;
+    replay r = {sent, docs, order, documents, max_tokens, short_seq_prob, to_mask, mask_id, keep_code, vocab_size,
+                width, malloc(sizeof(int64_t) * (size_t)max_tokens), malloc(sizeof(int32_t) * (size_t)(max_tokens + 2)),
+                malloc(sizeof(int32_t) * (size_t)width), calloc((size_t)(max_tokens + 1) / 64 + 1, sizeof(uint64_t))};
+    const outputs out = {spans, nsp, counts, positions, shown};
+    int64_t made = r.shuffle && r.slot && r.drawn && r.marked ? replay_documents(g, &r, &out, loop, dupe_factor,
+                                                                               capacity) : -1;
+    free(r.shuffle);
+    free(r.slot);
+    free(r.drawn);
+    free(r.marked);
     return made;
 }
 

@@ -100,10 +100,8 @@ class CompiledReplay:
         self._sent, self._docs = (np.ascontiguousarray(offsets, dtype=np.int64)
                                   for offsets in (documents.sentence_offsets, documents.document_offsets))
         self._count, self._spec, self._special = len(documents), spec, special
-        max_tokens, self._width = spec.max_seq_length - 3, spec.max_predictions
+        self._width = spec.max_predictions
         self._masked_counts = np.array(masked_counts, dtype=np.int32)
-        self._scratch = np.zeros(2 * max_tokens + 2 + self._width, dtype=np.int32)
-        self._marked = np.zeros((max_tokens + 2) // 64 + 1, dtype=np.uint64)
         self._order = self.shuffled(self._count)  # the document at shuffled index d is _order[d]
         self._loop = np.array([0, 0, -1, 0, 0], dtype=np.int64)  # pass, document, chunk (-1: none yet), end, target
 
@@ -127,9 +125,10 @@ class CompiledReplay:
         made = self._library.replay_block(
             self._state.ctypes.data, self._loop.ctypes.data, self._sent.ctypes.data, self._docs.ctypes.data,
             self._order.ctypes.data, self._count, dupe_factor, spec.max_seq_length - 3, spec.short_seq_prob,
-            self._masked_counts.ctypes.data, special.mask, KEEP, special.vocab_size, self._width,
-            self._scratch.ctypes.data, self._marked.ctypes.data, capacity, spans.ctypes.data, nsp.ctypes.data,
-            counts.ctypes.data, positions.ctypes.data, shown.ctypes.data)
+            self._masked_counts.ctypes.data, special.mask, KEEP, special.vocab_size, self._width, capacity,
+            spans.ctypes.data, nsp.ctypes.data, counts.ctypes.data, positions.ctypes.data, shown.ctypes.data)
+        if made < 0:
+            raise MemoryError("the compiled replay could not have its scratch memory")
         listed = np.arange(self._width)[None, :] < counts[:made, None]
         return spans[:made], nsp[:made], counts[:made], positions[:made][listed], shown[:made][listed]
 
@@ -175,7 +174,7 @@ def compiled_library() -> ctypes.CDLL | None:
     lib.shuffled.argtypes = [ptr, i64, ptr]
     lib.shuffled.restype = None
     lib.replay_block.argtypes = [ptr, ptr, ptr, ptr, ptr, i64, i64, i64, ctypes.c_double, ptr, i32, i32,
-                                 ctypes.c_uint32, i64, ptr, ptr, i64, ptr, ptr, ptr, ptr, ptr]
+                                 ctypes.c_uint32, i64, i64, ptr, ptr, ptr, ptr, ptr]
     lib.replay_block.restype = i64
     lib.build_samples.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, i64, i32, i32, i32, i64, ptr, ptr, ptr, ptr, ptr]
     lib.build_samples.restype = None

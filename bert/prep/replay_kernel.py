@@ -140,9 +140,11 @@ def compiled_samples(library: ctypes.CDLL, tokens: np.ndarray, spans: np.ndarray
     arrays = [np.ascontiguousarray(a, dtype=t) for a, t in ((tokens, np.int32), (spans, np.int64),
                                                              (mask_offsets, np.int64), (mask_positions, np.int32),
                                                              (replacements, np.int32), (rows, np.int64))]
-    chosen = arrays[1][arrays[5]]
+    if len(rows) and np.diff(mask_offsets)[rows].max() > width:
+        raise ValueError(f"an instance has more masked positions than max_predictions {width}")
+    lengths = arrays[1][arrays[5]][:, [1, 3]].sum(1) + 3  # [CLS] A [SEP] B [SEP]
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(chosen[:, 1] + chosen[:, 3] + 3, out=offsets[1:])
+    np.cumsum(lengths, out=offsets[1:])
     out = (np.empty(offsets[-1], dtype=np.int32), np.empty(offsets[-1], dtype=np.int8),
            np.zeros((len(rows), width), dtype=np.int32), np.zeros((len(rows), width), dtype=np.int32))
     library.build_samples(*(a.ctypes.data for a in arrays), len(rows), special.cls, special.sep, KEEP, width,

@@ -1,9 +1,10 @@
 """The data pipeline against the reference `create_pretraining_data.py`, side by side on the same text:
 whether `data prepare` makes exactly the reference's samples, and how fast per core (exact, and the fast
-sampler; the default fixed-length form, whose gzip costs about as much as making the samples, and the
-variable-length form), then reshard throughput and memory.
+sampler; the default fixed-length form, whose gzip costs about a third of the time, and the variable-length
+form), then reshard throughput and memory.
 
     python benchmarks/data_pipeline.py --reference DIR [--wiki FILE... | --text FILE] [--megabytes 2] [--work DIR]
+                                       [--repeat N]
 
 DIR holds the reference's create_pretraining_data.py and tokenization.py (a checkout of google-research/bert or
 mlcommons/training's bert cleanup_scripts); running it needs TensorFlow (`pip install -e .[tf]`). The text is
@@ -13,7 +14,9 @@ dropped, paragraphs cut into sentences at `. ! ?` before a capital), or by defau
 (`mlperf-bert data synth-text`); cut to --megabytes at a document boundary. A vocabulary of 8,000 pieces is
 learnt from it. Both run at sequence 512, 76 predictions, dupe factor 10, seed 12345, one process each; their
 speed is samples per CPU second of the work itself (the reference's main after TensorFlow's import, our
-worker's part), so that other load on the machine does not move the ratio. `exact_match` compares every
+worker's part), which other load on the machine moves much less than wall time, though still some (shared
+caches): with `--repeat N` the reference and ours run back to back N times, and the CPU seconds and the ratios
+are the medians of those rounds. `exact_match` compares every
 array of every sample (the reference's TFRecord read by `data import`). Results go to
 data_pipeline_results.md beside this file.
 """
@@ -25,6 +28,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -130,34 +134,52 @@ def _same_samples(reference_shard: Path, ours: Path) -> bool:
     return all(np.array_equal(want[k], got[k]) for k in want)
 
 
+def _round(script_dir: Path, part: Path, vocab: Path, work: Path) -> dict[str, tuple]:
+    """The reference and each of ours, one after the other, so that their ratios see the same load."""
+    records = work / "reference" / "part.tfrecord"
+    records.parent.mkdir(exist_ok=True)
+    return {"reference": run_reference(script_dir, part, vocab, records, 512, 76, 10),
+            "exact": _prepare(part, vocab, work / "exact"),
+            "varlen": _prepare(part, vocab, work / "exact_varlen", "--format", "varlen"),
+            "fast": _prepare(part, vocab, work / "fast", "--fast")}
+
+
 def measure(args: argparse.Namespace, work: Path) -> list[str]:
     script_dir = check_reference_dir(args.reference)
     part, what = _text(args, work)
     vocab = work / "vocab-8000.txt"
     _run(["vocab", "--text", str(part), "--size", "8000", "--out", str(vocab), "--overwrite"])
-    records = work / "reference" / "part.tfrecord"
-    records.parent.mkdir(exist_ok=True)
-    ref_cpu, ref_wall = run_reference(script_dir, part, vocab, records, 512, 76, 10)
-    _run(["import", "--input", str(records), "--out", str(work / "imported"), "--overwrite"])
-    exact = _prepare(part, vocab, work / "exact")
-    exact_varlen = _prepare(part, vocab, work / "exact_varlen", "--format", "varlen")
-    fast = _prepare(part, vocab, work / "fast", "--fast")
+    rounds = [_round(script_dir, part, vocab, work) for _ in range(args.repeat)]
+    _run(["import", "--input", str(work / "reference" / "part.tfrecord"), "--out", str(work / "imported"),
+          "--overwrite"])
     match = _same_samples(work / "imported" / "part.hdf5", work / "exact" / "part.hdf5")
-    samples = exact[0]
-    reference_rate, exact_rate, fast_rate = samples / ref_cpu, samples / exact[1], fast[0] / fast[1]
-    varlen_rate = exact_varlen[0] / exact_varlen[1]
+
+    def median(side: str, field: int) -> float:
+        return statistics.median(r[side][field] for r in rounds)
+
+    def ratios(side: str) -> list[float]:
+        """Per round: (our samples per CPU second) / (the reference's)."""
+        return [r[side][0] / r[side][1] / (r["exact"][0] / r["reference"][0]) for r in rounds]
+
+    samples, fast_samples, ref_cpu = rounds[0]["exact"][0], rounds[0]["fast"][0], median("reference", 0)
+    exact_cpu, varlen_cpu, fast_cpu = median("exact", 1), median("varlen", 1), median("fast", 1)
+    of = f"median of {len(rounds)} rounds, " if len(rounds) > 1 else ""
     lines = [
         f"text: {part.stat().st_size / 1e6:.2f} MB of {what}; vocab 8000 pieces learnt from it",
         f"reference create_pretraining_data.py ({script_dir.name}), 1 process: {samples:,} samples in {ref_cpu:.2f} s "
-        f"of CPU ({ref_wall:.2f} s wall) = {reference_rate:,.0f} samples/s per core",
-        f"ours exact (data prepare), 1 worker: {exact[0]:,} samples in {exact[1]:.2f} s of CPU ({exact[2]:.2f} s wall "
-        f"with start-up) = {exact_rate:,.0f} samples/s per core, peak worker RSS {exact[3]:,.0f} MiB",
-        f"ours exact, variable-length form (--format varlen: no gzip), 1 worker: {exact_varlen[0]:,} samples in "
-        f"{exact_varlen[1]:.2f} s of CPU = {varlen_rate:,.0f} samples/s per core",
-        f"ours fast (data prepare --fast), 1 worker: {fast[0]:,} samples in {fast[1]:.2f} s of CPU = "
-        f"{fast_rate:,.0f} samples/s per core, peak worker RSS {fast[3]:,.0f} MiB",
+        f"of CPU ({of}{median('reference', 1):.2f} s wall) = {samples / ref_cpu:,.0f} samples/s per core",
+        f"ours exact (data prepare), 1 worker: {samples:,} samples in {exact_cpu:.2f} s of CPU ({of}"
+        f"{median('exact', 2):.2f} s wall with start-up) = {samples / exact_cpu:,.0f} samples/s per core, peak worker "
+        f"RSS {median('exact', 3):,.0f} MiB",
+        f"ours exact, variable-length form (--format varlen: no gzip), 1 worker: {samples:,} samples in "
+        f"{varlen_cpu:.2f} s of CPU = {samples / varlen_cpu:,.0f} samples/s per core",
+        f"ours fast (data prepare --fast), 1 worker: {fast_samples:,} samples in {fast_cpu:.2f} s of CPU = "
+        f"{fast_samples / fast_cpu:,.0f} samples/s per core, peak worker RSS {median('fast', 3):,.0f} MiB",
         f"every array of every sample equal to the reference's: {match}",
     ]
+    if len(rounds) > 1:
+        lines.append("per round, ratio to the reference (exact, varlen, fast): " + "; ".join(
+            f"{e:.2f}, {v:.2f}, {f:.2f}" for e, v, f in zip(ratios("exact"), ratios("varlen"), ratios("fast"))))
     shards = [work / "exact" / "part.hdf5"]
     double = work / "double"
     shutil.rmtree(double, ignore_errors=True)
@@ -173,9 +195,9 @@ def measure(args: argparse.Namespace, work: Path) -> list[str]:
         f"{single_peak:,.0f} MiB",
         f"reshard 2x, 1 worker: {2 * samples:,} samples -> 8 shards in {double_s:.1f} s wall, peak RSS "
         f"{double_peak:,.0f} MiB (same shard sizes; memory ratio 2x/1x {double_peak / single_peak:.2f})",
-        f"exact_match={str(match).lower()} exact_ratio_to_reference={exact_rate / reference_rate:.2f} "
-        f"exact_varlen_ratio_to_reference={varlen_rate / reference_rate:.2f} "
-        f"fast_ratio_to_reference={fast_rate / reference_rate:.2f}",
+        f"exact_match={str(match).lower()} exact_ratio_to_reference={statistics.median(ratios('exact')):.2f} "
+        f"exact_varlen_ratio_to_reference={statistics.median(ratios('varlen')):.2f} "
+        f"fast_ratio_to_reference={statistics.median(ratios('fast')):.2f}",
     ]
     return lines
 
@@ -192,7 +214,10 @@ def _versions() -> str:
 
 
 def main() -> None:
-    from results_file import add_no_results_flag  # beside this script
+    # Beside this script; it loads torch only when write_results runs, after the measurements: a child's peak
+    # RSS starts at its parent's (Linux keeps the high-water mark across fork and exec), so the measuring
+    # process must stay small.
+    from results_file import add_no_results_flag, write_results
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reference", type=Path, required=True, help="folder of the reference scripts")
@@ -200,6 +225,8 @@ def main() -> None:
     parser.add_argument("--wiki", type=Path, nargs="+", help="WikiExtractor output files")
     parser.add_argument("--megabytes", type=float, default=2.0, help="text to use (whole documents)")
     parser.add_argument("--work", type=Path, default=None, help="working folder (kept; default: a temporary one)")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of the speed runs (the reference and ours, "
+                        "back to back); CPU seconds and ratios are their medians")
     add_no_results_flag(parser)
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="data-pipeline-"))
@@ -211,10 +238,6 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
     print("\n".join(lines))
     if not args.no_results:
-        # Imported only now: it loads torch, and a child's peak RSS starts at its parent's (Linux keeps the
-        # high-water mark across fork and exec), so the measuring process must stay small.
-        from results_file import write_results
-
         write_results(Path(__file__).with_name("data_pipeline_results.md"), lines, sys.argv[1:], _versions())
 
 

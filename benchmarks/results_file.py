@@ -9,8 +9,6 @@ import os
 import platform
 from pathlib import Path
 
-import torch
-
 
 def add_no_results_flag(parser: argparse.ArgumentParser) -> None:
     """The one spelling of every benchmark's "print only" switch: `args.no_results`."""
@@ -18,6 +16,10 @@ def add_no_results_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def write_results(path: Path, lines: list[str], argv: list[str], setting: str = "") -> None:
+    # torch only now: a benchmark that measures its children's memory (data_pipeline) imports this module
+    # before it measures, and a child's peak RSS starts at its parent's.
+    import torch
+
     header = [
         f"# {path.stem.removesuffix('_results')} results", "",
         f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}",

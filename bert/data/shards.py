@@ -18,6 +18,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from bert.data.shard_chunks import ChunkedColumn, create_fixed_column
+
 FIXED_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
               "next_sentence_labels")
 FORMS = ("fixed", "varlen")
@@ -81,15 +83,13 @@ class Samples:
 
     def padded(self, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(input_ids, input_mask, segment_ids), each [N, length], zero-padded; no sample may be longer."""
-        n, lengths = len(self), self.lengths
-        # Row i's tokens go to flat places i*length .. i*length + lengths[i] - 1.
-        places = concat_ranges(np.arange(n, dtype=np.int64) * length, lengths)
-        ids = np.zeros(n * length, dtype=np.int32)
-        seg = np.zeros(n * length, dtype=np.int8)
-        ids[places] = self.tokens
-        seg[places] = self.segments
-        mask = (np.arange(length)[None, :] < lengths[:, None]).astype(np.int8)
-        return ids.reshape(n, length), mask, seg.reshape(n, length)
+        real = np.arange(length)[None, :] < self.lengths[:, None]
+        ids = np.zeros(real.shape, dtype=np.int32)
+        seg = np.zeros(real.shape, dtype=np.int8)
+        # A boolean mask takes the values in row order: each row's tokens land at its first places.
+        ids[real] = self.tokens
+        seg[real] = self.segments
+        return ids, real.view(np.int8), seg
 
 
 def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -329,6 +329,7 @@ class ShardWriter:
         self._tmp = self.path.with_name(f".{self.path.name}.tmp{os.getpid()}")
         self._file = h5py.File(self._tmp, "w")
         self._id_type = np.int16 if vocab_size is not None and vocab_size <= 2**15 else np.int32
+        self._chunked: dict[str, ChunkedColumn] = {}  # the fixed form's columns
         try:
             self._create_datasets()
         except BaseException:
@@ -338,13 +339,7 @@ class ShardWriter:
     def _create_datasets(self) -> None:
         for key, dtype, width in self._columns():
             if self.form == "fixed":
-                shape = (0, width) if width else (0,)
-                chunk_rows = _chunk_rows(np.dtype(dtype).itemsize * (width or 1))
-                # Byte shuffling before gzip groups the ids' mostly-zero high bytes: half the compression time
-                # of gzip alone and a smaller file, and every HDF5 reader has the filter.
-                self._file.create_dataset(key, shape=shape, maxshape=(None, *shape[1:]), dtype=dtype,
-                                          chunks=(chunk_rows, *shape[1:]), compression="gzip",
-                                          compression_opts=1, shuffle=True, track_times=False)
+                self._chunked[key] = ChunkedColumn(create_fixed_column(self._file, key, dtype, width))
             else:
                 self._file.create_dataset(key, shape=(0,), maxshape=(None,), chunks=(4096,), track_times=False,
                                           dtype=h5py.vlen_dtype(dtype) if width else dtype)
@@ -370,9 +365,12 @@ class ShardWriter:
         if counts.max() > self.max_predictions:
             raise ValueError(f"{self.path}: a sample has {counts.max()} masked positions > max_predictions "
                              f"{self.max_predictions}")
-        columns = self._fixed_rows(samples) if self.form == "fixed" else self._varlen_rows(samples, counts)
         start, self.rows = self.rows, self.rows + len(samples)
-        for key, values in columns.items():
+        if self.form == "fixed":
+            for key, values in self._fixed_rows(samples).items():
+                self._chunked[key].append(values)
+            return
+        for key, values in self._varlen_rows(samples, counts).items():
             dataset = self._file[key]
             dataset.resize(self.rows, axis=0)
             dataset[start:self.rows] = values
@@ -398,6 +396,12 @@ class ShardWriter:
                 "next_sentence_labels": s.nsp_labels}
 
     def close(self) -> Path:
+        try:
+            for column in self._chunked.values():
+                column.close()
+        except BaseException:
+            self.abort()
+            raise
         self._file.close()
         os.replace(self._tmp, self.path)
         return self.path
@@ -414,11 +418,6 @@ class ShardWriter:
             self.close()
         else:
             self.abort()
-
-
-def _chunk_rows(row_bytes: int) -> int:
-    """Rows per HDF5 chunk: about 256 KiB, a power of two so that blocks of whole chunks are appended."""
-    return 1 << max(0, min(12, (2**18 // row_bytes).bit_length() - 1))
 
 
 def write_shard(path: str | os.PathLike, samples: Samples, form: str, max_seq_length: int,

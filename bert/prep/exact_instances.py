@@ -10,12 +10,14 @@ truncation (front or back); a `shuffle` of the candidate positions; per masked p
 `shuffle` of all instances. The same text, vocabulary and flags give the same stream, so replaying every
 call in this order gives the same instances, masked positions, labels and replacements, in the same order.
 
-The replay walks the stream (`py_random`) in two passes per block of instances. Pass 1 is the sequential
+With a C compiler the replay runs compiled (`replay_kernel.c`): every draw in order, from a generator that
+carries on CPython's state, a block of instances a call. Without one it runs here, and this is its readable
+definition: it walks the stream (`py_random`) in two passes per block of instances. Pass 1 is the sequential
 part: it decides every data-dependent call in Python and walks word by word only where rejection sampling
-makes the consumption depend on the words, the candidate shuffle and the masking draws (`replay_kernel`,
-compiled when a C compiler is there); it records where each instance's truncation coins lie, which
-candidates the shuffle put first and what each masked position shows. Pass 2 turns the records into arrays
-at once with numpy: the truncation coins, masked positions sorted as the reference sorts them.
+makes the consumption depend on the words, the candidate shuffle and the masking draws (`replay_kernel`); it
+records where each instance's truncation coins lie, which candidates the shuffle put first and what each
+masked position shows. Pass 2 turns the records into arrays at once with numpy: the truncation coins, masked
+positions sorted as the reference sorts them.
 """
 
 from __future__ import annotations
@@ -29,9 +31,16 @@ import numpy as np
 from bert.data.shards import Samples, concat_ranges
 from bert.prep.instances import Documents, SampleSpec, SpecialIds, assemble_pairs, offsets_of
 from bert.prep.py_random import Cursor, WordWindow, below_limits
-from bert.prep.replay_kernel import KEEP, CompiledWalks, compiled_library, instance_draws_python
+from bert.prep.replay_kernel import (
+    KEEP,
+    CompiledReplay,
+    compiled_library,
+    compiled_samples,
+    instance_draws_python,
+)
 
 BLOCK = 1024  # instances per pass 2 (the stream window holds about this many instances' words)
+COMPILED_BLOCK = 4096  # instances per call of the compiled replay
 MARGIN = 1 << 16  # stream words kept ahead of pass 1 (a document that runs past them is replayed)
 TOP_BITS = 16  # the candidate shuffle reads this many top bits of each word: sequences below 65,539 tokens
 
@@ -59,8 +68,29 @@ def create_instances(documents: Documents, spec: SampleSpec, special: SpecialIds
     if spec.max_seq_length - 3 >= (1 << TOP_BITS):
         raise ValueError(f"max_seq_length {spec.max_seq_length} is too long for the exact replay "
                          f"(at most {(1 << TOP_BITS) + 2})")
-    replay = _Replay(documents, spec, special, seed)
-    return replay.run(dupe_factor, report or (lambda share: None))
+    library = compiled_library()
+    if library is not None:
+        return _compiled_replay(library, documents, spec, special, seed, dupe_factor, report or (lambda share: None))
+    return _Replay(documents, spec, special, seed).run(dupe_factor, report or (lambda share: None))
+
+
+def masked_counts(spec: SampleSpec) -> list[int]:
+    """counts[c]: how many of an instance's c candidates (its tokens but [CLS] and [SEP]) the reference masks."""
+    return [min(c, spec.max_predictions, max(1, int(round((c + 3) * spec.masked_lm_prob))))
+            for c in range(spec.max_seq_length - 2)]
+
+
+def _compiled_replay(library, documents: Documents, spec: SampleSpec, special: SpecialIds, seed: int,
+                     dupe_factor: int, report: Callable[[float], None]) -> ExactInstances:
+    """The replay by the C library: the same instances as _Replay's."""
+    replay = CompiledReplay(library, documents, spec, special, seed, masked_counts(spec))
+    total, blocks = dupe_factor * len(documents), []
+    while replay.documents_done < total:
+        done = replay.documents_done
+        blocks.append(replay.instances(dupe_factor, COMPILED_BLOCK))
+        report((replay.documents_done - done) / total)
+    spans, nsp, counts, positions, replacements = (np.concatenate(parts) for parts in zip(*blocks))
+    return ExactInstances(spans, nsp, offsets_of(counts), positions, replacements, replay.shuffled(len(nsp)))
 
 
 class _Replay:
@@ -70,9 +100,8 @@ class _Replay:
         self.spec, self.special = spec, special
         self.max_tokens = spec.max_seq_length - 3
         self.limits = below_limits(self.max_tokens, TOP_BITS)
-        library = compiled_library()
-        self.walks = CompiledWalks(library, self.max_tokens, self.limits) if library else None
-        self.window = WordWindow(seed, TOP_BITS, scalar_top=self.walks is None)
+        self.masked = masked_counts(spec)
+        self.window = WordWindow(seed, TOP_BITS)
         self.pos = 0  # pass 1's place in the window
         self.records = _Records()
         self.blocks: list[tuple[np.ndarray, ...]] = []
@@ -155,15 +184,8 @@ class _Replay:
         r.pairs += (a_start, a_len, b_start, b_len, nsp, cursor.pos, excess)
         q = cursor.pos + 2 * excess  # one random() per truncated token
         candidates = min(a_len + b_len, self.max_tokens)
-        length = candidates + 3
-        to_mask = min(self.spec.max_predictions, max(1, int(round(length * self.spec.masked_lm_prob))))
-        count = min(to_mask, candidates)
-        mask_id, vocab_size = self.special.mask, self.special.vocab_size
-        if self.walks is not None:
-            q, chosen, shown = self.walks.instance_draws(self.window, q, candidates, count, mask_id, vocab_size)
-        else:
-            q, chosen, shown = instance_draws_python(self.window, q, self.limits, candidates, count, mask_id,
-                                                     vocab_size)
+        q, chosen, shown = instance_draws_python(self.window, q, self.limits, candidates, self.masked[candidates],
+                                                 self.special.mask, self.special.vocab_size)
         r.chosen += chosen
         r.replacements += shown
         r.masked.append(len(r.replacements))
@@ -231,7 +253,13 @@ def _truncate(window: WordWindow, a_start, a_len, b_start, b_len, coins, excess,
 def build_samples(tokens: np.ndarray, instances: ExactInstances, rows: np.ndarray, special: SpecialIds,
                   max_predictions: int) -> Samples:
     """The samples of instances `rows` (creation indices), in that order, masked as the reference masked
-    them."""
+    them (by the C library when it is there)."""
+    library = compiled_library()
+    if library is not None:
+        tokens, segments, offsets, positions, labels = compiled_samples(
+            library, tokens, instances.spans, instances.mask_offsets, instances.mask_positions,
+            instances.replacements, rows, special, max_predictions)
+        return Samples(tokens, segments, offsets, positions, labels, instances.nsp[rows])
     a_start, a_len, b_start, b_len = instances.spans[rows].T
     assembled, segments, offsets = assemble_pairs(tokens, a_start, a_len, b_start, b_len, special)
     counts = np.diff(instances.mask_offsets)[rows]

@@ -36,7 +36,7 @@ from bert.prep.worker_pool import run_parallel
 
 SETTINGS_FILE = "prepare.json"
 ENCODE_SENTENCES = 8192  # sentences tokenised per call
-BUILD_SAMPLES = 4096  # samples assembled, masked and written per block
+BUILD_SAMPLES = 1024  # samples assembled, masked and written per block (a few MB: they stay in the caches)
 MODES = ("new", "overwrite", "resume")
 
 

@@ -29,7 +29,7 @@ RANDOM_HIGH = 67108864.0  # 2**26
 class WordWindow:
     """Words [base, base + len) of the stream of `random.Random(seed)`, extended on demand."""
 
-    def __init__(self, seed: int, top_bits: int = 16, scalar_top: bool = True):
+    def __init__(self, seed: int, top_bits: int = 16):
         key = random.Random(seed).getstate()[1]
         self._bits = np.random.MT19937()
         self._bits.state = {"bit_generator": "MT19937",
@@ -38,10 +38,7 @@ class WordWindow:
         self.base = 0
         self.words = np.zeros(0, dtype=np.uint32)
         self.scalar = array("I")  # the words, for word-by-word walks
-        # Each word's top `top_bits` bits, enough for any _randbelow(n < 2**top_bits): as an array, and (with
-        # `scalar_top`) for word-by-word walks in Python.
-        self.top16 = np.zeros(0, dtype=np.uint16)
-        self.top = array("H") if scalar_top else None
+        self.top = array("H")  # each word's top `top_bits` bits, enough for any _randbelow(n < 2**top_bits)
 
     @property
     def end(self) -> int:
@@ -53,12 +50,9 @@ class WordWindow:
             return
         count = max(GENERATE, end - self.end)
         fresh = self._bits.random_raw(count).astype(np.uint32)
-        top = (fresh >> (32 - self.top_bits)).astype(np.uint16)
         self.words = np.concatenate([self.words, fresh])
-        self.top16 = np.concatenate([self.top16, top])
         self.scalar.frombytes(fresh.tobytes())
-        if self.top is not None:
-            self.top.frombytes(top.tobytes())
+        self.top.frombytes((fresh >> (32 - self.top_bits)).astype(np.uint16).tobytes())
 
     def drop_before(self, position: int) -> None:
         """Forgets the words before stream position `position`."""
@@ -66,10 +60,8 @@ class WordWindow:
         if cut <= 0:
             return
         self.words = self.words[cut:].copy()
-        self.top16 = self.top16[cut:].copy()
         del self.scalar[:cut]
-        if self.top is not None:
-            del self.top[:cut]
+        del self.top[:cut]
         self.base = position
 
     def randoms(self, positions: np.ndarray) -> np.ndarray:

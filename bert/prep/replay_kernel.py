@@ -1,17 +1,21 @@
-"""The two walks of the exact replay that must read the word stream word by word, because rejection sampling
-makes how many words they take depend on the words: an instance's candidate shuffle and its masking draws.
+"""The exact replay's two walks that must read the word stream word by word, in Python, and the whole replay
+compiled from C.
 
-The Python functions below define them. `replay_kernel.c` does the same; when a C compiler (`cc`) is there it
-is compiled once into the user's cache (~/.cache/mlperf-bert) and used through ctypes, which makes these
-walks many times faster; without a compiler the Python functions run. Tests run both on the same stream and
-compare them.
+Rejection sampling makes how many words an instance's candidate shuffle and its masking draws take depend on
+the words; the Python functions below define these walks for the Python replay (exact_instances). The C
+replay (`replay_kernel.c`) makes every draw of the same stream, which it generates as it goes, a block of
+instances a call: dozens of times faster than the Python replay. When a C compiler (`cc`) is there it is
+compiled once into the user's cache (~/.cache/mlperf-bert) and used through ctypes; without one the Python
+replay runs. Tests run both and compare them.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
+import random
 import shutil
 import subprocess
 import tempfile
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bert.prep.instances import Documents, SampleSpec, SpecialIds
 from bert.prep.py_random import WordWindow, random_cut
 
 KEEP = -1  # replacement code: the masked position keeps its word
@@ -82,33 +87,74 @@ def instance_draws_python(window: WordWindow, q: int, limits: list[int], candida
     return q, chosen, shown
 
 
-class CompiledWalks:
-    """The C walks, on one window; the same results as the Python functions, IndexError past the window."""
+class CompiledReplay:
+    """One part's replay by the C library: its generator, the part's documents, and where the replay stands."""
 
-    def __init__(self, library: ctypes.CDLL, max_candidates: int, limits: list[int]):
-        self._draws = library.instance_draws
-        limits_array = np.array(limits, dtype=np.uint16)
-        shifts = np.array([0] + [16 - n.bit_length() for n in range(1, len(limits))], dtype=np.int32)
-        size = max(max_candidates, 1)
-        self._order, self._chosen, self._shown = (np.zeros(size, dtype=np.int32) for _ in range(3))
-        self._keep = (limits_array, shifts)  # the buffers behind the pointers below
-        self._fixed = [a.ctypes.data for a in (limits_array, shifts, self._order, self._chosen, self._shown)]
-        self._window: tuple = ()  # (words array, top16 array, their pointers): they move when the window does
+    def __init__(self, library: ctypes.CDLL, documents: Documents, spec: SampleSpec, special: SpecialIds, seed: int,
+                 masked_counts: list[int]):
+        self._library = library
+        # MT19937's 624 words and position as a freshly seeded random.Random holds them (its first draw twists),
+        # then room for the outputs of a twist.
+        self._state = np.zeros(2 * 624 + 1, dtype=np.uint32)
+        self._state[:625] = random.Random(seed).getstate()[1]
+        self._sent, self._docs = (np.ascontiguousarray(offsets, dtype=np.int64)
+                                  for offsets in (documents.sentence_offsets, documents.document_offsets))
+        self._count, self._spec, self._special = len(documents), spec, special
+        self._width = spec.max_predictions
+        self._masked_counts = np.array(masked_counts, dtype=np.int32)
+        self._order = self.shuffled(self._count)  # the document at shuffled index d is _order[d]
+        self._loop = np.array([0, 0, -1, 0, 0], dtype=np.int64)  # pass, document, chunk (-1: none yet), end, target
 
-    def instance_draws(self, window: WordWindow, q: int, candidates: int, keep: int, mask_id: int, vocab_size: int
-                       ) -> tuple[int, list[int], list[int]]:
-        if not self._window or self._window[0] is not window.words or self._window[1] is not window.top16:
-            self._window = (window.words, window.top16, window.words.ctypes.data, window.top16.ctypes.data)
-        limits, shifts, order, chosen, shown = self._fixed
-        end = self._draws(self._window[3], self._window[2], q, len(window.words), limits, shifts, candidates, keep,
-                          mask_id, KEEP, vocab_size, order, chosen, shown)
-        if end < 0:
-            raise IndexError("the draws run past the window")
-        return end, self._chosen[:keep].tolist(), self._shown[:keep].tolist()
+    @property
+    def documents_done(self) -> int:
+        return int(self._loop[0] * self._count + self._loop[1])
+
+    def shuffled(self, n: int) -> np.ndarray:
+        """The permutation `random.shuffle` gives `list(range(n))`, drawn next."""
+        order = np.zeros(n, dtype=np.int64)
+        self._library.shuffled(self._state.ctypes.data, n, order.ctypes.data)
+        return order
+
+    def instances(self, dupe_factor: int, capacity: int) -> tuple[np.ndarray, ...]:
+        """Up to `capacity` more instances: (spans [n, 4], nsp [n], masked counts [n], masked positions, what each
+        shows), the last two flat."""
+        spans, nsp = np.zeros((capacity, 4), dtype=np.int64), np.zeros(capacity, dtype=np.int8)
+        counts = np.zeros(capacity, dtype=np.int32)
+        positions, shown = (np.zeros((capacity, self._width), dtype=np.int32) for _ in range(2))
+        spec, special = self._spec, self._special
+        made = self._library.replay_block(
+            self._state.ctypes.data, self._loop.ctypes.data, self._sent.ctypes.data, self._docs.ctypes.data,
+            self._order.ctypes.data, self._count, dupe_factor, spec.max_seq_length - 3, spec.short_seq_prob,
+            self._masked_counts.ctypes.data, special.mask, KEEP, special.vocab_size, self._width, capacity,
+            spans.ctypes.data, nsp.ctypes.data, counts.ctypes.data, positions.ctypes.data, shown.ctypes.data)
+        if made < 0:
+            raise MemoryError("the compiled replay could not have its scratch memory")
+        listed = np.arange(self._width)[None, :] < counts[:made, None]
+        return spans[:made], nsp[:made], counts[:made], positions[:made][listed], shown[:made][listed]
 
 
+def compiled_samples(library: ctypes.CDLL, tokens: np.ndarray, spans: np.ndarray, mask_offsets: np.ndarray,
+                     mask_positions: np.ndarray, replacements: np.ndarray, rows: np.ndarray, special: SpecialIds,
+                     width: int) -> tuple[np.ndarray, ...]:
+    """exact_instances.build_samples by the C library: (tokens, segments, offsets, masked positions, labels)."""
+    arrays = [np.ascontiguousarray(a, dtype=t) for a, t in ((tokens, np.int32), (spans, np.int64),
+                                                             (mask_offsets, np.int64), (mask_positions, np.int32),
+                                                             (replacements, np.int32), (rows, np.int64))]
+    if len(rows) and np.diff(mask_offsets)[rows].max() > width:
+        raise ValueError(f"an instance has more masked positions than max_predictions {width}")
+    lengths = arrays[1][arrays[5]][:, [1, 3]].sum(1) + 3  # [CLS] A [SEP] B [SEP]
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    out = (np.empty(offsets[-1], dtype=np.int32), np.empty(offsets[-1], dtype=np.int8),
+           np.zeros((len(rows), width), dtype=np.int32), np.zeros((len(rows), width), dtype=np.int32))
+    library.build_samples(*(a.ctypes.data for a in arrays), len(rows), special.cls, special.sep, KEEP, width,
+                          offsets.ctypes.data, *(a.ctypes.data for a in out))
+    return out[0], out[1], offsets, out[2], out[3]
+
+
+@functools.cache
 def compiled_library() -> ctypes.CDLL | None:
-    """The compiled walks, built on first use; None without a C compiler, or where they cannot be built or
+    """The compiled replay, built on first use; None without a C compiler, or where it cannot be built or
     loaded (no home folder, a read-only or noexec cache)."""
     if shutil.which("cc") is None:
         return None
@@ -126,7 +172,12 @@ def compiled_library() -> ctypes.CDLL | None:
         lib = ctypes.CDLL(str(library))
     except (OSError, RuntimeError, subprocess.SubprocessError):
         return None
-    long, ptr, i32 = ctypes.c_long, ctypes.c_void_p, ctypes.c_int32
-    lib.instance_draws.argtypes = [ptr, ptr, long, long, ptr, ptr, long, long, i32, i32, ctypes.c_uint32, ptr, ptr, ptr]
-    lib.instance_draws.restype = long
+    i64, ptr, i32 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int32
+    lib.shuffled.argtypes = [ptr, i64, ptr]
+    lib.shuffled.restype = None
+    lib.replay_block.argtypes = [ptr, ptr, ptr, ptr, ptr, i64, i64, i64, ctypes.c_double, ptr, i32, i32,
+                                 ctypes.c_uint32, i64, i64, ptr, ptr, ptr, ptr, ptr]
+    lib.replay_block.restype = i64
+    lib.build_samples.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, i64, i32, i32, i32, i64, ptr, ptr, ptr, ptr, ptr]
+    lib.build_samples.restype = None
     return lib

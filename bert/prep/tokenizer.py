@@ -27,6 +27,7 @@ import itertools
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 
@@ -107,6 +108,18 @@ def check_unique_pieces(vocab: Vocab) -> None:
                          "must be on one line only")
 
 
+class _Made(dict):
+    """A cache: a key's value is made (by `make`) the first time the key is looked up."""
+
+    def __init__(self, make: Callable[[str], tuple[int, ...]], known: dict[str, tuple[int, ...]]):
+        super().__init__(known)
+        self.make = make
+
+    def __missing__(self, key: str) -> tuple[int, ...]:
+        value = self[key] = self.make(key)
+        return value
+
+
 class WordPieceTokenizer:
     """Sentences -> word-piece ids, as the reference's FullTokenizer(do_lower_case=True)."""
 
@@ -114,32 +127,32 @@ class WordPieceTokenizer:
         vocab.check_special_tokens()
         check_unique_pieces(vocab)
         self.vocab = vocab
-        self._ids = vocab.ids
         self._unk = vocab.id_of("[UNK]")
-        self._pieces: dict[str, list[int]] = {"\n": []}  # a sentence's end has no pieces
+        ids = vocab.ids
+        self._starts = {p: i for p, i in ids.items() if not p.startswith("##")}
+        self._continuations = {p[2:]: i for p, i in ids.items() if p.startswith("##")}
+        # No piece is longer than this (without its "##"): longer candidates need not be looked up.
+        self._longest = max(len(p) - 2 * p.startswith("##") for p in vocab.pieces)
+        # A word (a run of letters, or a punctuation character): its ids; a sentence's end: -1.
+        self._words = _Made(self._spell, {"\n": (-1,)})
         self._cleaning, self._splitting = _Cleaning(), _Splitting()
 
-    def word_pieces(self, word: str) -> list[int]:
-        """Greedy longest-match-first WordPiece of one word (cached)."""
-        pieces = self._pieces.get(word)
-        if pieces is None:
-            pieces = self._pieces[word] = self._spell(word)
-        return pieces
-
-    def _spell(self, word: str) -> list[int]:
+    def _spell(self, word: str) -> tuple[int, ...]:
+        """Greedy longest-match-first WordPiece: the longest piece that starts the word, then the longest
+        continuation ("##" piece) that starts the rest, and so on; [UNK] when none fits."""
         if len(word) > MAX_WORD_CHARS:
-            return [self._unk]
-        ids, pieces, start = self._ids, [], 0
+            return (self._unk,)
+        pieces, start, table = [], 0, self._starts
         while start < len(word):
-            for end in range(len(word), start, -1):
-                piece = word[start:end] if start == 0 else "##" + word[start:end]
-                if piece in ids:
-                    pieces.append(ids[piece])
-                    start = end
+            for end in range(min(len(word), start + self._longest), start, -1):
+                piece = table.get(word[start:end])
+                if piece is not None:
                     break
             else:
-                return [self._unk]
-        return pieces
+                return (self._unk,)
+            pieces.append(piece)
+            start, table = end, self._continuations
+        return tuple(pieces)
 
     def folded(self, sentence: str) -> str:
         """The sentence as the reference's BasicTokenizer sees it before splitting it into words. A sentence of
@@ -155,13 +168,10 @@ class WordPieceTokenizer:
 
     def encode(self, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(all ids concatenated as int32, the number of ids of each sentence); a sentence without a word
-        has none. The folded sentences are split into words in one pass, each ending with a newline."""
+        has none. The folded sentences are split into words in one pass, each ending with a newline, whose id
+        -1 marks the sentence's end; a word is spelt the first time it turns up."""
         text = "".join(self.folded(s) + "\n" for s in sentences)
         words = self._splitting.pattern.findall(text)
-        for word in set(words) - self._pieces.keys():
-            self.word_pieces(word)
-        pieces = list(map(self._pieces.__getitem__, words))
-        counts = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-        ids = np.fromiter(itertools.chain.from_iterable(pieces), dtype=np.int32, count=int(counts.sum()))
-        breaks = np.flatnonzero(np.fromiter(map("\n".__eq__, words), dtype=bool, count=len(words)))
-        return ids, np.diff(np.cumsum(counts)[breaks], prepend=0)
+        ids = np.fromiter(itertools.chain.from_iterable(map(self._words.__getitem__, words)), dtype=np.int32)
+        pieces = ids >= 0
+        return ids[pieces], np.diff(np.flatnonzero(~pieces), prepend=-1) - 1

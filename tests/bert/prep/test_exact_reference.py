@@ -3,14 +3,16 @@ stored in fixtures/ by fixtures/make_reference_fixtures.py (which runs the refer
 
 import gzip
 import random
+import shutil
 
 import numpy as np
 import pytest
 
 from bert.data.shards import FIXED_KEYS, read_arrays
-from bert.prep.instances import SampleSpec
+from bert.prep.instances import Documents, SampleSpec, SpecialIds
 from bert.prep.prepare import PrepareOptions, prepare
 from bert.prep.py_random import Cursor, WordWindow, random_cut
+from bert.prep.replay_kernel import compiled_library
 from bert.prep.tfrecord import RecordError, crc32c, read_records
 from bert.prep.tfrecord_import import import_tfrecords
 from tests.bert.prep.fixtures.make_reference_fixtures import HERE, RUNS
@@ -35,7 +37,7 @@ def test_exact_prepare_writes_the_reference_samples_in_the_reference_order(tmp_p
     assert len(arrays["input_ids"]) > 20
 
 
-def test_the_python_walks_make_the_reference_samples_too(tmp_path, monkeypatch):
+def test_the_python_replay_makes_the_reference_samples_too(tmp_path, monkeypatch):
     import bert.prep.exact_instances
 
     monkeypatch.setattr(bert.prep.exact_instances, "compiled_library", lambda: None)  # as without a compiler
@@ -48,7 +50,9 @@ def test_draws_that_run_past_the_stream_window_are_replayed_exactly(tmp_path, mo
     import bert.prep.exact_instances
     import bert.prep.py_random
 
-    # A window of a few hundred words: documents and the final shuffle run past it and are replayed.
+    # The Python replay with a window of a few hundred words: documents and the final shuffle run past it and
+    # are replayed.
+    monkeypatch.setattr(bert.prep.exact_instances, "compiled_library", lambda: None)
     monkeypatch.setattr(bert.prep.py_random, "GENERATE", 300)
     monkeypatch.setattr(bert.prep.exact_instances, "MARGIN", 200)
     monkeypatch.setattr(bert.prep.exact_instances, "BLOCK", 7)
@@ -148,21 +152,40 @@ def test_the_word_stream_replays_python_random_call_for_call():
             assert cursor.randbelow(30522) == reference.randrange(30522)
 
 
-def test_the_compiled_walks_equal_the_python_ones():
-    from bert.prep.py_random import below_limits
-    from bert.prep.replay_kernel import CompiledWalks, compiled_library, instance_draws_python
+def _documents(rng: random.Random, count: int) -> Documents:
+    """Documents of one to 30 sentences of 1 to 40 tokens, some of 300 (longer than a short sequence)."""
+    return Documents.from_lists([[[rng.randint(5, 999)] * rng.choice([rng.randint(1, 40), 300])
+                                  for _ in range(rng.randint(1, 30))] for _ in range(count)])
 
-    library = compiled_library()
-    if library is None:
-        pytest.skip("no C compiler: the Python walks are the ones in use")
-    window, limits = WordWindow(7), below_limits(509, 16)
-    window.ensure(300_000)
-    walks, q, rng = CompiledWalks(library, 509, limits), 0, random.Random(3)
-    for _ in range(300):
-        candidates = rng.choice([2, 3, 64, 255, 256, 257, 509, rng.randint(2, 509)])
-        keep, vocab = min(candidates, rng.randint(1, 76)), rng.choice([5, 8000, 30522, 32768])
-        compiled = walks.instance_draws(window, q, candidates, keep, 4, vocab)
-        assert compiled == instance_draws_python(window, q, limits, candidates, keep, 4, vocab)
-        q = compiled[0]
-    with pytest.raises(IndexError):
-        walks.instance_draws(window, len(window.words) - 100, 509, 76, 4, 30522)
+
+def test_the_compiler_builds_the_compiled_replay_where_there_is_one():
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler: the Python replay is the one in use")
+    assert compiled_library() is not None
+
+
+@pytest.mark.parametrize("seed, spec, vocab_size, block", [
+    (12345, SampleSpec(128, 20), 1000, 4096),
+    (7, SampleSpec(512, 76), 30522, 4096),
+    (1, SampleSpec(16, 3, 0.3, 0.5), 32768, 5),  # instances cut in every block, documents cut across blocks
+    (2, SampleSpec(64, 10, 0.15, 1.0), 5, 64),
+])
+def test_the_compiled_replay_makes_the_python_replays_instances_and_samples(monkeypatch, seed, spec, vocab_size, block):
+    import bert.prep.exact_instances as exact
+
+    if compiled_library() is None:
+        pytest.skip("no C compiler: the Python replay is the one in use")
+    documents, special = _documents(random.Random(seed), 40), SpecialIds(2, 3, 4, vocab_size)
+    monkeypatch.setattr(exact, "COMPILED_BLOCK", block)
+    shares = []
+    compiled = exact.create_instances(documents, spec, special, seed, 3, shares.append)
+    rows = np.random.default_rng(seed).permutation(len(compiled))[:500]
+    compiled_samples = exact.build_samples(documents.tokens, compiled, rows, special, spec.max_predictions)
+    monkeypatch.setattr(exact, "compiled_library", lambda: None)
+    python = exact.create_instances(documents, spec, special, seed, 3)
+    assert len(python) > 100 and sum(shares) == pytest.approx(1.0)
+    for field in ("spans", "nsp", "mask_offsets", "mask_positions", "replacements", "order"):
+        assert np.array_equal(getattr(compiled, field), getattr(python, field)), field
+    python_samples = exact.build_samples(documents.tokens, python, rows, special, spec.max_predictions)
+    for field in ("tokens", "segments", "offsets", "masked_positions", "masked_ids", "nsp_labels"):
+        assert np.array_equal(getattr(compiled_samples, field), getattr(python_samples, field)), field

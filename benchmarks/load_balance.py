@@ -213,12 +213,12 @@ def bench_system(args: argparse.Namespace, strategy: str, unpadded: bool, change
 class Counting:
     """Passes batches through, adding up the tokens the encoder computes."""
 
-    def __init__(self, loader: TrainLoader, padded: bool):
-        self.loader, self.padded, self.computed = loader, padded, 0
+    def __init__(self, loader: TrainLoader, unpadded: bool):
+        self.loader, self.unpadded, self.computed = loader, unpadded, 0
 
     def __next__(self):
         batch = next(self.loader)
-        self.computed += batch.input_ids.numel() if self.padded else batch.num_tokens
+        self.computed += batch.num_tokens if self.unpadded else batch.input_ids.numel()
         return batch
 
 
@@ -231,7 +231,7 @@ def time_strategy(args, rank: int, paths: list[Path], system: System) -> tuple[f
                      build_schedule(system.run.optimizer))
     loader = TrainLoader(paths, rank, RANKS, 7, system.per_process_batch, ctx.device,
                          balance=loader_balance(system, ctx))
-    batches = Counting(loader, step.padded)
+    batches = Counting(loader, step.unpadded)
     try:
         for s in range(args.warmup):
             step(batches, s)

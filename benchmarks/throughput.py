@@ -83,7 +83,7 @@ class HFBatch:
     inputs: dict[str, torch.Tensor]
     num_tokens: int
 
-    def model_inputs(self, padded: bool) -> dict[str, torch.Tensor]:
+    def model_inputs(self, unpadded: bool) -> dict[str, torch.Tensor]:
         return self.inputs
 
     def loss(self, out) -> torch.Tensor:
@@ -213,7 +213,7 @@ class Feed:
         k = self.index % len(self.batches)
         self.index += 1
         self.model_flops += self.flops[k]
-        self.sequences += self.batches[k].model_inputs(False)["input_ids"].shape[0]
+        self.sequences += self.batches[k].model_inputs(True)["input_ids"].shape[0]
         return self.batches[k]
 
     def reset_counts(self) -> None:

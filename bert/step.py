@@ -14,7 +14,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
-from bert.distributed.clipping import AfterAllreduce, BeforeAllreduce, loss_scale
+from bert.distributed.clipping import AfterAllreduce, BeforeAllreduce, Clipping, loss_scale
 from bert.distributed.launch import DistContext
 from bert.model import compile_encoder
 from bert.numerics import NumericGuard
@@ -43,7 +43,7 @@ class TrainStep:
         if run.compile:
             compile_encoder(model)
         self.trained = data_parallel(model, run.bucket_cap_mb) if ctx.distributed else model
-        self.padded = not run.unpadded
+        self.unpadded = run.unpadded
         self.accumulate = run.gradient_accumulation_steps
         self.autocast = autocast_for(system, ctx)
         self.scaler = torch.amp.GradScaler(ctx.device.type, init_scale=run.initial_loss_scale,
@@ -65,7 +65,7 @@ class TrainStep:
             self.tokens += batch.num_tokens
             with self.clipping.micro_batch(last=micro == self.accumulate - 1):
                 with self.autocast:
-                    out = self.trained(**batch.model_inputs(self.padded))
+                    out = self.trained(**batch.model_inputs(self.unpadded))
                 loss = batch.loss(out)
                 loss = loss * math.nan if step + 1 == self.nan_at_step else loss
                 self.scaler.scale(loss / self.accumulate).backward()
@@ -79,7 +79,7 @@ class TrainStep:
         self.guard.observe(step_loss, norm, scale, loss_scale(self.scaler, self.ctx.device))
         self.optimizer.zero_grad()  # apex's optimizers take no set_to_none; they and torch's set None
 
-    def _clipping(self, mode: str, clip_norm: float) -> AfterAllreduce:
+    def _clipping(self, mode: str, clip_norm: float) -> Clipping:
         ddp = self.trained if self.ctx.distributed else None
         if mode == "after_allreduce":
             return AfterAllreduce(ddp, self.params, clip_norm, self.scaler)

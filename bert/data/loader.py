@@ -24,6 +24,7 @@ import torch
 
 from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH
 from bert.data.batch import Batch, collate
+from bert.data.exchanges import RowAgreement, SampleExchange
 from bert.data.packed_batches import PackedBatches
 from bert.data.samplers import epochs, sample_order
 from bert.data.shards import SampleLimits, Samples, read_shard
@@ -41,9 +42,9 @@ class LoaderBalance:
     strategy: str = "none"
     length_bins: list[int] | None = None  # None: the first shard's length quantiles, one bin per batch sequence
     row_len: int = 512  # the longest sequence; the length of a packed row
-    # bert.distributed.presort.PresortExchange (start / finish), or for packing the agreement between the ranks
-    # (bert.distributed.row_exchange.RowExchange); None: nothing to exchange.
-    exchange: object | None = None
+    # The presort exchange (stratified+local_presort, global_presort), or for packing the agreement between the
+    # ranks; None: nothing to exchange (one process, or a strategy without either).
+    exchange: SampleExchange | RowAgreement | None = None
     lookahead: int = 0  # run.balance_lookahead
     attention_width: int = BERT_LARGE_ATTENTION_WIDTH  # of the model: bert.data.balance_plans.sequence_cost
 

@@ -33,7 +33,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from bert.distributed.clipping import AfterAllreduce, clip_to_norm_, loss_scale
+from bert.distributed.clipping import clip_to_norm_, loss_scale
 
 
 def _in_place_result(buffer: torch.Tensor, done: torch.futures.Future) -> torch.Tensor:
@@ -47,10 +47,12 @@ def _completed(tensor: torch.Tensor) -> torch.futures.Future[torch.Tensor]:
     return future
 
 
-class BucketwiseBeforeAllreduce(AfterAllreduce):
+class BucketwiseBeforeAllreduce:
+    """A clipping mode (bert.distributed.clipping.Clipping) whose clipping and averaging is DDP's hook."""
+
     def __init__(self, ddp: DistributedDataParallel, params: list[nn.Parameter], clip_norm: float,
                  scaler: torch.amp.GradScaler, accumulate: int):
-        super().__init__(ddp, params, clip_norm, scaler)
+        self.ddp, self.params, self.clip_norm, self.scaler = ddp, params, clip_norm, scaler
         self.accumulate = accumulate
         self.group = ddp.process_group
         self.num_buckets = 0

@@ -15,6 +15,8 @@ all of them. A non-finite norm leaves the gradient non-finite (never zero) for t
 
 In a single process there is no DDP and no bucket: both "before" modes clip the whole gradient, which is
 also what `after_allreduce` does there.
+
+Each mode is its own implementation of the `Clipping` protocol; what they share are the functions here.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import contextlib
 import math
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from typing import Protocol
 
 import torch
 import torch.distributed as dist
@@ -60,6 +63,24 @@ def allreduce_mean_(tensors: Sequence[torch.Tensor], group: dist.ProcessGroup) -
     torch._foreach_copy_(list(tensors), [part.view_as(t) for part, t in zip(parts, tensors)])
 
 
+class Clipping(Protocol):
+    """One clipping mode (run.clip): what the step does around each micro-batch and after the last one."""
+
+    def micro_batch(self, last: bool) -> AbstractContextManager:
+        """The context of one micro-batch's forward and backward; `last`: the step's last micro-batch."""
+        ...
+
+    def finish(self, optimizer: torch.optim.Optimizer) -> torch.Tensor | None:
+        """After the last backward: leaves the final, unscaled gradient in .grad for the optimizer. Returns the
+        norm it clipped (a device tensor; None where no one norm is computed), for the numeric guard."""
+        ...
+
+
+def local_accumulation(ddp: DistributedDataParallel | None, local: bool) -> AbstractContextManager:
+    """DDP's no_sync when `local` (the backward accumulates into .grad without communicating), else nothing."""
+    return ddp.no_sync() if ddp is not None and local else contextlib.nullcontext()
+
+
 class AfterAllreduce:
     """The reference: DDP reduces after the last micro-batch, then the averaged gradient is clipped."""
 
@@ -68,21 +89,22 @@ class AfterAllreduce:
         self.ddp, self.params, self.clip_norm, self.scaler = ddp, params, clip_norm, scaler
 
     def micro_batch(self, last: bool) -> AbstractContextManager:
-        """The context of one micro-batch's forward and backward."""
-        return self.ddp.no_sync() if self.ddp is not None and not last else contextlib.nullcontext()
+        return local_accumulation(self.ddp, not last)
 
     def finish(self, optimizer: torch.optim.Optimizer) -> torch.Tensor | None:
-        """After the last backward: leaves the final, unscaled gradient in .grad for the optimizer. Returns
-        the norm it clipped (a device tensor; None where no one norm is computed), for the numeric guard."""
         self.scaler.unscale_(optimizer)
         return clip_global_norm(self.params, self.clip_norm)
 
 
-class BeforeAllreduce(AfterAllreduce):
+class BeforeAllreduce:
     """Each rank clips its whole local (accumulated) gradient, then one allreduce averages it."""
 
+    def __init__(self, ddp: DistributedDataParallel | None, params: list[nn.Parameter], clip_norm: float,
+                 scaler: torch.amp.GradScaler):
+        self.ddp, self.params, self.clip_norm, self.scaler = ddp, params, clip_norm, scaler
+
     def micro_batch(self, last: bool) -> AbstractContextManager:
-        return self.ddp.no_sync() if self.ddp is not None else contextlib.nullcontext()
+        return local_accumulation(self.ddp, True)
 
     def finish(self, optimizer: torch.optim.Optimizer) -> torch.Tensor | None:
         grads = [p.grad for p in self.params if p.grad is not None]

@@ -58,9 +58,9 @@ def decode(rows: torch.Tensor, row_len: int, predictions: int) -> Samples:
 
 
 class PresortExchange:
-    """One rank's end of the exchange within its group (`members`, ranks in launch order). The deal runs on a
-    thread of the exchange's own as soon as the gathered batches arrive, so the training loop only collects
-    its share."""
+    """One rank's end of the exchange within its group (`members`, ranks in launch order): the loader's
+    bert.data.exchanges.SampleExchange. The deal runs on a thread of the exchange's own as soon as the gathered
+    batches arrive, so the training loop only collects its share."""
 
     def __init__(self, group: dist.ProcessGroup, members: list[int], rank: int, row_len: int, predictions: int,
                  how: str = "balanced", attention_width: int = BERT_LARGE_ATTENTION_WIDTH):

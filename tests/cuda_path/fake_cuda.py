@@ -366,7 +366,7 @@ def train_step_record(setup: StepSetup) -> StepRecord:
                 model.eval()
                 eval_calls = len(recorder.attention)
                 with torch.no_grad(), step.autocast:
-                    model(**batches[0].model_inputs(step.padded))
+                    model(**batches[0].model_inputs(step.unpadded))
         except Exception as e:  # in the record: the tests say what went wrong, in this process's terms
             record.error = f"{type(e).__name__}: {e}"
             eval_calls = len(recorder.attention)

@@ -51,7 +51,7 @@ def local_grads(model: torch.nn.Module, system: System, batch: Batch, scale: flo
     model.zero_grad(set_to_none=True)
     precision = system.run.precision
     with torch.autocast("cpu", dtype=torch.float16, enabled=precision == "fp16"):
-        out = model(**batch.model_inputs(padded=False))
+        out = model(**batch.model_inputs(unpadded=True))
     (out.loss / system.run.gradient_accumulation_steps * scale).backward()
     return [p.grad.double() / scale for p in model.parameters()]
 

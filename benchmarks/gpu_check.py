@@ -143,7 +143,8 @@ def _step_system(device: torch.device, precision: str, world_size: int = 1) -> S
     system = load_system("h200_1x1").variant(
         {"model": sizes.model, "model_overrides": overrides, "processes_per_node": world_size,
          "global_batch_size": 2 * sizes.sequences * world_size, "gradient_accumulation_steps": 2,
-         "max_seq_length": sizes.length, "init_checkpoint": None},
+         "max_seq_length": sizes.length, "init_checkpoint": None,
+         "performance": None},  # the simulator's figures are of one GPU, and this may be two ranks
         description={"accelerators_per_node": str(world_size)})
     # fp16 on a CPU (the rehearsal): torch runs it, the descriptor check keeps it for CUDA.
     return dataclasses.replace(system, run=dataclasses.replace(system.run, device=device.type, precision=precision))

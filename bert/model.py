@@ -197,10 +197,14 @@ class BertForPreTraining(nn.Module):
 
 
 def compile_encoder(model: BertForPreTraining) -> None:
-    """Compiles every encoder layer in place with torch.compile; parameter names do not change.
+    """Compiles every encoder layer in place with torch.compile (regional compilation): inductor fuses each
+    layer's elementwise work (bias + GeLU, bias + dropout + residual add, LayerNorm) around the matmuls and the
+    attention operator. Parameter names do not change.
 
-    Shapes are dynamic from the start: the token count and the padded length change with every batch, and
-    recompiling for each would cost more than the compiled layer saves.
+    Shapes are dynamic from the start: the unpadded token count (and the batch's sequence count and padded
+    length) change with every batch, and recompiling for each would cost more than the compiled layer saves;
+    the layers share one compiled graph (their parameters are its inputs). fullgraph: a graph break is an
+    error here, not a silent split (tests/bert/test_regional_compile.py counts graphs and recompiles).
     """
     for layer in model.bert.encoder:
-        layer.compile(dynamic=True)
+        layer.compile(dynamic=True, fullgraph=True)

@@ -40,17 +40,16 @@ def test_the_residual_stream_between_encoder_layers_is_in_the_autocast_dtype(ste
     assert record.layer_dtypes == [(dtype, dtype)] * 2, f"{name}: (input, output) of each layer"
 
 
-def test_training_attention_is_sdpa_with_the_key_mask_and_dropout_and_eval_attention_is_varlen(step):
-    # Training: torch's varlen_attn has no dropout, so the unpadded tokens are scattered to a padded tile and
-    # go through SDPA with the key-padding mask (on an H200: the memory-efficient kernel, which takes a mask).
+def test_training_and_eval_attention_is_the_variable_length_kernel_with_dropout_in_training(step):
+    # Training (dropout 0.1) and eval (none) both run bert::varlen_attention on the unpadded tokens: on an H200,
+    # the flash kernel with cumulative sequence lengths; no padded tile, no mask.
     name, record = step
     dtype = "float16" if name == "fp16" else "bfloat16"
     setup = SETUPS[name]
     why = f"{name} ({record.error or 'ran to the end'})"
-    assert record.attention == [AttentionCall("scaled_dot_product_attention", dtype, 0.1, True)] * (
+    assert record.attention == [AttentionCall("varlen_attention", dtype, 0.1, False)] * (
         setup.layers * setup.steps * setup.accumulate), why
-    # Eval (no dropout): torch's variable-length flash attention on the real tokens.
-    assert record.eval_attention == [AttentionCall("varlen_attn", dtype, 0.0, False)] * setup.layers, why
+    assert record.eval_attention == [AttentionCall("varlen_attention", dtype, 0.0, False)] * setup.layers, why
 
 
 def test_each_rank_seeds_the_gpu_dropout_stream_with_its_own_seed(fake_cuda_run):

@@ -14,7 +14,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
-from bert.distributed.clipping import AfterAllreduce, BeforeAllreduce, Clipping, loss_scale
+from bert.distributed.clipping import COMM_DTYPES, AfterAllreduce, BeforeAllreduce, Clipping, loss_scale
 from bert.distributed.launch import DistContext
 from bert.model import compile_encoder
 from bert.numerics import NumericGuard
@@ -49,7 +49,7 @@ class TrainStep:
         self.scaler = torch.amp.GradScaler(ctx.device.type, init_scale=run.initial_loss_scale,
                                            enabled=run.precision == "fp16")
         self.params = [p for p in model.parameters() if p.requires_grad]
-        self.clipping = self._clipping(run.clip, run.clip_norm)
+        self.clipping = self._clipping(run.clip, run.clip_norm, COMM_DTYPES[run.grad_comm_dtype])
         self.loss_sum = torch.zeros((), device=ctx.device)
         self.micro_batches = 0
         self.tokens = 0
@@ -79,13 +79,14 @@ class TrainStep:
         self.guard.observe(step_loss, norm, scale, loss_scale(self.scaler, self.ctx.device))
         self.optimizer.zero_grad()  # apex's optimizers take no set_to_none; they and torch's set None
 
-    def _clipping(self, mode: str, clip_norm: float) -> Clipping:
+    def _clipping(self, mode: str, clip_norm: float, comm_dtype: torch.dtype) -> Clipping:
         ddp = self.trained if self.ctx.distributed else None
         if mode == "after_allreduce":
-            return AfterAllreduce(ddp, self.params, clip_norm, self.scaler)
+            return AfterAllreduce(ddp, self.params, clip_norm, self.scaler, comm_dtype)
         if mode == "bucketwise_before_allreduce" and ddp is not None:
-            return BucketwiseBeforeAllreduce(ddp, self.params, clip_norm, self.scaler, self.accumulate)
-        return BeforeAllreduce(ddp, self.params, clip_norm, self.scaler)  # one process: the gradient is one bucket
+            return BucketwiseBeforeAllreduce(ddp, self.params, clip_norm, self.scaler, self.accumulate, comm_dtype)
+        # one process: the gradient is one bucket
+        return BeforeAllreduce(ddp, self.params, clip_norm, self.scaler, comm_dtype)
 
     def check_numerics(self) -> None:
         """Raises bert.numerics.NumericalFault if any rank saw one; a collective: call it on every rank."""

@@ -164,6 +164,9 @@ class RunSpec:
     clip_norm: float = ranged(0, low_open=True, default=1.0)
     # DDP's gradient bucket size, the unit of bucket-wise clipping
     bucket_cap_mb: float = ranged(0, low_open=True, default=25.0)
+    # The dtype the gradient travels in between the ranks, with every clipping mode: fp32 (the reference), or
+    # bf16 (half the bytes; each rank's share is rounded to bf16 before the sum, DDP's bf16 compression).
+    grad_comm_dtype: Literal["fp32", "bf16"] = "fp32"
     unpadded: bool = True
     compile: bool = False  # torch.compile each encoder layer (see benchmarks/throughput_notes.md for when it helps)
     balance: Balance = "none"

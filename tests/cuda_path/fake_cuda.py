@@ -299,6 +299,7 @@ class StepSetup:
     accumulate: int = 1
     world_size: int = 1  # > 1: DDP over a fake process group, this process rank 0
     clip: str = "after_allreduce"
+    grad_comm_dtype: str = "fp32"
     steps: int = 2
 
 
@@ -320,6 +321,7 @@ def step_system(setup: StepSetup):
     changes = {"model_overrides": {"num_layers": setup.layers}, "precision": setup.precision,
                "processes_per_node": setup.world_size, "gradient_accumulation_steps": setup.accumulate,
                "global_batch_size": setup.sequences * setup.accumulate * setup.world_size, "clip": setup.clip,
+               "grad_comm_dtype": setup.grad_comm_dtype,
                "init_checkpoint": None, "performance": None}  # the simulator's figures are of one GPU
     return load_system("h200_1x1").variant(changes, description={"accelerators_per_node": str(setup.world_size)})
 

@@ -1,7 +1,8 @@
 """One training step of the real GPU configuration (BERT-large layer shapes, dropout 0.1, unpadded, LAMB; bf16,
-then fp16 with loss scaling; DDP with the bucket-wise clip hook) on fake cuda:0 (see fake_cuda.py): every
-tensor stays on the GPU, the residual stream between encoder layers is bf16, the step never waits for the
-GPU, the attention entry point is the one the speed work expects, and each rank seeds its own dropout."""
+then fp16 with loss scaling; DDP with the bucket-wise clip hook, and with the gradient sent in bf16) on fake
+cuda:0 (see fake_cuda.py): every tensor stays on the GPU, the residual stream between encoder layers is bf16,
+the step never waits for the GPU, the attention is the variable-length kernel, and each rank seeds its own
+dropout."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ SETUPS = {
     "bf16": StepSetup(precision="bf16"),
     "fp16": StepSetup(precision="fp16", accumulate=2),
     "ddp bucket-wise clip": StepSetup(precision="bf16", world_size=2, clip="bucketwise_before_allreduce", steps=1),
+    "ddp bf16 gradient": StepSetup(precision="bf16", world_size=2, grad_comm_dtype="bf16", steps=1),
 }
 
 
@@ -26,7 +28,7 @@ def test_the_step_runs_and_every_tensor_stays_on_the_gpu(step):
     assert record.off_device == [], f"{name}: tensors off cuda:0:\n" + "\n".join(record.off_device[:10])
     assert record.error is None, f"{name}: the step stopped: {record.error}"
     assert record.ops > 500, f"{name}: the step recorded only {record.ops} operators"
-    assert record.data_parallel == (name == "ddp bucket-wise clip")
+    assert record.data_parallel == (SETUPS[name].world_size > 1)
 
 
 def test_the_step_never_waits_for_the_gpu(step):

@@ -107,9 +107,10 @@ def simulate(system_name: str, samples_to_converge: int | None, lengths: str, se
         prediction = predict(system, samples, source_lengths, seed=seed)
     except (ValueError, FileNotFoundError) as e:
         raise click.ClickException(str(e)) from None
-    click.echo(f"{system.nodes} node(s) x {system.run.processes_per_node} GPU(s), global batch "
-               f"{system.run.global_batch_size}, balance {system.run.balance}, clip {system.run.clip}, "
-               f"{system.run.performance.gpu_samples_per_s:g} sequences/s per GPU; samples to converge from {source}")
+    run = system.run
+    click.echo(f"{system.nodes} node(s) x {run.processes_per_node} GPU(s), global batch {run.global_batch_size}, "
+               f"balance {run.balance}, clip {run.clip}, gradient sent in {run.grad_comm_dtype}, "
+               f"{run.optimizer.name} ({run.optimizer.implementation}); samples to converge from {source}")
     for line in breakdown_lines(prediction):
         click.echo(line)
 

@@ -181,8 +181,8 @@ def deal_timing(repeats: int = 300) -> list[str]:
     return lines
 
 
-def write_dataset(folder: Path, seq: int, samples: int, shards: int, seed: int = 0) -> list[Path]:
-    """Random tokens with mlperf-wiki lengths scaled to `seq`; 15% of each sample masked."""
+def write_dataset(folder: Path, seq: int, samples: int, shards: int, seed: int = 0, form: str = "fixed") -> list[Path]:
+    """Random tokens with mlperf-wiki lengths scaled to `seq`; 15% of each sample masked; shards of `form`."""
     rng = np.random.default_rng(seed)
     lengths = np.maximum(named_lengths("mlperf-wiki", samples, seed, max_len=seq), 8)
     width = seq // 7
@@ -199,7 +199,7 @@ def write_dataset(folder: Path, seq: int, samples: int, shards: int, seed: int =
                         np.where(positions > 0, rng.integers(5, 4096, positions.shape), 0).astype(np.int32),
                         rng.integers(0, 2, len(part)).astype(np.int8))
         paths.append(folder / f"part-{k:05d}.hdf5")
-        write_shard(paths[-1], shard, "fixed", seq, width)
+        write_shard(paths[-1], shard, form, seq, width)
     return paths
 
 

@@ -207,4 +207,9 @@ def compile_encoder(model: BertForPreTraining) -> None:
     error here, not a silent split (tests/bert/test_regional_compile.py counts graphs and recompiles).
     """
     for layer in model.bert.encoder:
-        layer.compile(dynamic=True, fullgraph=True)
+        compile_layer(layer)
+
+
+def compile_layer(layer: EncoderLayer) -> None:
+    """One encoder layer compiled in place, as compile_encoder compiles each."""
+    layer.compile(dynamic=True, fullgraph=True)

@@ -3,21 +3,25 @@
 at toy sizes, as the rehearsal (GPU_CHECK_DEVICE=cpu) that CI runs so that the script cannot drift.
 
     python benchmarks/gpu_check.py descriptor OUTDIR DATADIR   # the short run's descriptor (OUTDIR/gpu_check.json)
-    python benchmarks/gpu_check.py layer       # one BERT-large layer, train mode: SDPA's choice, kernels, dtype
+    python benchmarks/gpu_check.py layer       # one BERT-large layer, train mode: attention path, kernels, dtype
     python benchmarks/gpu_check.py nosync      # the real step never waits for the GPU (bf16, then fp16)
-    python benchmarks/gpu_check.py nccl        # DDP with the bucket-wise clip hook, a gloo group, a barrier
+    python benchmarks/gpu_check.py speed       # compiled layer and compiled LAMB update against their eager forms
+    python benchmarks/gpu_check.py nccl        # DDP with the bucket-wise clip hook (bf16 gradient), a gloo group
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import dataclasses
 import datetime
 import os
 import socket
+import statistics
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -28,11 +32,14 @@ from bert.attention import attention_mask
 from bert.config import named_config
 from bert.data.batch import collate
 from bert.distributed.launch import DistContext, wait_for_all
-from bert.model import BertForPreTraining, EncoderLayer
-from bert.optim.factory import build_optimizer, build_schedule
+from bert.model import BertForPreTraining, EncoderLayer, compile_layer
+from bert.optim.factory import build_optimizer, build_schedule, parameter_groups
+from bert.optim.lamb import Lamb
 from bert.padding import TokenLayout
+from bert.simulate.load_balance import named_lengths
 from bert.step import TrainStep
 from bert.system import System, load_system
+from bert.varlen_attention import flash_kernel_usable
 
 SHORT_RUN_UPDATES, SHORT_RUN_EVALS = 60, 2
 
@@ -87,9 +94,11 @@ def layer_check(device: torch.device) -> bool:
     choice = torch._fused_sdp_choice(q, q, q, attention_mask(layout, device), config.attention_dropout, False)
     backend = {int(getattr(torch.nn.attention.SDPBackend, n)): n for n in dir(torch.nn.attention.SDPBackend)
                if n.isupper()}.get(int(choice), str(choice))
-    print(f"SDPA backend torch picks for the training attention ({sizes.sequences} x {sizes.length}, "
+    print(f"SDPA backend torch picks for the padded fallback ({sizes.sequences} x {sizes.length}, "
           f"{config.num_heads} heads of {config.head_size}, bf16, boolean key mask, dropout "
           f"{config.attention_dropout}): {backend}")
+    path = "variable-length flash kernel" if flash_kernel_usable(q) else "padded fallback (SDPA with a key mask)"
+    print(f"attention path of the training step (bert.attention.unpadded_attention): {path}")
 
     def forward_backward() -> torch.Tensor:
         with torch.autocast(device.type, dtype=torch.bfloat16):
@@ -104,8 +113,9 @@ def layer_check(device: torch.device) -> bool:
     print(f"one layer forward + backward, {sizes.sequences} x {sizes.length} tokens:")
     print("\n".join(summary(prof, device, wall)))
     print(f"layer output dtype {out.dtype} (the residual stream under bf16 autocast)")
-    ok = out.dtype == torch.bfloat16
-    print(f"layer: {'ok' if ok else 'FAILED'}: SDPA {backend}, output {out.dtype}")
+    varlen_wanted = device.type == "cuda"  # the point of the kernel: on a GPU, training must take it
+    ok = out.dtype == torch.bfloat16 and flash_kernel_usable(q) == varlen_wanted
+    print(f"layer: {'ok' if ok else 'FAILED'}: {path}, output {out.dtype}")
     return ok
 
 
@@ -144,7 +154,7 @@ def _step_system(device: torch.device, precision: str, world_size: int = 1) -> S
         {"model": sizes.model, "model_overrides": overrides, "processes_per_node": world_size,
          "global_batch_size": 2 * sizes.sequences * world_size, "gradient_accumulation_steps": 2,
          "max_seq_length": sizes.length, "init_checkpoint": None,
-         "performance": None},  # the simulator's figures are of one GPU
+         "performance": None},  # the simulator's figures are of one GPU, and this may be two ranks
         description={"accelerators_per_node": str(world_size)})
     # fp16 on a CPU (the rehearsal): torch runs it, the descriptor check keeps it for CUDA.
     return dataclasses.replace(system, run=dataclasses.replace(system.run, device=device.type, precision=precision))
@@ -196,6 +206,81 @@ def nosync_check(device: torch.device) -> bool:
     return ok
 
 
+def _seconds(work: Callable[[], object], device: torch.device, repeats: int) -> float:
+    """The median wall time of `work` over `repeats` calls, the device's work included."""
+    times = []
+    for _ in range(repeats):
+        _sync(device)
+        start = time.perf_counter()
+        work()
+        _sync(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def speed_check(device: torch.device) -> bool:
+    """Issue 16's compiled forms against their eager ones, in one process: an encoder layer (regional
+    compilation, dynamic token counts, dropout 0.1) over batches of MLPerf-length sequences, and the LAMB update
+    of the whole model. Prints each one's time and the ratio; the update must equal the eager one."""
+    sizes = SIZES[device.type]
+    config = named_config(sizes.model, hidden_dropout=0.1, attention_dropout=0.1)
+    torch.manual_seed(0)
+    layer = EncoderLayer(config).to(device).train()
+    compiled_layer = copy.deepcopy(layer)
+    compile_layer(compiled_layer)
+    batches = []
+    for k in range(3):  # three token counts: the compiled layer must not recompile for each
+        lengths = torch.from_numpy(named_lengths("mlperf-wiki", sizes.sequences, seed=k, max_len=sizes.length))
+        layout = TokenLayout.from_lengths(lengths, sizes.length).to(device)
+        batches.append((torch.randn(layout.num_tokens, config.hidden_size, device=device, dtype=torch.bfloat16,
+                                    requires_grad=True), layout))
+
+    def layer_steps(module: torch.nn.Module) -> Callable[[], None]:
+        def run() -> None:
+            for x, layout in batches:
+                with torch.autocast(device.type, dtype=torch.bfloat16):
+                    module(x, layout, None).float().square().mean().backward()
+        return run
+
+    start = time.perf_counter()
+    layer_steps(compiled_layer)()
+    compile_s = time.perf_counter() - start
+    eager_s = _seconds(layer_steps(layer), device, 5)
+    compiled_s = _seconds(layer_steps(compiled_layer), device, 5)
+    tokens = sum(layout.num_tokens for _, layout in batches)
+    print(f"encoder layer forward + backward, 3 batches of {sizes.sequences} MLPerf-length sequences ({tokens} "
+          f"tokens), bf16, dropout 0.1: eager {eager_s * 1e3:.2f} ms, compiled {compiled_s * 1e3:.2f} ms (compiled "
+          f"in {compile_s:.1f} s): compiled_over_eager_layer={compiled_s / eager_s:.3f}")
+
+    with torch.device(device):  # 4 of the layers: the bytes per parameter are the same, the compilation shorter
+        model = BertForPreTraining(named_config(sizes.model, num_layers=min(4, config.num_layers)))
+    twin = copy.deepcopy(model)
+    optimizers = [Lamb(parameter_groups(m, 0.01), lr=1e-3, compiled=compiled) for m, compiled in
+                  ((model, False), (twin, True))]
+    for m in (model, twin):
+        for p in m.parameters():
+            p.grad = torch.full_like(p, 1e-3)
+    start = time.perf_counter()
+    optimizers[1].step()
+    optimizers[0].step()
+    lamb_compile_s = time.perf_counter() - start
+    eager_s, compiled_s = (_seconds(o.step, device, 5) for o in optimizers)
+    with torch.no_grad():
+        drift = max(float((a - b).abs().max()) for a, b in zip(model.parameters(), twin.parameters()))
+    parameters = sum(p.numel() for p in model.parameters())
+    print(f"LAMB update of BERT-{sizes.model} with {len(model.bert.encoder)} layers ({parameters:,} parameters): "
+          f"eager {eager_s * 1e3:.2f} ms, compiled {compiled_s * 1e3:.2f} ms (compiled in {lamb_compile_s:.1f} s), "
+          f"largest difference after 6 updates {drift:.2g}: compiled_over_eager_lamb={compiled_s / eager_s:.3f}")
+    ok = drift < 1e-5 and all(x.grad is not None and x.grad.isfinite().all() for x, _ in batches)
+    print(f"speed: {'ok' if ok else 'FAILED'}")
+    return ok
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -203,7 +288,8 @@ def _free_port() -> int:
 
 
 def nccl_check(device: torch.device) -> bool:
-    """One process, one GPU: the NCCL group (gloo on a CPU) with DDP and the bucket-wise clip hook for 2 steps,
+    """One process, one GPU: the NCCL group (gloo on a CPU) with DDP and the bucket-wise clip hook, the gradient
+    sent in bf16 (run.grad_comm_dtype), for 2 steps,
     a gloo sub-group with run.dist_timeout_s as the presort exchange makes one, and the barrier before
     run_start. (Several ranks on one GPU are refused by NCCL; tests/bert/distributed covers several gloo ranks.)"""
     backend = "nccl" if device.type == "cuda" else "gloo"
@@ -213,7 +299,7 @@ def nccl_check(device: torch.device) -> bool:
     try:
         system = _step_system(device, "bf16", world_size=2)
         system = dataclasses.replace(system, run=dataclasses.replace(
-            system.run, clip="bucketwise_before_allreduce", model_overrides={"num_layers": 2},
+            system.run, clip="bucketwise_before_allreduce", grad_comm_dtype="bf16", model_overrides={"num_layers": 2},
             bucket_cap_mb=25.0 if device.type == "cuda" else 0.25))
         # TrainStep wraps DDP for several ranks; the group has one (this GPU), which DDP reduces over.
         ctx = DistContext(0, 2, 0, 2, device)
@@ -236,8 +322,8 @@ def nccl_check(device: torch.device) -> bool:
         ok = (step.clipping.num_buckets >= 1 and changed == len(before) and gathered[0].tolist() == [7, 8]
               and np.isfinite(loss))
         print(f"{backend}: DDP over {dist.get_world_size()} rank(s), {step.clipping.num_buckets} bucket(s) clipped "
-              f"by the hook, {changed}/{len(before)} tensors updated, loss {loss:.3f}; gloo sub-group all_gather "
-              f"{gathered[0].tolist()}; barrier passed")
+              f"by the hook and sent in bf16, {changed}/{len(before)} tensors updated, loss {loss:.3f}; gloo sub-group "
+              f"all_gather {gathered[0].tolist()}; barrier passed")
         print(f"nccl: {'ok' if ok else 'FAILED'}")
         return ok
     finally:
@@ -246,7 +332,7 @@ def nccl_check(device: torch.device) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("check", choices=("descriptor", "layer", "nosync", "nccl"))
+    p.add_argument("check", choices=("descriptor", "layer", "nosync", "speed", "nccl"))
     p.add_argument("paths", nargs="*", type=Path, help="descriptor: OUTDIR DATADIR")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     args = p.parse_args(argv)
@@ -258,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"torch {torch.__version__} sees no CUDA device; pass --device cpu for the rehearsal", file=sys.stderr)
         return 2
     device = torch.device(args.device, 0) if args.device == "cuda" else torch.device("cpu")
-    checks = {"layer": layer_check, "nosync": nosync_check, "nccl": nccl_check}
+    checks = {"layer": layer_check, "nosync": nosync_check, "speed": speed_check, "nccl": nccl_check}
     return 0 if checks[args.check](device) else 1
 
 

@@ -7,18 +7,27 @@
 # default 450 s: the 8 minutes less start-up and copying OUTDIR back); a failed or timed-out stage is noted and
 # the next one runs:
 #   1. env         the packages (a missing one from the wheels carried in .whl/), GPU, driver, torch, apex
-#   2. layer       one BERT-large layer in train mode, bf16, 56 x 512: SDPA's backend, the kernels, the dtype
+#   2. layer       one BERT-large layer in train mode, bf16, 56 x 512: the attention path (the variable-length
+#                  flash kernel with dropout, issue 16 item 1), the padded fallback's SDPA backend, the kernels, the
+#                  dtype
 #   3. nosync      the real step (dropout 0.1, 2 micro-batches of 56 x 512) never waits for the GPU, in bf16 and
 #                  then fp16 with loss scaling; the dtype between encoder layers; then the tests that need CUDA
-#                  (tests/bert/test_fast_path.py -k cuda: variable-length attention agrees with the padded path)
+#                  (-k cuda: the flash kernel against the math reference, with its dropout mask replayed; the
+#                  unpadded path against the padded one)
 #   4. throughput  benchmarks/throughput.py --preset large (ours against transformers) and one profiled step:
-#                  time shares of matmuls, attention, LayerNorm, optimizer and the rest; peak memory
-#   5. train       60 updates and 2 evals at systems/h200_1x1.json's batch through run_and_time.sh (a synthetic
-#                  corpus made on the CPU during stages 1-4, random weights)
-#   6. nccl        DDP with the bucket-wise clip hook over NCCL, a gloo sub-group, the barrier before run_start
+#                  time shares of matmuls, attention, LayerNorm, optimizer and the rest; peak memory; its
+#                  sequences/s replace the estimate in systems/h200_1x1.json's run.performance (item 7)
+#   5. speed       a compiled encoder layer (item 2) and the compiled LAMB update of BERT-large's parameters (4
+#                  of its layers; item 3) against their eager forms, in one process
+#   6. train       60 updates and 2 evals at systems/h200_1x1.json's batch through run_and_time.sh (a synthetic
+#                  corpus made on the CPU during stages 1-5, random weights)
+#   7. nccl        DDP with the bucket-wise clip hook over NCCL with the gradient sent in bf16 (item 4), a gloo
+#                  sub-group, the barrier before run_start
+# On the CPU cores, beside stages 2-3: the synthetic corpus (until stage 6), and benchmarks/loader.py (item 6:
+# every balance strategy's sequences per CPU second per rank on 8 ranks, with real pinning).
 # OUTDIR gets 8 files, the most a lend brings back: summary.md (also printed at the end), env.txt, checks.log
-# (layer, nosync, nccl), throughput.log, throughput_results.md, gpu_check.json (the short run's descriptor),
-# train.log and result_0.txt. Exit status 0 when every stage passed.
+# (layer, nosync, speed, nccl, loader), throughput.log, throughput_results.md, gpu_check.json (the short run's
+# descriptor), train.log and result_0.txt. Exit status 0 when every stage passed.
 #
 # GPU_CHECK_DEVICE=cpu rehearses every stage at toy sizes on a CPU (tests/benchmarks/test_gpu_check.py runs it
 # in CI). PYTHON names the interpreter (default python3). Wheels for packages the GPU machine lacks
@@ -60,8 +69,10 @@ export MLPERF_BERT_SYSTEM_PYTHON=1
 
 if [[ "$device" == cpu ]]; then
     throughput_args=(--preset tiny --device cpu --batch-size 8 --batches 2 --warmup 1 --rounds 1 --steps 1)
+    loader_args=(--ranks 2 --batch 8 --seq 128 --samples 1024 --shards 2 --warmup 2 --batches 4)
 else
-    throughput_args=(--preset large --warmup 3 --rounds 4 --steps 5)
+    throughput_args=(--preset large --warmup 3 --rounds 3 --steps 4)
+    loader_args=(--ranks 8 --samples 16384 --batches 40)
 fi
 
 limit() {  # limit WANT [RESERVE]: WANT seconds, or less so that RESERVE seconds stay for later stages
@@ -152,10 +163,12 @@ checks=("$python" benchmarks/gpu_check.py)
 stage env "$(limit 90)" "$out/env.txt" environment || failed=1
 stage descriptor "$(limit 30)" "$out/train.log" "${checks[@]}" descriptor "$out" "$work/data" --device "$device" \
     || failed=1
-# The corpus is made on the CPU while the GPU runs stages 2-4.
+# The corpus is made on the CPU while the GPU runs stages 2-5, the loader benchmark while it runs 2-3.
 stage data "$(limit 240 60)" "$work/data.log" "$python" -m bert.cli data synth --system "$out/gpu_check.json" \
     --out "$work/data" &
 data_pid=$!
+stage loader "$(limit 120 60)" "$work/loader.log" "$python" benchmarks/loader.py "${loader_args[@]}" --no-results &
+loader_pid=$!
 stage layer "$(limit 60 240)" "$out/checks.log" "${checks[@]}" layer --device "$device" || failed=1
 stage nosync "$(limit 90 200)" "$out/checks.log" "${checks[@]}" nosync --device "$device" || failed=1
 cuda_tests=(-k cuda)
@@ -163,9 +176,12 @@ if [[ "$device" == cpu ]]; then
     cuda_tests=(-k "cuda or gather_rows")  # on a CPU the CUDA tests skip; a quick one shows the stage runs
 fi
 stage "cuda tests" "$(limit 60 200)" "$out/checks.log" "$python" -m pytest -q -rs -p no:cacheprovider \
-    tests/bert/test_fast_path.py "${cuda_tests[@]}" || failed=1
-stage throughput "$(limit 150 170)" "$out/throughput.log" "$python" benchmarks/throughput.py "${throughput_args[@]}" \
+    tests/bert/test_fast_path.py tests/bert/test_varlen_attention.py "${cuda_tests[@]}" || failed=1
+wait "$loader_pid" || failed=1  # before the timed stages: the loader's 8 ranks would compete for the cores
+cat "$work/loader.log" >>"$out/checks.log"
+stage throughput "$(limit 120 170)" "$out/throughput.log" "$python" benchmarks/throughput.py "${throughput_args[@]}" \
     --profile --results "$out/throughput_results.md" --note "gpu_check" || failed=1
+stage speed "$(limit 120 170)" "$out/checks.log" "${checks[@]}" speed --device "$device" || failed=1
 data_status=0
 wait "$data_pid" || data_status=$?
 cat "$work/data.log" >>"$out/train.log"
@@ -181,7 +197,9 @@ stage nccl "$(limit 45)" "$out/checks.log" "${checks[@]}" nccl --device "$device
     echo
     echo "## Figures"
     echo
-    grep -h -E "^(SDPA backend|layer output|bf16:|fp16:|gloo:|nccl:)" "$out/checks.log" | sed 's/^/    /' || true
+    grep -h -E "^(SDPA backend|attention path|layer output|bf16:|fp16:|encoder layer|LAMB update|gloo:|nccl:)" \
+        "$out/checks.log" | sed 's/^/    /' || true
+    grep -h -E "sequences per CPU second|^loader_seq_per_s_per_rank" "$out/checks.log" | sed 's/^ */    /' || true
     grep -h -A 11 -E "^one layer forward" "$out/checks.log" | sed 's/^/    /' || true
     grep -h -E "^peak (GPU|resident)" "$out/checks.log" | sed 's/^/    layer: /' || true
     grep -h -E "^(preset|ours|transformers|peak|speedup_vs_transformers)" "$out/throughput.log" | sed 's/^/    /' || true

@@ -181,8 +181,8 @@ def deal_timing(repeats: int = 300) -> list[str]:
     return lines
 
 
-def write_dataset(folder: Path, seq: int, samples: int, shards: int, seed: int = 0) -> list[Path]:
-    """Random tokens with mlperf-wiki lengths scaled to `seq`; 15% of each sample masked."""
+def write_dataset(folder: Path, seq: int, samples: int, shards: int, seed: int = 0, form: str = "fixed") -> list[Path]:
+    """Random tokens with mlperf-wiki lengths scaled to `seq`; 15% of each sample masked; shards of `form`."""
     rng = np.random.default_rng(seed)
     lengths = np.maximum(named_lengths("mlperf-wiki", samples, seed, max_len=seq), 8)
     width = seq // 7
@@ -199,7 +199,7 @@ def write_dataset(folder: Path, seq: int, samples: int, shards: int, seed: int =
                         np.where(positions > 0, rng.integers(5, 4096, positions.shape), 0).astype(np.int32),
                         rng.integers(0, 2, len(part)).astype(np.int8))
         paths.append(folder / f"part-{k:05d}.hdf5")
-        write_shard(paths[-1], shard, "fixed", seq, width)
+        write_shard(paths[-1], shard, form, seq, width)
     return paths
 
 
@@ -213,12 +213,12 @@ def bench_system(args: argparse.Namespace, strategy: str, unpadded: bool, change
 class Counting:
     """Passes batches through, adding up the tokens the encoder computes."""
 
-    def __init__(self, loader: TrainLoader, padded: bool):
-        self.loader, self.padded, self.computed = loader, padded, 0
+    def __init__(self, loader: TrainLoader, unpadded: bool):
+        self.loader, self.unpadded, self.computed = loader, unpadded, 0
 
     def __next__(self):
         batch = next(self.loader)
-        self.computed += batch.input_ids.numel() if self.padded else batch.num_tokens
+        self.computed += batch.num_tokens if self.unpadded else batch.input_ids.numel()
         return batch
 
 
@@ -231,7 +231,7 @@ def time_strategy(args, rank: int, paths: list[Path], system: System) -> tuple[f
                      build_schedule(system.run.optimizer))
     loader = TrainLoader(paths, rank, RANKS, 7, system.per_process_batch, ctx.device,
                          balance=loader_balance(system, ctx))
-    batches = Counting(loader, step.padded)
+    batches = Counting(loader, step.unpadded)
     try:
         for s in range(args.warmup):
             step(batches, s)

@@ -47,6 +47,7 @@ from bert.model import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule, excluded_from_weight_decay
 from bert.optim.lamb import Lamb
 from bert.prep.synthetic.hdf5_corpus import synthesize
+from bert.simulate.flops import training_flops
 from bert.step import TrainStep
 from bert.system import SyntheticDataSpec, System, load_system
 from bert.tf_names import to_hf_state_dict, torch_to_hf
@@ -83,7 +84,7 @@ class HFBatch:
     inputs: dict[str, torch.Tensor]
     num_tokens: int
 
-    def model_inputs(self, padded: bool) -> dict[str, torch.Tensor]:
+    def model_inputs(self, unpadded: bool) -> dict[str, torch.Tensor]:
         return self.inputs
 
     def loss(self, out) -> torch.Tensor:
@@ -168,13 +169,9 @@ def build_steps(system: System, config: BertConfig, ctx: DistContext) -> tuple[T
 
 
 def model_flops(config: BertConfig, batch: Batch) -> float:
-    """Training FLOPs the model needs for this batch (forward + backward = 3 x forward)."""
-    h, i, v = config.hidden_size, config.intermediate_size, config.vocab_size
-    lengths = (batch.layout.cu_seqlens[1:] - batch.layout.cu_seqlens[:-1]).double()
-    tokens, masked, sequences = float(lengths.sum()), batch.mlm_labels.numel(), batch.num_samples
-    layer = tokens * 2 * (4 * h * h + 2 * h * i) + 4 * h * float((lengths**2).sum())
-    head = masked * 2 * (h * h + h * v) + sequences * 2 * (h * h + 2 * h)
-    return 3 * (config.num_layers * layer + head)
+    """Training FLOPs the model needs for this batch (bert.simulate.flops)."""
+    lengths = (batch.layout.cu_seqlens[1:] - batch.layout.cu_seqlens[:-1]).numpy()
+    return training_flops(config, lengths, batch.mlm_labels.numel())
 
 
 def peak_flops(device: torch.device, dtype: torch.dtype, override_tflops: float | None) -> tuple[float, str]:
@@ -213,7 +210,7 @@ class Feed:
         k = self.index % len(self.batches)
         self.index += 1
         self.model_flops += self.flops[k]
-        self.sequences += self.batches[k].model_inputs(False)["input_ids"].shape[0]
+        self.sequences += self.batches[k].model_inputs(True)["input_ids"].shape[0]
         return self.batches[k]
 
     def reset_counts(self) -> None:

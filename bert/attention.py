@@ -2,8 +2,9 @@
 
 - padded: [B, L, H] with a key-padding mask, through scaled_dot_product_attention (flash or memory-efficient
   kernels on GPU, a fused kernel on CPU).
-- unpadded: [T, H] real tokens with cumulative sequence lengths. On CUDA in half precision without attention
-  dropout this calls torch's variable-length flash attention; elsewhere it scatters the tokens back to a
+- unpadded: [T, H] real tokens with cumulative sequence lengths. On CUDA in half precision (training, with
+  dropout, and eval) this is the variable-length flash kernel, one operator for autograd and torch.compile
+  (bert.varlen_attention); elsewhere, and where that kernel is not usable, it scatters the tokens back to a
   padded tile (or the packed rows), runs the padded kernel with the layout's mask and gathers them again,
   which is exact, so both paths agree.
 
@@ -18,11 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from bert.padding import TokenLayout, pad, unpad
-
-try:
-    from torch.nn.attention.varlen import varlen_attn
-except ImportError:  # torch < 2.9 has no variable-length attention entry point
-    varlen_attn = None
+from bert.varlen_attention import flash_kernel_usable, varlen_attention
 
 
 def key_padding_mask(layout: TokenLayout, device: torch.device) -> torch.Tensor:
@@ -69,21 +66,11 @@ def _cpu_attention(
         return torch.matmul(F.dropout(torch.softmax(scores, dim=-1), dropout_p), v)
 
 
-def can_use_varlen_kernel(q: torch.Tensor, dropout_p: float) -> bool:
-    return (
-        varlen_attn is not None
-        and q.is_cuda
-        and q.dtype in (torch.float16, torch.bfloat16)
-        and dropout_p == 0.0
-    )
-
-
 def unpadded_attention(qkv: torch.Tensor, layout: TokenLayout, dropout_p: float) -> torch.Tensor:
     """qkv: [T, 3, heads, head_size] -> [T, heads, head_size]; attention never crosses sequences."""
-    if can_use_varlen_kernel(qkv, dropout_p):
+    if flash_kernel_usable(qkv):
         q, k, v = qkv.unbind(1)
-        cu = layout.cu_seqlens
-        return varlen_attn(q, k, v, cu, cu, layout.max_len, layout.max_len)
+        return varlen_attention(q, k, v, layout.cu_seqlens, layout.max_len, dropout_p)
     mask = attention_mask(layout, qkv.device)
     # One scatter for all three: [B, L, 3, heads, head_size] -> three [B, heads, L, head_size].
     q, k, v = pad(qkv, layout).permute(2, 0, 3, 1, 4).unbind(0)

@@ -34,8 +34,9 @@ class EvalSet:
         self.ctx = ctx
 
     @torch.no_grad()
-    def accuracy(self, model: nn.Module, padded: bool, autocast: torch.autocast) -> float:
-        """MLM accuracy over the whole eval set: correct / total masked tokens, both summed over ranks."""
+    def accuracy(self, model: nn.Module, unpadded: bool, autocast: torch.autocast) -> float:
+        """MLM accuracy over the whole eval set: correct / total masked tokens, both summed over ranks. The model
+        runs as the training step runs it: `unpadded` (run.unpadded) and under the step's `autocast`."""
         if not self._on_device:
             self.batches = [b.to(self.ctx.device) for b in self.batches]
             self._on_device = True
@@ -44,7 +45,7 @@ class EvalSet:
         counts = torch.zeros(2, dtype=torch.float64, device=self.ctx.device)
         for batch in self.batches:
             with autocast:
-                out = model(**batch.model_inputs(padded))
+                out = model(**batch.model_inputs(unpadded))
             counts[0] += out.mlm_correct
             counts[1] += out.mlm_count
         model.train(was_training)

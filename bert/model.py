@@ -1,8 +1,9 @@
 """BERT for pre-training: embeddings, post-LayerNorm encoder, masked-LM head (tied decoder) and NSP head.
 
-One model, two token layouts. `padded=True` runs on [B, L] with a key mask; `padded=False` runs the whole
-encoder on the real tokens only (see bert.padding). Either way the masked-LM head runs on the masked positions
-alone, gathered by indices the data pipeline computed on the host, so no step waits on the device.
+One model, two token layouts. `unpadded=True` (the default) runs the whole encoder on the real tokens only
+(see bert.padding); `unpadded=False` runs it on [B, L] with a key mask. Either way the masked-LM head runs on
+the masked positions alone, gathered by indices the data pipeline computed on the host, so no step waits on the
+device.
 
 Parameters stay one tensor per reference TF variable (see bert.tf_names): LAMB's trust ratio is per tensor,
 so fusing query/key/value into one parameter would change the optimizer. The forward still runs one fused
@@ -111,29 +112,29 @@ class BertModel(nn.Module):
         self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
 
     def forward(
-        self, input_ids: torch.Tensor, segment_ids: torch.Tensor, layout: TokenLayout, padded: bool
+        self, input_ids: torch.Tensor, segment_ids: torch.Tensor, layout: TokenLayout, unpadded: bool
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Returns (token states, pooled [CLS] states): [B*L, H] if padded else [T, H]; and [B, H]."""
+        """Returns (token states, pooled [CLS] states): [T, H] if unpadded else [B*L, H]; and [B, H]."""
         if layout.packed:
             positions = layout.positions
         else:
             positions = torch.arange(layout.padded_len, device=input_ids.device).expand_as(input_ids)
-        if padded:
-            mask = attention_mask(layout, input_ids.device)
-            x = self.embeddings(input_ids, segment_ids, positions)
-        else:
+        if unpadded:
             mask = None
             x = self.embeddings(*(unpad(t, layout) for t in (input_ids, segment_ids, positions)))
+        else:
+            mask = attention_mask(layout, input_ids.device)
+            x = self.embeddings(input_ids, segment_ids, positions)
         for layer in self.encoder:
             x = layer(x, layout, mask)
         first_tokens = layout.cu_seqlens[:-1].long()
-        if padded and layout.packed:
+        if unpadded:
+            cls_states, tokens = gather_rows(x, first_tokens), x
+        elif layout.packed:
             tokens = x.flatten(0, 1)
             cls_states = tokens.index_select(0, layout.indices.index_select(0, first_tokens))
-        elif padded:
-            cls_states, tokens = x[:, 0], x.flatten(0, 1)
         else:
-            cls_states, tokens = gather_rows(x, first_tokens), x
+            cls_states, tokens = x[:, 0], x.flatten(0, 1)
         return tokens, torch.tanh(self.pooler(cls_states))
 
 
@@ -180,11 +181,11 @@ class BertForPreTraining(nn.Module):
         mlm_index: torch.Tensor,
         mlm_labels: torch.Tensor,
         nsp_labels: torch.Tensor,
-        padded: bool = False,
+        unpadded: bool = True,
     ) -> PretrainingOutput:
-        """mlm_index: [M] rows of the masked tokens in the layout's token order (b*L+pos if padded,
-        cu_seqlens[b]+pos if not); mlm_labels: [M] their original ids; nsp_labels: [B]."""
-        tokens, pooled = self.bert(input_ids, segment_ids, layout, padded)
+        """mlm_index: [M] rows of the masked tokens in the layout's token order (cu_seqlens[b]+pos if unpadded,
+        b*L+pos if not); mlm_labels: [M] their original ids; nsp_labels: [B]."""
+        tokens, pooled = self.bert(input_ids, segment_ids, layout, unpadded)
         decoder_weight = self.bert.embeddings.word_embeddings.weight
         mlm_logits = self.mlm(gather_rows(tokens, mlm_index), decoder_weight)
         nsp_logits = self.nsp(pooled)
@@ -196,10 +197,19 @@ class BertForPreTraining(nn.Module):
 
 
 def compile_encoder(model: BertForPreTraining) -> None:
-    """Compiles every encoder layer in place with torch.compile; parameter names do not change.
+    """Compiles every encoder layer in place with torch.compile (regional compilation): inductor fuses each
+    layer's elementwise work (bias + GeLU, bias + dropout + residual add, LayerNorm) around the matmuls and the
+    attention operator. Parameter names do not change.
 
-    Shapes are dynamic from the start: the token count and the padded length change with every batch, and
-    recompiling for each would cost more than the compiled layer saves.
+    Shapes are dynamic from the start: the unpadded token count (and the batch's sequence count and padded
+    length) change with every batch, and recompiling for each would cost more than the compiled layer saves;
+    the layers share one compiled graph (their parameters are its inputs). fullgraph: a graph break is an
+    error here, not a silent split (tests/bert/test_regional_compile.py counts graphs and recompiles).
     """
     for layer in model.bert.encoder:
-        layer.compile(dynamic=True)
+        compile_layer(layer)
+
+
+def compile_layer(layer: EncoderLayer) -> None:
+    """One encoder layer compiled in place, as compile_encoder compiles each."""
+    layer.compile(dynamic=True, fullgraph=True)

@@ -14,7 +14,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
-from bert.distributed.clipping import AfterAllreduce, BeforeAllreduce, loss_scale
+from bert.distributed.clipping import COMM_DTYPES, AfterAllreduce, BeforeAllreduce, Clipping, loss_scale
 from bert.distributed.launch import DistContext
 from bert.model import compile_encoder
 from bert.numerics import NumericGuard
@@ -43,13 +43,13 @@ class TrainStep:
         if run.compile:
             compile_encoder(model)
         self.trained = data_parallel(model, run.bucket_cap_mb) if ctx.distributed else model
-        self.padded = not run.unpadded
+        self.unpadded = run.unpadded
         self.accumulate = run.gradient_accumulation_steps
         self.autocast = autocast_for(system, ctx)
         self.scaler = torch.amp.GradScaler(ctx.device.type, init_scale=run.initial_loss_scale,
                                            enabled=run.precision == "fp16")
         self.params = [p for p in model.parameters() if p.requires_grad]
-        self.clipping = self._clipping(run.clip, run.clip_norm)
+        self.clipping = self._clipping(run.clip, run.clip_norm, COMM_DTYPES[run.grad_comm_dtype])
         self.loss_sum = torch.zeros((), device=ctx.device)
         self.micro_batches = 0
         self.tokens = 0
@@ -65,7 +65,7 @@ class TrainStep:
             self.tokens += batch.num_tokens
             with self.clipping.micro_batch(last=micro == self.accumulate - 1):
                 with self.autocast:
-                    out = self.trained(**batch.model_inputs(self.padded))
+                    out = self.trained(**batch.model_inputs(self.unpadded))
                 loss = batch.loss(out)
                 loss = loss * math.nan if step + 1 == self.nan_at_step else loss
                 self.scaler.scale(loss / self.accumulate).backward()
@@ -79,13 +79,14 @@ class TrainStep:
         self.guard.observe(step_loss, norm, scale, loss_scale(self.scaler, self.ctx.device))
         self.optimizer.zero_grad()  # apex's optimizers take no set_to_none; they and torch's set None
 
-    def _clipping(self, mode: str, clip_norm: float) -> AfterAllreduce:
+    def _clipping(self, mode: str, clip_norm: float, comm_dtype: torch.dtype) -> Clipping:
         ddp = self.trained if self.ctx.distributed else None
         if mode == "after_allreduce":
-            return AfterAllreduce(ddp, self.params, clip_norm, self.scaler)
+            return AfterAllreduce(ddp, self.params, clip_norm, self.scaler, comm_dtype)
         if mode == "bucketwise_before_allreduce" and ddp is not None:
-            return BucketwiseBeforeAllreduce(ddp, self.params, clip_norm, self.scaler, self.accumulate)
-        return BeforeAllreduce(ddp, self.params, clip_norm, self.scaler)  # one process: the gradient is one bucket
+            return BucketwiseBeforeAllreduce(ddp, self.params, clip_norm, self.scaler, self.accumulate, comm_dtype)
+        # one process: the gradient is one bucket
+        return BeforeAllreduce(ddp, self.params, clip_norm, self.scaler, comm_dtype)
 
     def check_numerics(self) -> None:
         """Raises bert.numerics.NumericalFault if any rank saw one; a collective: call it on every rank."""

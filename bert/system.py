@@ -78,6 +78,10 @@ class OptimizerSpec:
     start_warmup_step: int = ranged(default=0)  # negative: the warmup began before the first step
     training_steps: int = ranged(1)  # the decay horizon, logged as opt_learning_rate_training_steps
     poly_power: float = ranged(0, low_open=True, default=1.0)
+    # How LAMB's update runs (bert.optim.lamb): eager, in foreach kernels (apex's FusedLAMB instead where apex is
+    # importable on CUDA), or compiled, the same update through torch.compile (fused kernels; compiles at the
+    # first step). AdamW is torch's fused kernel on CUDA either way.
+    implementation: Literal["eager", "compiled"] = "eager"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,19 +116,20 @@ class LaunchSpec:
 @dataclass(frozen=True, kw_only=True)
 class PerformanceSpec:
     """Declared hardware figures for `mlperf-bert simulate` (bert.simulate.time_to_train); the notes say where
-    each comes from."""
+    each comes from. The bytes the gradient and the optimizer move come from the run block (grad_comm_dtype,
+    optimizer), not from here."""
 
-    # training sequences/s of one accelerator (a published or measured figure)
-    gpu_samples_per_s: float = ranged(0, low_open=True)
+    # Training sequences/s of one accelerator, a published or measured figure of this harness's kind of run; or
+    # null, and the two below: an estimate from the model's FLOPs per sequence at the MLPerf length mix.
+    gpu_samples_per_s: float | None = ranged(0, low_open=True, default=None)
+    model_flops_utilization: float | None = ranged(0, 1, low_open=True, default=None)
+    peak_tflops: float | None = ranged(0, low_open=True, default=None)  # the datasheet's dense bf16/fp16 rate
     eval_speedup: float = ranged(0, low_open=True, default=3.0)  # eval / training throughput (forward only: ~3x)
     hbm_gb_s: float = ranged(0, low_open=True)  # accelerator memory bandwidth: the optimizer step is memory-bound
     intra_node_gb_s: float = ranged(0)  # per-accelerator allreduce bus bandwidth in a node (NVLink; 0: one GPU)
     inter_node_gb_s: float = ranged(0, default=0.0)  # per-node network bandwidth, all NICs together (0: single node)
     link_latency_us: float = ranged(0, default=5.0)  # per hop of an allreduce step
     allreduce: Literal["ring", "tree"] = "ring"  # the inter-node algorithm (NCCL_ALGO)
-    gradient_bytes: int = ranged(1, 8, default=2)  # per parameter on the wire (fp16/bf16 gradients: 2)
-    # memory traffic of one LAMB/Adam update (fp32 state + copies)
-    optimizer_bytes_per_param: int = ranged(1, default=30)
     # null: the reference convergence point of the global batch
     samples_to_converge: int | None = ranged(1, default=None)
 
@@ -160,6 +165,9 @@ class RunSpec:
     clip_norm: float = ranged(0, low_open=True, default=1.0)
     # DDP's gradient bucket size, the unit of bucket-wise clipping
     bucket_cap_mb: float = ranged(0, low_open=True, default=25.0)
+    # The dtype the gradient travels in between the ranks, with every clipping mode: fp32 (the reference), or
+    # bf16 (half the bytes; each rank's share is rounded to bf16 before the sum, DDP's bf16 compression).
+    grad_comm_dtype: Literal["fp32", "bf16"] = "fp32"
     unpadded: bool = True
     compile: bool = False  # torch.compile each encoder layer (see benchmarks/throughput_notes.md for when it helps)
     balance: Balance = "none"
@@ -307,13 +315,20 @@ def _check_run(where: str, system: System) -> None:
         (run.max_samples >= run.global_batch_size, "run.max_samples", "must allow at least one step"),
         (run.device == "cuda" or run.precision != "fp16", "run.precision",
          "fp16 needs device cuda; use fp32 or bf16 on cpu"),
+        (run.optimizer.name == "lamb" or run.optimizer.implementation == "eager", "run.optimizer.implementation",
+         "\"compiled\" compiles LAMB's update; AdamW runs torch's fused kernel already: use \"eager\""),
         (system.division == "open" or run.optimizer.name == "lamb", "run.optimizer.name",
          f"{run.optimizer.name!r} is open-division only: the closed division requires \"lamb\"; use it, or "
          "set system.division to \"open\""),
     ]
     perf = run.performance
     if perf is not None:
+        estimate = perf.model_flops_utilization is not None or perf.peak_tflops is not None
         checks += [
+            ((perf.gpu_samples_per_s is None) == estimate
+             and (perf.model_flops_utilization is None) == (perf.peak_tflops is None),
+             "run.performance.gpu_samples_per_s", "give either gpu_samples_per_s (published or measured) or both "
+             "model_flops_utilization and peak_tflops (an estimate), not both and not neither"),
             (perf.intra_node_gb_s > 0 or run.processes_per_node == 1, "run.performance.intra_node_gb_s",
              "must be positive: the processes of a node allreduce over it"),
             (perf.inter_node_gb_s > 0 or system.nodes == 1, "run.performance.inter_node_gb_s",

@@ -11,6 +11,7 @@ failed start-up check, before run_start, too.
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -28,13 +29,13 @@ from bert.data.shards import SampleLimits
 from bert.distributed.launch import DistContext, init_distributed, rendezvous_store, shutdown, wait_for_all
 from bert.distributed.liveness import Heartbeat, describe_lost
 from bert.distributed.presort import PresortExchange, build_exchange
-from bert.distributed.row_exchange import build_row_exchange
+from bert.distributed.row_exchange import RowExchange, build_row_exchange
 from bert.eval import EvalSet
 from bert.interrupts import RunInterrupted, SignalGuard, exit_code
 from bert.mllog import ABORTED, SUCCESS, RunLog
 from bert.model import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
-from bert.step import TrainStep
+from bert.step import TrainStep, autocast_for
 from bert.system import System
 from bert.tf_names import tensor_names
 
@@ -56,6 +57,19 @@ class Progress:
     step: int = 0
     samples: int = 0
     accuracy: float | None = None
+
+
+@dataclass(frozen=True)
+class Training:
+    """What the timed loop works with, built before run_start."""
+
+    system: System
+    ctx: DistContext
+    log: RunLog
+    step: TrainStep
+    loader: TrainLoader
+    evaluate: Callable[[], float]  # the eval accuracy of the model as it stands (all-reduced: every rank's)
+    on_eval: Callable[[int, float], bool] | None  # RunRequest.on_eval
 
 
 def _say(ctx: DistContext, message: str) -> None:
@@ -148,8 +162,10 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
     step_fn = TrainStep(system, ctx, model, build_optimizer(model, run_spec.optimizer),
                         build_schedule(run_spec.optimizer), request.nan_at_step)
     balance = loader_balance(system, ctx)
+    autocast = autocast_for(system, ctx)  # the eval runs the model as the step does
     if checkpoint is not None:
-        _checkpoint_eval(ctx, files.eval_file, system, step_fn, log, limits)
+        eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits)
+        _checkpoint_eval(ctx, system, eval_set.accuracy(model, run_spec.unpadded, autocast), log)
     seed_dropout(request.seed, ctx.rank)
     log.init_stop()
 
@@ -158,8 +174,9 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
     eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits)
     loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, request.seed,
                          system.per_process_batch, ctx.device, balance=balance, limits=limits)
+    evaluate = functools.partial(eval_set.accuracy, model, run_spec.unpadded, autocast)
     try:
-        return _train(system, ctx, step_fn, loader, eval_set, log, progress, request.on_eval)
+        return _train(Training(system, ctx, log, step_fn, loader, evaluate, request.on_eval), progress)
     finally:
         loader.close()
         # One write for the whole line: print's separate write of the newline lets the lines of ranks that
@@ -192,13 +209,9 @@ def seed_dropout(seed: int, rank: int) -> None:
     torch.manual_seed(dropout_seed(seed, rank))
 
 
-def _checkpoint_eval(ctx: DistContext, eval_file: Path, system: System, step_fn: TrainStep, log: RunLog,
-                     limits: SampleLimits) -> None:
-    """The loaded checkpoint's eval accuracy, before run_start: a wrong conversion or eval set shows here
-    (the MLPerf phase-1 checkpoint scores about 0.34), not after the timed run."""
-    run_spec = system.run
-    eval_set = EvalSet(eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits)
-    accuracy = eval_set.accuracy(step_fn.model, step_fn.padded, step_fn.autocast)
+def _checkpoint_eval(ctx: DistContext, system: System, accuracy: float, log: RunLog) -> None:
+    """Logs the loaded checkpoint's eval accuracy, measured before run_start: a wrong conversion or eval set
+    shows here (the MLPerf phase-1 checkpoint scores about 0.34), not after the timed run."""
     log.checkpoint_eval(accuracy)
     _say(ctx, f"init checkpoint {system.init_checkpoint_path()}: mlm accuracy {accuracy:.4f} before training")
 
@@ -208,7 +221,7 @@ def loader_balance(system: System, ctx: DistContext) -> LoaderBalance:
     at init)."""
     run_spec = system.run
     width = attention_width(system.model_config().hidden_size)
-    exchange = None
+    exchange: PresortExchange | RowExchange | None = None
     if ctx.distributed and run_spec.balance == "packed":
         exchange = build_row_exchange(ctx.world_size, run_spec.dist_timeout_s)
     elif ctx.distributed:
@@ -219,14 +232,16 @@ def loader_balance(system: System, ctx: DistContext) -> LoaderBalance:
                          run_spec.balance_lookahead, width)
 
 
-def _train(system, ctx, step_fn, loader, eval_set, log, progress, on_eval) -> tuple[str, str | None]:
+def _train(training: Training, progress: Progress) -> tuple[str, str | None]:
+    """Steps and evals until the target or the sample cap; returns run_stop's status and reason."""
+    system, ctx, log, step_fn = training.system, training.ctx, training.log, training.step
     run_spec = system.run
     interval = system.eval_interval_samples
     next_eval, block_first = interval, 0
     window_start, window_step = time.perf_counter(), 0
     log.block_start(0, interval)
     while True:
-        step_fn(loader, progress.step)
+        step_fn(training.loader, progress.step)
         progress.step += 1
         progress.samples += run_spec.global_batch_size
 
@@ -246,10 +261,10 @@ def _train(system, ctx, step_fn, loader, eval_set, log, progress, on_eval) -> tu
             step_fn.check_numerics()
             log.block_stop(block_first)
             log.eval_start(progress.samples)
-            progress.accuracy = eval_set.accuracy(step_fn.model, step_fn.padded, step_fn.autocast)
+            progress.accuracy = training.evaluate()
             log.eval_result(progress.samples, progress.accuracy)
             _say(ctx, f"eval at {progress.samples} samples: mlm accuracy {progress.accuracy:.4f}")
-            stop = on_eval is not None and on_eval(progress.samples, progress.accuracy)
+            stop = training.on_eval is not None and training.on_eval(progress.samples, progress.accuracy)
             if progress.accuracy >= run_spec.eval.target_accuracy:
                 return SUCCESS, None
             if capped:

@@ -36,10 +36,11 @@ def format_stats(stats, label: str | None = None) -> str:
               show_default=True, help="Stratified strategies: run.balance_lookahead (0: draws in order).")
 @click.option("--steps", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--padded", is_flag=True, help="Run the unpacked strategies padded (default: unpadded encoder).")
+@click.option("--unpadded/--padded", default=RunSpec.unpadded, show_default=True,
+              help="How the encoder runs the unpacked strategies (run.unpadded).")
 @click.option("--max-len", type=click.IntRange(min=8), default=512, show_default=True)
 def simulate_balance(nodes: int, ranks_per_node: int, per_rank_batch: int, lengths: str, strategy: str | None,
-                     bins_text: str | None, deal_how: str, lookahead: int, steps: int, seed: int, padded: bool,
+                     bins_text: str | None, deal_how: str, lookahead: int, steps: int, seed: int, unpadded: bool,
                      max_len: int) -> None:
     """Per step: the busiest rank's tokens over the mean, the padding waste and the step time against perfect
     balance (cost model with attention's quadratic term), for each load-balance strategy."""
@@ -51,13 +52,13 @@ def simulate_balance(nodes: int, ranks_per_node: int, per_rank_batch: int, lengt
         source = shard_lengths(Path(lengths)) if Path(lengths).is_dir() else named_lengths(lengths, max_len=max_len)
         chosen = [strategy] if strategy else list(STRATEGIES)
         results = [simulate(source, nodes, ranks_per_node, per_rank_batch, s, steps=steps, seed=seed, bins=bins,
-                            unpadded=not padded, max_len=max_len, deal_how=deal_how, lookahead=lookahead)
+                            unpadded=unpadded, max_len=max_len, deal_how=deal_how, lookahead=lookahead)
                    for s in chosen]
     except (ValueError, FileNotFoundError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"{nodes} nodes x {ranks_per_node} ranks, {per_rank_batch} per rank (GBS "
                f"{nodes * ranks_per_node * per_rank_batch}), lengths {lengths} (mean {source.mean():.1f}), "
-               f"{steps} steps, {'padded' if padded else 'unpadded'} encoder, {deal_how} deal, lookahead {lookahead}")
+               f"{steps} steps, {'unpadded' if unpadded else 'padded'} encoder, {deal_how} deal, lookahead {lookahead}")
     for stats in results:
         click.echo(format_stats(stats))
     if strategy:
@@ -106,9 +107,10 @@ def simulate(system_name: str, samples_to_converge: int | None, lengths: str, se
         prediction = predict(system, samples, source_lengths, seed=seed)
     except (ValueError, FileNotFoundError) as e:
         raise click.ClickException(str(e)) from None
-    click.echo(f"{system.nodes} node(s) x {system.run.processes_per_node} GPU(s), global batch "
-               f"{system.run.global_batch_size}, balance {system.run.balance}, clip {system.run.clip}, "
-               f"{system.run.performance.gpu_samples_per_s:g} sequences/s per GPU; samples to converge from {source}")
+    run = system.run
+    click.echo(f"{system.nodes} node(s) x {run.processes_per_node} GPU(s), global batch {run.global_batch_size}, "
+               f"balance {run.balance}, clip {run.clip}, gradient sent in {run.grad_comm_dtype}, "
+               f"{run.optimizer.name} ({run.optimizer.implementation}); samples to converge from {source}")
     for line in breakdown_lines(prediction):
         click.echo(line)
 

@@ -39,11 +39,11 @@ class Batch:
     def num_tokens(self) -> int:
         return self.layout.num_tokens
 
-    def model_inputs(self, padded: bool) -> dict:
+    def model_inputs(self, unpadded: bool) -> dict:
         return {
             "input_ids": self.input_ids, "segment_ids": self.segment_ids, "layout": self.layout,
-            "mlm_index": self.mlm_index_padded if padded else self.mlm_index_unpadded,
-            "mlm_labels": self.mlm_labels, "nsp_labels": self.nsp_labels, "padded": padded,
+            "mlm_index": self.mlm_index_unpadded if unpadded else self.mlm_index_padded,
+            "mlm_labels": self.mlm_labels, "nsp_labels": self.nsp_labels, "unpadded": unpadded,
         }
 
     def loss(self, out) -> torch.Tensor:

@@ -6,9 +6,11 @@ Samples left over at the end of a shard carry into the next one; an epoch never 
 
 The load-balance strategy (run.balance, `LoaderBalance`) picks how the thread cuts batches (at random, or a
 fixed count per length bin: bert.data.stratified_sampler) and how they are laid out (padded, or packed rows:
-bert.data.packed_batches). With a presort exchange or packing the thread hands over the rank's batch
-uncollated; the loop's `next` starts the exchange (or the packing offer) of the following batch before
-collating the current one, so the all-gather overlaps a whole step.
+bert.data.packed_batches). With a presort exchange or packing the reading thread hands over the rank's
+samples uncollated, and a second thread, the finisher, exchanges them (or packs them with the agreement of
+the other ranks), collates and pins: the loop's `next` asks the finisher for the following batch and takes
+the one it finished during the last step, so the exchange overlaps a whole step and the training thread
+does none of the work. Every rank asks for one batch per `next`, so the ranks' collectives stay in step.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +27,7 @@ import torch
 
 from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH
 from bert.data.batch import Batch, collate
+from bert.data.exchanges import RowAgreement, SampleExchange
 from bert.data.packed_batches import PackedBatches
 from bert.data.samplers import epochs, sample_order
 from bert.data.shards import SampleLimits, Samples, read_shard
@@ -41,9 +45,9 @@ class LoaderBalance:
     strategy: str = "none"
     length_bins: list[int] | None = None  # None: the first shard's length quantiles, one bin per batch sequence
     row_len: int = 512  # the longest sequence; the length of a packed row
-    # bert.distributed.presort.PresortExchange (start / finish), or for packing the agreement between the ranks
-    # (bert.distributed.row_exchange.RowExchange); None: nothing to exchange.
-    exchange: object | None = None
+    # The presort exchange (stratified+local_presort, global_presort), or for packing the agreement between the
+    # ranks; None: nothing to exchange (one process, or a strategy without either).
+    exchange: SampleExchange | RowAgreement | None = None
     lookahead: int = 0  # run.balance_lookahead
     attention_width: int = BERT_LARGE_ATTENTION_WIDTH  # of the model: bert.data.balance_plans.sequence_cost
 
@@ -51,19 +55,24 @@ class LoaderBalance:
 class TrainLoader:
     def __init__(self, paths: list[Path], rank: int, world_size: int, seed: int, batch_size: int,
                  device: torch.device, prefetch: int = 8, pad_to_multiple: int = 8,
-                 balance: LoaderBalance = LoaderBalance(), limits: SampleLimits | None = None):
+                 balance: LoaderBalance = LoaderBalance(), limits: SampleLimits | None = None,
+                 pin: bool | None = None):
         self.paths, self.rank, self.world_size, self.seed = paths, rank, world_size, seed
         self.batch_size, self.device, self.pad_to_multiple = batch_size, device, pad_to_multiple
+        self.pin = device.type == "cuda" if pin is None else pin  # page-locked batches copy to a GPU asynchronously
         self.balance = balance
         self.limits = limits  # set: every shard read is checked against it (a bad id is named, not an IndexError)
-        self.epoch = 0
         # (epoch, shard index in sorted name order) of every training shard this rank has read, in order:
         # what a launch's per-rank report compares with the plan (bert.distributed.plan.rank_slots).
         self.shards_read: list[tuple[int, int]] = []
         self._shard_index = {path: i for i, path in enumerate(paths)}
-        self._pending = None  # (epoch, the presort exchange in flight)
+        self.epoch = 0  # of the samples of the batch last returned
+        self._drawn_epoch = 0  # of the samples packing drew last
         self._packed = (PackedBatches(self._take_samples, batch_size, balance.row_len, rank, balance.exchange)
                         if balance.strategy == "packed" else None)
+        finishing = self._packed is not None or balance.exchange is not None
+        self._finisher = ThreadPoolExecutor(1, f"train-finisher-{rank}") if finishing else None
+        self._next: Future | None = None  # the finisher's job: the batch after the one in use
         self._queue: queue.Queue = queue.Queue(maxsize=prefetch)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._produce, name=f"train-loader-{rank}", daemon=True)
@@ -99,15 +108,13 @@ class TrainLoader:
         return stratified_batches(self._shards(), plan)
 
     def _batches(self) -> Iterator[tuple[int, Batch | Samples]]:
-        uncollated = self.balance.exchange is not None or self._packed is not None
         for epoch, samples in self._sample_batches():
-            yield epoch, samples if uncollated else collate(samples, self.pad_to_multiple)
+            yield epoch, samples if self._finisher is not None else collate(samples, self.pad_to_multiple)
 
     def _produce(self) -> None:
-        pin = self.device.type == "cuda"
         try:
             for epoch, batch in self._batches():
-                item = (epoch, batch.pin_memory() if pin and isinstance(batch, Batch) else batch)
+                item = (epoch, batch.pin_memory() if self.pin and isinstance(batch, Batch) else batch)
                 while not self._stop.is_set():
                     try:
                         self._queue.put(item, timeout=0.1)
@@ -132,38 +139,39 @@ class TrainLoader:
     def _take(self) -> tuple[int, Batch | Samples]:
         item = self._queue.get()
         if isinstance(item, BaseException):
+            self._queue.put(item)  # for every later take too (the finisher may have asked for one more)
             raise item
         return item
 
     def _take_samples(self) -> Samples:
-        self.epoch, samples = self._take()
+        self._drawn_epoch, samples = self._take()
         return samples
 
-    def __next__(self) -> Batch:
-        exchange = self.balance.exchange
+    def _finish(self) -> tuple[int, Batch]:
+        """On the finisher thread: the next batch, exchanged or packed, collated and pinned (on the host)."""
         if self._packed is not None:
-            batch = next(self._packed)
-            return (batch.pin_memory() if self.device.type == "cuda" else batch).to(self.device, non_blocking=True)
-        if exchange is None:
-            self.epoch, batch = self._take()
-            return batch.to(self.device, non_blocking=True)
-        if self._pending is None:
+            batch, epoch = next(self._packed), self._drawn_epoch
+        else:
             epoch, samples = self._take()
-            self._pending = (epoch, exchange.start(samples))
-        self.epoch, current = self._pending
-        epoch, samples = self._take()
-        self._pending = (epoch, exchange.start(samples))  # every rank starts one exchange per call
-        batch = collate(exchange.finish(current), self.pad_to_multiple)
-        if self.device.type == "cuda":
-            batch = batch.pin_memory()
+            exchange = self.balance.exchange
+            batch = collate(exchange.finish(exchange.start(samples)), self.pad_to_multiple)
+        return epoch, batch.pin_memory() if self.pin else batch
+
+    def __next__(self) -> Batch:
+        if self._finisher is None:
+            self.epoch, batch = self._take()
+        else:
+            current = self._next or self._finisher.submit(self._finish)
+            self._next = self._finisher.submit(self._finish)  # its exchange travels during this step
+            self.epoch, batch = current.result()
         return batch.to(self.device, non_blocking=True)
 
     def close(self) -> None:
+        if self._finisher is not None:  # the batch in the works: every rank asked for it, so it completes
+            self._finisher.shutdown(wait=True)
+            self._next = None
         if self._packed is not None:
             self._packed.close()
-        if self._pending is not None:  # every rank started it, so it completes
-            self.balance.exchange.finish(self._pending[1])
-            self._pending = None
         self._stop.set()
         while self._thread.is_alive():
             try:

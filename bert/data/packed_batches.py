@@ -22,6 +22,7 @@ from dataclasses import replace
 import numpy as np
 
 from bert.data.batch import Batch, collate_packed
+from bert.data.exchanges import RowAgreement
 from bert.data.row_packing import WINDOW_BATCHES, agree, capacities, first_fit, leftover_order, taken, window_order
 from bert.data.shards import Samples
 
@@ -46,12 +47,12 @@ class LocalRows:
 
 class PackedBatches:
     """Packed batches of one rank from `next_samples` (its shuffled stream, a batch at a time); `exchange`
-    carries the agreement between the ranks (bert.distributed.row_exchange.RowExchange, or LocalRows)."""
+    carries the agreement between the ranks (None: LocalRows, one process)."""
 
     def __init__(self, next_samples: Callable[[], Samples], batch_size: int, row_len: int, rank: int,
-                 exchange=None):
+                 exchange: RowAgreement | None = None):
         self.next_samples, self.batch_size, self.row_len, self.rank = next_samples, batch_size, row_len, rank
-        self.exchange = exchange if exchange is not None else LocalRows()
+        self.exchange: RowAgreement = exchange if exchange is not None else LocalRows()
         self.pool: Samples | None = None
         self.waited = np.zeros(0, np.int64)
         self._pending = None  # (packing order of the window, first-fit rows, the offer in flight)

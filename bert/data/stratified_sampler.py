@@ -116,53 +116,101 @@ def plan_from_bins(bins: list[tuple[int, list[Path]]], batch: int, attention_wid
 
 class BinPools:
     """One pool per bin of samples waiting to be drawn, oldest first. The samples a window passed over wait in
-    front of their pool with the times they were passed over; the pool itself is read through a cursor, so
-    that a draw copies only its window."""
+    front of their pool with the times they were passed over. Pools and windows hold references (shard number
+    and row) and lengths, not samples: a draw gathers its batch from the shards once, however many bins it
+    draws from (a batch of 56 MLPerf sequences draws from about 50), and a shard is let go once no pool
+    refers to it."""
 
     def __init__(self, plan: StratifiedPlan):
         self.plan, self.window = plan, plan.window
         bins = len(plan.counts)
-        self.pools: list[Samples | None] = [None] * bins
-        self.cursors = [0] * bins
-        self.fronts: list[Samples | None] = [None] * bins
+        self.shards: dict[int, Samples] = {}  # by the number of the shard, counted from 0 as they are added
+        self.added = 0
+        self.pools = [_References.empty() for _ in range(bins)]
+        self.fronts = [_References.empty() for _ in range(bins)]
         self.waited = [np.zeros(0, np.int64) for _ in range(bins)]
 
-    def add(self, k: int, samples: Samples) -> None:
-        pool = self.pools[k]
-        self.pools[k] = samples if pool is None else Samples.concat(
-            [pool.take(np.arange(self.cursors[k], len(pool))), samples])
-        self.cursors[k] = 0
-
-    def _available(self, k: int) -> int:
-        waiting = 0 if self.fronts[k] is None else len(self.fronts[k])
-        return waiting + (0 if self.pools[k] is None else len(self.pools[k]) - self.cursors[k])
+    def add(self, shard: Samples, which: np.ndarray) -> None:
+        """A shard whose row i belongs to bin which[i] (a bin number, or -1: none)."""
+        number, self.added = self.added, self.added + 1
+        self.shards[number] = shard
+        for k in range(len(self.pools)):
+            rows = np.flatnonzero(which == k)
+            if len(rows):
+                self.pools[k] = self.pools[k].then(_References.of(number, rows, shard.lengths[rows]))
+        referenced = [r.refs[0] >> _ROW_BITS for r in (*self.pools, *self.fronts) if len(r.refs)]
+        oldest = min(referenced, default=number)
+        for old in [n for n in self.shards if n < oldest]:
+            del self.shards[old]
 
     def short(self) -> list[int]:
         """The bins whose samples cannot fill their window yet."""
-        return [k for k, size in enumerate(self.window.sizes) if size and self._available(k) < size]
+        return [k for k, size in enumerate(self.window.sizes)
+                if size and len(self.fronts[k].refs) + len(self.pools[k].refs) < size]
 
-    def _window(self, k: int) -> Samples:
-        need = int(self.window.sizes[k]) - len(self.waited[k])
-        fresh = self.pools[k].take(np.arange(self.cursors[k], self.cursors[k] + need))
-        self.cursors[k] += need
-        return fresh if self.fronts[k] is None else Samples.concat([self.fronts[k], fresh])
+    def _window(self, k: int, size: int) -> _References:
+        fresh, self.pools[k] = self.pools[k].split(size - len(self.waited[k]))
+        return self.fronts[k].then(fresh)
 
     def draw(self) -> Samples:
         """The next batch: counts[k] of each bin's window, steered; the rest of the window waits in front."""
-        used = [k for k, size in enumerate(self.window.sizes) if size]
-        waited = np.concatenate([np.pad(self.waited[k], (0, int(self.window.sizes[k]) - len(self.waited[k])))
-                                 for k in used])
-        windows = [self._window(k) for k in used]
+        sizes = self.window.sizes
+        used = [k for k, size in enumerate(sizes) if size]
+        waited = np.zeros(int(sizes.sum()), np.int64)  # the fresh samples of each window have waited 0 times
+        starts = np.cumsum([0] + [int(sizes[k]) for k in used])
+        for k, start in zip(used, starts):
+            waited[start:start + len(self.waited[k])] = self.waited[k]
+        windows = [self._window(k, int(sizes[k])) for k in used]
         lengths = np.concatenate([w.lengths for w in windows])
         taken = steer(sequence_cost(lengths, self.plan.attention_width), waited, self.window, self.plan.target)
         parts, at = [], 0
         for k, window in zip(used, windows):
-            mine = taken[at:at + len(window)]
-            parts.append(window.take(np.flatnonzero(mine)))
-            self.fronts[k] = window.take(np.flatnonzero(~mine))
-            self.waited[k] = waited[at:at + len(window)][~mine] + 1
-            at += len(window)
-        return Samples.concat(parts)
+            mine = taken[at:at + len(window.refs)]
+            parts.append(window.refs[mine])
+            self.fronts[k] = window.select(~mine)
+            self.waited[k] = waited[at:at + len(window.refs)][~mine] + 1
+            at += len(window.refs)
+        return self._gather(np.concatenate(parts))
+
+    def _gather(self, refs: np.ndarray) -> Samples:
+        """The samples of `refs`, in that order: one take from each shard they lie in."""
+        numbers, rows = refs >> _ROW_BITS, refs & ((1 << _ROW_BITS) - 1)
+        shards = np.unique(numbers)
+        if len(shards) == 1:
+            return self.shards[int(shards[0])].take(rows)
+        order = np.argsort(numbers, kind="stable")
+        grouped = Samples.concat([self.shards[int(n)].take(rows[order][numbers[order] == n]) for n in shards])
+        return grouped.take(np.argsort(order, kind="stable"))
+
+
+_ROW_BITS = 40  # a reference: the shard's number above these bits, the row below
+
+
+@dataclass(frozen=True)
+class _References:
+    """Samples by reference, in order, with their lengths."""
+
+    refs: np.ndarray  # shard number << _ROW_BITS | row
+    lengths: np.ndarray
+
+    @staticmethod
+    def of(shard: int, rows: np.ndarray, lengths: np.ndarray) -> _References:
+        return _References((shard << _ROW_BITS) + rows.astype(np.int64), lengths)
+
+    @staticmethod
+    def empty() -> _References:
+        return _References(np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def then(self, other: _References) -> _References:
+        return _References(np.concatenate([self.refs, other.refs]), np.concatenate([self.lengths, other.lengths]))
+
+    def split(self, count: int) -> tuple[_References, _References]:
+        """The first `count`, and the rest."""
+        return (_References(self.refs[:count], self.lengths[:count]),
+                _References(self.refs[count:], self.lengths[count:]))
+
+    def select(self, mask: np.ndarray) -> _References:
+        return _References(self.refs[mask], self.lengths[mask])
 
 
 def stratified_batches(shards: Iterator[tuple[int, Samples]], plan: StratifiedPlan
@@ -170,9 +218,7 @@ def stratified_batches(shards: Iterator[tuple[int, Samples]], plan: StratifiedPl
     """(epoch, batch) from a stream of (epoch, shuffled shard): each batch holds counts[k] samples of bin k."""
     pools = BinPools(plan)
     for epoch, shard in shards:
-        which = bin_of(shard.lengths, plan.edges)
-        for k in range(len(plan.edges)):
-            pools.add(k, shard.take(np.flatnonzero(which == k)))
+        pools.add(shard, bin_of(shard.lengths, plan.edges))
         while not pools.short():
             yield epoch, pools.draw()
 
@@ -187,6 +233,6 @@ def binned_batches(streams: list[Iterator[tuple[int, Samples]]], plan: Stratifie
         for k in short:
             epoch_k, shard = next(streams[k])
             epoch = max(epoch, epoch_k)
-            pools.add(k, shard)
+            pools.add(shard, np.full(len(shard), k))
         if not short:
             yield epoch, pools.draw()

@@ -24,7 +24,6 @@ the bucket bound is S * clip_norm / (A * sqrt(B)).
 """
 
 import contextlib
-import functools
 import math
 from contextlib import AbstractContextManager
 
@@ -33,12 +32,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from bert.distributed.clipping import AfterAllreduce, clip_to_norm_, loss_scale
-
-
-def _in_place_result(buffer: torch.Tensor, done: torch.futures.Future) -> torch.Tensor:
-    done.wait()  # raises the collective's error, if it failed
-    return buffer  # the allreduce worked in place
+from bert.distributed.clipping import clip_to_norm_, loss_scale, start_allreduce_mean_
 
 
 def _completed(tensor: torch.Tensor) -> torch.futures.Future[torch.Tensor]:
@@ -47,11 +41,13 @@ def _completed(tensor: torch.Tensor) -> torch.futures.Future[torch.Tensor]:
     return future
 
 
-class BucketwiseBeforeAllreduce(AfterAllreduce):
+class BucketwiseBeforeAllreduce:
+    """A clipping mode (bert.distributed.clipping.Clipping) whose clipping and averaging is DDP's hook."""
+
     def __init__(self, ddp: DistributedDataParallel, params: list[nn.Parameter], clip_norm: float,
-                 scaler: torch.amp.GradScaler, accumulate: int):
-        super().__init__(ddp, params, clip_norm, scaler)
-        self.accumulate = accumulate
+                 scaler: torch.amp.GradScaler, accumulate: int, comm_dtype: torch.dtype = torch.float32):
+        self.ddp, self.params, self.clip_norm, self.scaler = ddp, params, clip_norm, scaler
+        self.accumulate, self.comm_dtype = accumulate, comm_dtype
         self.group = ddp.process_group
         self.num_buckets = 0
         self._counted = False  # True once the count can no longer change
@@ -94,9 +90,7 @@ class BucketwiseBeforeAllreduce(AfterAllreduce):
             return _completed(buffer.zero_())
         if self._held:
             torch._foreach_add_(bucket.gradients(), [self._held.pop(p) for p in bucket.parameters()])
-        buffer.div_(self.group.size())
-        work = dist.all_reduce(buffer, group=self.group, async_op=True)
-        return work.get_future().then(functools.partial(_in_place_result, buffer))
+        return start_allreduce_mean_(buffer, self.group, self.comm_dtype)
 
     def _hold(self, bucket: dist.GradBucket) -> None:
         for param, grad in zip(bucket.parameters(), bucket.gradients()):

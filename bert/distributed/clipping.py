@@ -15,19 +15,30 @@ all of them. A non-finite norm leaves the gradient non-finite (never zero) for t
 
 In a single process there is no DDP and no bucket: both "before" modes clip the whole gradient, which is
 also what `after_allreduce` does there.
+
+`run.grad_comm_dtype` bf16 sends every mode's allreduce in bf16 (half the bytes), through one function
+(`start_allreduce_mean_`): `after_allreduce` as a DDP communication hook, as torch's bf16_compress_hook does
+(which refuses gloo), the two "before" modes on what they send. Each rank's share is divided by the world
+size before it is rounded, so the sum cannot overflow, and the sum is copied back into the fp32 gradient.
+
+Each mode is its own implementation of the `Clipping` protocol; what they share are the functions here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from typing import Protocol
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
+
+COMM_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # run.grad_comm_dtype
 
 
 def clip_to_norm_(tensors: Sequence[torch.Tensor], max_norm: torch.Tensor | float) -> torch.Tensor:
@@ -52,42 +63,80 @@ def loss_scale(scaler: torch.amp.GradScaler, device: torch.device) -> torch.Tens
     return scaler.scale(torch.ones((), device=device)) if scaler.is_enabled() else 1.0
 
 
-def allreduce_mean_(tensors: Sequence[torch.Tensor], group: dist.ProcessGroup) -> None:
-    """Averages `tensors` over the ranks of `group` in one allreduce of their concatenation."""
-    flat = torch.cat([t.reshape(-1) for t in tensors]).div_(group.size())
-    dist.all_reduce(flat, group=group)
+def start_allreduce_mean_(buffer: torch.Tensor, group: dist.ProcessGroup,
+                          dtype: torch.dtype = torch.float32) -> torch.futures.Future[torch.Tensor]:
+    """Starts averaging `buffer` in place over the ranks of `group`, sent in `dtype`; the future's value is
+    `buffer`, averaged (its wait raises the collective's error, if it failed)."""
+    wire = buffer.div_(group.size()) if dtype == buffer.dtype else buffer.div(group.size()).to(dtype)
+    work = dist.all_reduce(wire, group=group, async_op=True)
+    return work.get_future().then(functools.partial(_averaged_into, buffer, wire))
+
+
+def _averaged_into(buffer: torch.Tensor, wire: torch.Tensor, done: torch.futures.Future) -> torch.Tensor:
+    done.wait()  # raises the collective's error, if it failed
+    return buffer if wire is buffer else buffer.copy_(wire)
+
+
+def allreduce_mean_(tensors: Sequence[torch.Tensor], group: dist.ProcessGroup,
+                    dtype: torch.dtype = torch.float32) -> None:
+    """Averages `tensors` over the ranks of `group` in one allreduce of their concatenation, sent in `dtype`."""
+    flat = start_allreduce_mean_(torch.cat([t.reshape(-1) for t in tensors]), group, dtype).wait()
     parts = flat.split([t.numel() for t in tensors])
     torch._foreach_copy_(list(tensors), [part.view_as(t) for part, t in zip(parts, tensors)])
+
+
+class Clipping(Protocol):
+    """One clipping mode (run.clip): what the step does around each micro-batch and after the last one."""
+
+    def micro_batch(self, last: bool) -> AbstractContextManager:
+        """The context of one micro-batch's forward and backward; `last`: the step's last micro-batch."""
+        ...
+
+    def finish(self, optimizer: torch.optim.Optimizer) -> torch.Tensor | None:
+        """After the last backward: leaves the final, unscaled gradient in .grad for the optimizer. Returns the
+        norm it clipped (a device tensor; None where no one norm is computed), for the numeric guard."""
+        ...
+
+
+def local_accumulation(ddp: DistributedDataParallel | None, local: bool) -> AbstractContextManager:
+    """DDP's no_sync when `local` (the backward accumulates into .grad without communicating), else nothing."""
+    return ddp.no_sync() if ddp is not None and local else contextlib.nullcontext()
 
 
 class AfterAllreduce:
     """The reference: DDP reduces after the last micro-batch, then the averaged gradient is clipped."""
 
     def __init__(self, ddp: DistributedDataParallel | None, params: list[nn.Parameter], clip_norm: float,
-                 scaler: torch.amp.GradScaler):
+                 scaler: torch.amp.GradScaler, comm_dtype: torch.dtype = torch.float32):
         self.ddp, self.params, self.clip_norm, self.scaler = ddp, params, clip_norm, scaler
+        if ddp is not None and comm_dtype != torch.float32:
+            # (No annotations: DDP checks them, and this module's are strings.)
+            ddp.register_comm_hook(ddp.process_group,
+                                   lambda group, bucket: start_allreduce_mean_(bucket.buffer(), group, comm_dtype))
 
     def micro_batch(self, last: bool) -> AbstractContextManager:
-        """The context of one micro-batch's forward and backward."""
-        return self.ddp.no_sync() if self.ddp is not None and not last else contextlib.nullcontext()
+        return local_accumulation(self.ddp, not last)
 
     def finish(self, optimizer: torch.optim.Optimizer) -> torch.Tensor | None:
-        """After the last backward: leaves the final, unscaled gradient in .grad for the optimizer. Returns
-        the norm it clipped (a device tensor; None where no one norm is computed), for the numeric guard."""
         self.scaler.unscale_(optimizer)
         return clip_global_norm(self.params, self.clip_norm)
 
 
-class BeforeAllreduce(AfterAllreduce):
+class BeforeAllreduce:
     """Each rank clips its whole local (accumulated) gradient, then one allreduce averages it."""
 
+    def __init__(self, ddp: DistributedDataParallel | None, params: list[nn.Parameter], clip_norm: float,
+                 scaler: torch.amp.GradScaler, comm_dtype: torch.dtype = torch.float32):
+        self.ddp, self.params, self.clip_norm, self.scaler = ddp, params, clip_norm, scaler
+        self.comm_dtype = comm_dtype
+
     def micro_batch(self, last: bool) -> AbstractContextManager:
-        return self.ddp.no_sync() if self.ddp is not None else contextlib.nullcontext()
+        return local_accumulation(self.ddp, True)
 
     def finish(self, optimizer: torch.optim.Optimizer) -> torch.Tensor | None:
         grads = [p.grad for p in self.params if p.grad is not None]
         norm = clip_to_norm_(grads, loss_scale(self.scaler, grads[0].device) * self.clip_norm)
         if self.ddp is not None:
-            allreduce_mean_(grads, self.ddp.process_group)
+            allreduce_mean_(grads, self.ddp.process_group, self.comm_dtype)
         self.scaler.unscale_(optimizer)
         return norm

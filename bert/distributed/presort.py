@@ -58,9 +58,9 @@ def decode(rows: torch.Tensor, row_len: int, predictions: int) -> Samples:
 
 
 class PresortExchange:
-    """One rank's end of the exchange within its group (`members`, ranks in launch order). The deal runs on a
-    thread of the exchange's own as soon as the gathered batches arrive, so the training loop only collects
-    its share."""
+    """One rank's end of the exchange within its group (`members`, ranks in launch order): the loader's
+    bert.data.exchanges.SampleExchange. The deal runs on a thread of the exchange's own as soon as the gathered
+    batches arrive, so the training loop only collects its share."""
 
     def __init__(self, group: dist.ProcessGroup, members: list[int], rank: int, row_len: int, predictions: int,
                  how: str = "balanced", attention_width: int = BERT_LARGE_ATTENTION_WIDTH):
@@ -77,9 +77,10 @@ class PresortExchange:
 
     def _share(self, work: dist.Work, gathered: list[torch.Tensor]) -> Samples:
         work.wait()
-        everything = decode(torch.cat(gathered), self.row_len, self.predictions)
-        costs = sequence_cost(everything.lengths, self.attention_width)
-        return everything.take(np.flatnonzero(deal(costs, len(self.members), self.how) == self.seat))
+        everything = torch.cat(gathered)
+        costs = sequence_cost(everything[:, 0].numpy(), self.attention_width)  # from the lengths alone
+        mine = np.flatnonzero(deal(costs, len(self.members), self.how) == self.seat)
+        return decode(everything[torch.from_numpy(mine)], self.row_len, self.predictions)  # only this rank's share
 
     def finish(self, pending: Future) -> Samples:
         """This rank's share of the group's sequences."""

@@ -20,6 +20,8 @@ class Pending:
 
 
 class RowExchange:
+    """One rank's end of the agreement: the loader's bert.data.exchanges.RowAgreement."""
+
     def __init__(self, group: dist.ProcessGroup, world_size: int):
         self.group, self.world_size = group, world_size
 

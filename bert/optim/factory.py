@@ -1,9 +1,11 @@
 """Optimizer construction from the descriptor: parameter groups, the optimizer family and the schedule.
 
-`lamb` (the closed division's) and `adam` (AdamW, decoupled weight decay; open division). On CUDA, NVIDIA
-apex's fused kernels are used when apex is importable (NVIDIA containers); otherwise LAMB is bert.optim.lamb
-and AdamW is torch's, fused on CUDA and foreach on the CPU. Clipping is never the optimizer's job here: it
-happens in the step (bert.distributed.clipping), before or after the allreduce as the descriptor says.
+`lamb` (the closed division's) and `adam` (AdamW, decoupled weight decay; open division). LAMB with
+`implementation` "compiled" is bert.optim.lamb compiled with torch.compile, on any device. Otherwise, on CUDA,
+NVIDIA apex's fused kernels are used when apex is importable (NVIDIA containers); without apex LAMB is
+bert.optim.lamb in foreach kernels and AdamW is torch's, fused on CUDA and foreach on the CPU. Clipping is
+never the optimizer's job here: it happens in the step (bert.distributed.clipping), before or after the
+allreduce as the descriptor says.
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ def build_optimizer(model: nn.Module, spec: OptimizerSpec, apex: ModuleType | No
         apex = apex_optimizers()
     settings = {"lr": spec.base_learning_rate, "betas": (spec.beta_1, spec.beta_2), "eps": spec.epsilon}
     if spec.name == "lamb":
-        if apex is None:
-            return Lamb(groups, **settings)
+        if apex is None or spec.implementation == "compiled":
+            return Lamb(groups, **settings, compiled=spec.implementation == "compiled")
         # FusedLAMB clips by the global norm itself (by norm / max_grad_norm when the norm is larger); an
         # infinite maximum turns that off, so the step's clipping mode is the only clipping. use_nvlamb=False
         # keeps the reference: no trust ratio for the tensors without weight decay.

@@ -6,8 +6,12 @@ Per tensor, with bias-corrected moments:
     ratio = ||w|| / ||update|| if both norms are positive else 1                  (the trust ratio)
     w = w - lr * ratio * update
 Tensors in a group with weight_decay 0 (bias and LayerNorm, see bert.optim.factory) get neither decay nor
-the trust ratio, as the reference excludes them from both. Implemented with foreach kernels: one launch per
-operation for all tensors of a group, and no host synchronisation.
+the trust ratio, as the reference excludes them from both. `lamb_update_` is the update of one group, in
+foreach kernels: one launch per operation for all tensors of a group, about 13 passes over memory, and no host
+synchronisation. `Lamb(..., compiled=True)` runs the same function through torch.compile, as torch compiles
+its own optimizers: inductor fuses the passes into a few kernels over all tensors (benchmarks/optimizer_step.py
+measures it). The compiled update takes the learning rate as a device tensor, so that a new rate each step
+does not recompile it: one compilation per parameter group.
 
 fp16 loss scaling: the optimizer takes GradScaler's overflow flag itself (`_step_supports_amp_scaling`), so
 the scaler never reads it back to the host to decide whether to call step(). An overflowed step changes
@@ -28,67 +32,78 @@ class Lamb(torch.optim.Optimizer):
     _step_supports_amp_scaling = True
 
     def __init__(self, params: Iterable, lr: float, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-6, weight_decay: float = 0.01):
+                 eps: float = 1e-6, weight_decay: float = 0.01, compiled: bool = False):
         if lr < 0 or eps < 0 or not (0 <= betas[0] < 1 and 0 <= betas[1] < 1) or weight_decay < 0:
             raise ValueError(f"invalid LAMB settings: lr={lr}, betas={betas}, eps={eps}, "
                              f"weight_decay={weight_decay}")
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay})
+        self.compiled = compiled
+        self._update = torch.compile(lamb_update_, fullgraph=True) if compiled else lamb_update_
+        self._lr: dict[int, torch.Tensor] = {}  # compiled: each group's learning rate on its device
 
     @torch.no_grad()
     def step(self, closure=None):
         loss = closure() if closure is not None else None
         found_inf, grad_scale = getattr(self, "found_inf", None), getattr(self, "grad_scale", None)
-        for group in self.param_groups:
+        for index, group in enumerate(self.param_groups):
             params = [p for p in group["params"] if p.grad is not None]
-            if params:
-                self._update_group(group, params, found_inf, grad_scale)
+            if not params:
+                continue
+            states = [self.state[p] for p in params]
+            for p, s in zip(params, states):
+                if not s:
+                    s["step"] = torch.zeros((), dtype=torch.float64, device=p.device)
+                    s["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    s["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            beta1, beta2 = group["betas"]
+            lr = group["lr"]
+            if self.compiled:  # written on the device (no host synchronisation), read by the compiled update
+                lr = self._lr.setdefault(index, torch.zeros((), dtype=torch.float64, device=params[0].device))
+                lr.fill_(group["lr"])
+            self._update(params, [p.grad for p in params], [s["exp_avg"] for s in states],
+                         [s["exp_avg_sq"] for s in states], [s["step"] for s in states], lr=lr,
+                         beta1=beta1, beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
+                         found_inf=found_inf, grad_scale=grad_scale)
         return loss
 
-    def _update_group(self, group: dict, params: list[torch.Tensor], found_inf: torch.Tensor | None,
-                      grad_scale: torch.Tensor | None) -> None:
-        beta1, beta2 = group["betas"]
-        grads = [p.grad for p in params]
-        if grad_scale is not None:
-            torch._foreach_div_(grads, grad_scale)
-        # keep: 1 for a step that counts, 0 for an overflowed one (a device tensor, or 1 without loss scaling).
-        keep: torch.Tensor | float = 1.0
-        if found_inf is not None:
-            keep = 1.0 - found_inf.to(torch.float64)
-            for g in grads:  # finite, so that keep = 0 makes every increment below exactly zero
-                g.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)
-            torch._foreach_mul_(grads, keep.to(grads[0].dtype))
-        states = [self.state[p] for p in params]
-        for p, s in zip(params, states):
-            if not s:
-                s["step"] = torch.zeros((), dtype=torch.float64, device=p.device)
-                s["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                s["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-        steps = [s["step"] for s in states]
-        # A list: given one tensor, torch._foreach_add_ would take it as a Python scalar (a read to the host).
-        torch._foreach_add_(steps, [keep] * len(steps) if isinstance(keep, torch.Tensor) else keep)
-        m = [s["exp_avg"] for s in states]
-        v = [s["exp_avg_sq"] for s in states]
-        # b * m + (1-b) * g with the decay 1 on an overflowed step (then g is 0): m and v stay as they were.
-        torch._foreach_mul_(m, 1 - (1 - beta1) * keep)
-        torch._foreach_add_(m, grads, alpha=1 - beta1)
-        torch._foreach_mul_(v, 1 - (1 - beta2) * keep)
-        torch._foreach_addcmul_(v, grads, grads, value=1 - beta2)
 
-        # An overflow at the first step leaves t = 0; 1 keeps the corrections finite (the update is dropped).
-        t = torch.clamp(steps[0], min=1.0)
-        denom = torch._foreach_sqrt(v)
-        torch._foreach_div_(denom, torch.sqrt(1 - beta2**t))
-        torch._foreach_add_(denom, group["eps"])
-        update = torch._foreach_div(m, denom)
-        torch._foreach_div_(update, 1 - beta1**t)
+def lamb_update_(params: list[torch.Tensor], grads: list[torch.Tensor], exp_avgs: list[torch.Tensor],
+                 exp_avg_sqs: list[torch.Tensor], steps: list[torch.Tensor], *, lr: float | torch.Tensor, beta1: float,
+                 beta2: float, eps: float, weight_decay: float, found_inf: torch.Tensor | None = None,
+                 grad_scale: torch.Tensor | None = None) -> None:
+    """One LAMB update of a parameter group, in place: the parameters, their moments and step counts (the
+    gradients too: unscaled, and zeroed on an overflow). `found_inf`/`grad_scale`: GradScaler's."""
+    if grad_scale is not None:
+        torch._foreach_div_(grads, grad_scale)
+    # keep: 1 for a step that counts, 0 for an overflowed one (a device tensor, or 1 without loss scaling).
+    keep: torch.Tensor | float = 1.0
+    if found_inf is not None:
+        keep = 1.0 - found_inf.to(torch.float64)
+        for g in grads:  # finite, so that keep = 0 makes every increment below exactly zero
+            g.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)
+        torch._foreach_mul_(grads, keep.to(grads[0].dtype))
+    # A list: given one tensor, torch._foreach_add_ would take it as a Python scalar (a read to the host).
+    torch._foreach_add_(steps, [keep] * len(steps) if isinstance(keep, torch.Tensor) else keep)
+    # b * m + (1-b) * g with the decay 1 on an overflowed step (then g is 0): m and v stay as they were.
+    torch._foreach_mul_(exp_avgs, 1 - (1 - beta1) * keep)
+    torch._foreach_add_(exp_avgs, grads, alpha=1 - beta1)
+    torch._foreach_mul_(exp_avg_sqs, 1 - (1 - beta2) * keep)
+    torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)
 
-        lr, wd = group["lr"], group["weight_decay"]
-        if wd != 0:
-            torch._foreach_add_(update, params, alpha=wd)
-            w_norms = torch.stack(torch._foreach_norm(params))
-            u_norms = torch.stack(torch._foreach_norm(update))
-            ratio = torch.where((w_norms > 0) & (u_norms > 0), w_norms / u_norms, torch.ones_like(w_norms))
-            torch._foreach_mul_(update, list((ratio * (-lr * keep)).unbind()))
-        else:
-            torch._foreach_mul_(update, -lr * keep)
-        torch._foreach_add_(params, update)
+    # An overflow at the first step leaves t = 0; 1 keeps the corrections finite (the update is dropped).
+    t = torch.clamp(steps[0], min=1.0)
+    denom = torch._foreach_sqrt(exp_avg_sqs)
+    torch._foreach_div_(denom, torch.sqrt(1 - beta2**t))
+    torch._foreach_add_(denom, eps)
+    update = torch._foreach_div(exp_avgs, denom)
+    torch._foreach_div_(update, 1 - beta1**t)
+
+    if weight_decay != 0:
+        torch._foreach_add_(update, params, alpha=weight_decay)
+        w_norms = torch.stack(torch._foreach_norm(params))
+        u_norms = torch.stack(torch._foreach_norm(update))
+        ratio = torch.where((w_norms > 0) & (u_norms > 0), w_norms / u_norms, torch.ones_like(w_norms))
+        torch._foreach_mul_(update, list((ratio * (-lr * keep)).unbind()))
+    else:
+        torch._foreach_mul_(update, -lr * keep)
+    torch._foreach_add_(params, update)

@@ -4,7 +4,10 @@ One step of G ranks per node on N nodes, each with b sequences (per micro-batch)
 
     compute    = A * b / gpu_samples_per_s * balance        balance: the load-balance simulator's step-time
                                                              ratio (slowest rank over perfect balance)
-    allreduce  = intra-node ring (reduce-scatter + all-gather over NVLink, bus bandwidth)
+    gpu_samples_per_s: declared (published or measured), or estimated as model_flops_utilization x peak_tflops
+                 / the model's training FLOPs per sequence at the length mix (bert.simulate.flops)
+    allreduce  = of the gradient as run.grad_comm_dtype sends it (fp32: 4 bytes per parameter, bf16: 2):
+                 intra-node ring (reduce-scatter + all-gather over NVLink, bus bandwidth)
                  + each GPU's 1/G shard reduced across nodes over its share of the node's network (ring or
                  tree; the ring pays 2(N-1) latencies, the tree 2 log2 N)
                  The latencies are paid once per message: before_allreduce sends one coalesced message,
@@ -13,7 +16,8 @@ One step of G ranks per node on N nodes, each with b sequences (per micro-batch)
                  after_allreduce, bucketwise: DDP overlaps the buckets with the last micro-batch's backward
                  (2/3 of its compute), so max(allreduce - backward, one bucket's share) shows;
                  after_allreduce also reads the gradient once more for the global norm
-    optimizer  = parameters * optimizer_bytes_per_param / HBM bandwidth (the update is memory-bound)
+    optimizer  = parameters * bytes per parameter / HBM bandwidth (the update is memory-bound; the bytes of the
+                 descriptor's optimizer and implementation: bert.optim.traffic)
     step       = compute + exposed + norm + optimizer
     eval       = eval samples / ranks / (gpu_samples_per_s * eval_speedup)
 
@@ -31,11 +35,35 @@ from dataclasses import dataclass
 import numpy as np
 
 from bert.data.balance_plans import attention_width
+from bert.optim.traffic import optimizer_bytes_per_parameter
+from bert.simulate.flops import flops_per_sequence
 from bert.simulate.load_balance import named_lengths, simulate_balance
 from bert.system import System
 
 BACKWARD_SHARE = 2 / 3  # backward does twice the forward's matmul work
 _FP32_BYTES = 4
+GRADIENT_BYTES = {"fp32": 4, "bf16": 2}  # per parameter on the wire, by run.grad_comm_dtype
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """One accelerator's training sequences/s, and where the figure comes from."""
+
+    samples_per_s: float
+    source: str
+    estimate: bool
+
+
+def gpu_throughput(system: System, lengths: np.ndarray) -> Throughput:
+    """The declared per-GPU throughput, or the estimate from a stated model FLOP utilisation of the peak."""
+    perf = system.run.performance
+    if perf.gpu_samples_per_s is not None:
+        return Throughput(perf.gpu_samples_per_s, "declared", False)
+    flops = flops_per_sequence(system.model_config(), lengths, system.run.max_predictions_per_seq)
+    rate = perf.model_flops_utilization * perf.peak_tflops * 1e12 / flops
+    return Throughput(rate, f"ESTIMATE: {perf.model_flops_utilization:.0%} model FLOP utilisation of "
+                      f"{perf.peak_tflops:g} TFLOP/s at {flops / 1e9:.0f} GFLOP per sequence; "
+                      "benchmarks/gpu_check.sh measures it", True)
 
 
 @dataclass(frozen=True)
@@ -46,6 +74,8 @@ class StepBreakdown:
     exposed_allreduce_s: float
     norm_s: float
     optimizer_s: float
+    gradient_bytes: int  # per parameter, as the allreduce sends it
+    optimizer_bytes: float  # per parameter, one update
 
     @property
     def step_s(self) -> float:
@@ -55,6 +85,7 @@ class StepBreakdown:
 @dataclass(frozen=True)
 class Prediction:
     system: str
+    throughput: Throughput
     parameters: int
     step: StepBreakdown
     steps: int
@@ -103,16 +134,16 @@ def _buckets(parameters: int, system: System) -> int:
     return max(1, math.ceil(parameters * _FP32_BYTES / (system.run.bucket_cap_mb * 2**20)))
 
 
-def step_breakdown(system: System, parameters: int, balance_ratio: float) -> StepBreakdown:
+def step_breakdown(system: System, parameters: int, balance_ratio: float, samples_per_s: float) -> StepBreakdown:
     run, perf = system.run, system.run.performance
-    micro_s = system.per_process_batch / perf.gpu_samples_per_s * balance_ratio
+    micro_s = system.per_process_batch / samples_per_s * balance_ratio
     compute = micro_s * run.gradient_accumulation_steps
     buckets = _buckets(parameters, system)
     messages = 1 if run.clip == "before_allreduce" else buckets
     allreduce = 0.0
     if system.world_size > 1:
-        allreduce = allreduce_seconds(parameters * perf.gradient_bytes, system.nodes, run.processes_per_node, system,
-                                      messages)
+        allreduce = allreduce_seconds(parameters * GRADIENT_BYTES[run.grad_comm_dtype], system.nodes,
+                                      run.processes_per_node, system, messages)
     hbm = perf.hbm_gb_s * 1e9
     norm = 0.0
     if run.clip == "before_allreduce":
@@ -121,8 +152,9 @@ def step_breakdown(system: System, parameters: int, balance_ratio: float) -> Ste
         exposed = max(allreduce - BACKWARD_SHARE * micro_s, allreduce / buckets)
         if run.clip == "after_allreduce":
             norm = parameters * _FP32_BYTES / hbm
+    optimizer_bytes = optimizer_bytes_per_parameter(run.optimizer, run.precision)
     return StepBreakdown(compute, balance_ratio, allreduce, exposed if allreduce else 0.0, norm,
-                         parameters * perf.optimizer_bytes_per_param / hbm)
+                         parameters * optimizer_bytes / hbm, GRADIENT_BYTES[run.grad_comm_dtype], optimizer_bytes)
 
 
 def converging_eval(samples_to_converge: int, global_batch: int, interval: int) -> tuple[int, int]:
@@ -153,10 +185,11 @@ def predict(system: System, samples_to_converge: int, lengths: np.ndarray | None
                                  attention_width=attention_width(system.model_config().hidden_size),
                                  deal_how=run.presort_deal, lookahead=run.balance_lookahead).step_time_ratio
     parameters = model_parameters(system)
-    step = step_breakdown(system, parameters, ratio)
+    throughput = gpu_throughput(system, lengths)
+    step = step_breakdown(system, parameters, ratio, throughput.samples_per_s)
     steps, evals = converging_eval(samples_to_converge, run.global_batch_size, system.eval_interval_samples)
-    eval_s = math.ceil(run.eval.samples / system.world_size) / (perf.gpu_samples_per_s * perf.eval_speedup)
-    return Prediction(system.name, parameters, step, steps, steps * run.global_batch_size, evals, eval_s,
+    eval_s = math.ceil(run.eval.samples / system.world_size) / (throughput.samples_per_s * perf.eval_speedup)
+    return Prediction(system.name, throughput, parameters, step, steps, steps * run.global_batch_size, evals, eval_s,
                       samples_to_converge)
 
 
@@ -164,12 +197,13 @@ def breakdown_lines(p: Prediction) -> list[str]:
     """The table `mlperf-bert simulate` prints; the last line is predicted_time_to_train_s=<x>."""
     s = p.step
     rows = [
+        ("sequences/s per GPU", f"{p.throughput.samples_per_s:.1f} ({p.throughput.source})"),
         ("parameters", f"{p.parameters:,}"),
         ("compute per step (balanced x ratio)", f"{s.compute_s * 1e3:.2f} ms (x{s.balance_ratio:.3f})"),
-        ("allreduce per step", f"{s.allreduce_s * 1e3:.2f} ms"),
+        ("allreduce per step", f"{s.allreduce_s * 1e3:.2f} ms ({s.gradient_bytes} bytes per gradient element)"),
         ("allreduce exposed", f"{s.exposed_allreduce_s * 1e3:.2f} ms"),
         ("global norm", f"{s.norm_s * 1e3:.2f} ms"),
-        ("optimizer", f"{s.optimizer_s * 1e3:.2f} ms"),
+        ("optimizer", f"{s.optimizer_s * 1e3:.2f} ms ({s.optimizer_bytes:.0f} bytes per parameter)"),
         ("step", f"{s.step_s * 1e3:.2f} ms"),
         ("samples to converge", f"{p.samples_to_converge:,}"),
         ("steps (to the converging eval)", f"{p.steps:,} ({p.samples:,} samples)"),

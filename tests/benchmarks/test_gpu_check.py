@@ -10,7 +10,8 @@ from tests.conftest import REPO
 
 FILES = {"summary.md", "env.txt", "checks.log", "throughput.log", "throughput_results.md", "gpu_check.json",
          "train.log", "result_0.txt"}
-STAGES = ("env", "descriptor", "data", "layer", "nosync", "cuda tests", "throughput", "train", "nccl")
+STAGES = ("env", "descriptor", "data", "loader", "layer", "nosync", "cuda tests", "throughput", "speed", "train",
+          "nccl")
 
 
 def test_the_gpu_check_rehearsal_passes_every_stage_on_the_cpu(tmp_path, cpu_env):
@@ -26,6 +27,9 @@ def test_the_gpu_check_rehearsal_passes_every_stage_on_the_cpu(tmp_path, cpu_env
     assert "bf16: no host synchronisation in 2 steps" in summary and "fp16: no host synchronisation" in summary
     assert "layer output dtype torch.bfloat16" in summary and "nccl: ok" in summary
     assert "share matmul:" in summary and "peak resident memory" in summary
+    assert "compiled_over_eager_layer=" in summary and "compiled_over_eager_lamb=" in summary
+    assert "attention path of the training step" in summary and "sent in bf16" in summary
+    assert "loader_seq_per_s_per_rank=" in summary
     run = json.loads((out / "gpu_check.json").read_text())["run"]
     assert run["init_checkpoint"] is None and run["device"] == "cpu"  # the short run needs no phase-1 checkpoint
     assert (out / "result_0.txt").read_text().count('"key": "eval_accuracy"') == 2

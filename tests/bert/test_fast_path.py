@@ -46,7 +46,7 @@ def test_unpadded_fast_path_matches_transformers_in_fp32(config_name, overrides,
     (batch,) = _batches(small_dataset, 8, 1)
     assert len(set(batch.layout.cu_seqlens.diff().tolist())) > 1, "the batch should mix sequence lengths"
 
-    out = ours(**batch.model_inputs(padded=False))
+    out = ours(**batch.model_inputs(unpadded=True))
     out.loss.backward()
     peer_out = peer(**to_hf_batch(batch).inputs)
     peer_out.loss.backward()
@@ -68,9 +68,9 @@ def test_unpadded_path_equals_the_padded_path_in_fp32(small_dataset):
     model = BertForPreTraining(named_config("tiny"))
     (batch,) = _batches(small_dataset, 8, 1)
     results = []
-    for padded in (True, False):
+    for unpadded in (False, True):
         model.zero_grad()
-        out = model(**batch.model_inputs(padded))
+        out = model(**batch.model_inputs(unpadded))
         out.loss.backward()
         results.append((out.loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}))
     (plain_loss, plain), (fast_loss, fast) = results
@@ -87,11 +87,11 @@ def test_bf16_autocast_keeps_the_residual_stream_in_bf16_and_weights_in_fp32(sma
     seen = []
     model.bert.encoder[0].register_forward_hook(lambda module, args, out: seen.append((args[0].dtype, out.dtype)))
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        out = model(**batch.model_inputs(padded=False))
+        out = model(**batch.model_inputs(unpadded=True))
     out.loss.backward()
     assert seen == [(torch.bfloat16, torch.bfloat16)] and out.loss.dtype == torch.float32
     assert all(p.dtype == p.grad.dtype == torch.float32 for p in model.parameters())
-    model(**batch.model_inputs(padded=False))  # without autocast the stream stays fp32
+    model(**batch.model_inputs(unpadded=True))  # without autocast the stream stays fp32
     assert seen[-1] == (torch.float32, torch.float32)
 
 
@@ -229,8 +229,8 @@ def test_cuda_unpadded_bf16_matches_padded_attention(small_dataset):
     batch = batch.to(torch.device("cuda"))
     losses = []
     with torch.autocast("cuda", dtype=torch.bfloat16):
-        for padded in (True, False):
-            losses.append(model(**batch.model_inputs(padded)).loss.float().item())
+        for unpadded in (False, True):
+            losses.append(model(**batch.model_inputs(unpadded)).loss.float().item())
     assert losses[1] == pytest.approx(losses[0], rel=2e-2)
 
 

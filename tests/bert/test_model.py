@@ -40,9 +40,9 @@ def test_unpadded_forward_and_gradients_equal_padded(config_name):
     model = BertForPreTraining(config).double()
     ids, seg, layout, p_idx, u_idx, labels, nsp = _batch(config.vocab_size, [32, 7, 19, 1, 25], 32)
     outputs, grads = [], []
-    for padded, index in ((True, p_idx), (False, u_idx)):
+    for unpadded, index in ((False, p_idx), (True, u_idx)):
         model.zero_grad()
-        out = model(ids, seg, layout, index, labels, nsp, padded=padded)
+        out = model(ids, seg, layout, index, labels, nsp, unpadded=unpadded)
         out.loss.backward()
         outputs.append(out)
         grads.append({n: p.grad.clone() for n, p in model.named_parameters()})
@@ -62,8 +62,8 @@ def test_padding_does_not_change_a_sequence_result():
               short[1].new_zeros(1, 40).index_copy(1, torch.arange(16), short[1]),
               TokenLayout.from_lengths(torch.tensor([9]), 40), short[3] // 16 * 40 + short[3] % 16,
               *short[4:])
-    a = model(short[0], short[1], short[2], short[3], short[5], short[6], padded=True)
-    b = model(longer[0], longer[1], longer[2], longer[3], longer[5], longer[6], padded=True)
+    a = model(short[0], short[1], short[2], short[3], short[5], short[6], unpadded=False)
+    b = model(longer[0], longer[1], longer[2], longer[3], longer[5], longer[6], unpadded=False)
     assert torch.allclose(a.loss, b.loss, atol=1e-10)
 
 

@@ -31,7 +31,7 @@ def test_accumulated_gradient_is_the_mean_of_the_micro_batch_gradients(small_dat
     expected = {}
     for batch in batches:
         model.zero_grad()
-        model(**batch.model_inputs(padded=False)).loss.backward()
+        model(**batch.model_inputs(unpadded=True)).loss.backward()
         for name, p in model.named_parameters():
             expected[name] = expected.get(name, 0) + p.grad / 2
     model.zero_grad()

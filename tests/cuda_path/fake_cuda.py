@@ -18,7 +18,8 @@ How it works (torch 2.13 CPU build; each piece is needed, and each is checked by
   report the meta device to C++ (which needs no streams), and tensors that C++ backward formulas create on
   that device become fake CUDA tensors again. Python code, and the recorder, still see cuda:0 throughout.
 - `torch.cuda.is_available()` and `is_bf16_supported()` answer True, so that `torch.autocast("cuda")` applies
-  CUDA's casting policy (which differs from the CPU's: LayerNorm runs in fp32) and GradScaler("cuda") works.
+  CUDA's casting policy (which differs from the CPU's: LayerNorm runs in fp32) and GradScaler("cuda") works;
+  `get_device_capability()` answers (9, 0), an H100's or H200's, for the kernel checks (bert.varlen_attention).
 - DDP runs over torch's fake process group ("fake" backend: collectives return at once); its start-up check
   of parameter shapes and its runtime statistics read tensor data, so the first is skipped and the second
   not collected. DDP rebuilds its buckets in the second forward by reading host data, which fake tensors
@@ -26,8 +27,8 @@ How it works (torch 2.13 CPU build; each piece is needed, and each is checked by
 
 What it cannot show: values (no dropout mask can be compared), and which SDPA backend CUDA would pick (a CPU
 build has no CUDA kernel selection: SDPA falls back to its math decomposition). The record therefore names
-the attention entry point the trainer called and its arguments; benchmarks/gpu_check.sh lists the kernels on
-a real GPU.
+the attention entry point the trainer called and its arguments (for bert::varlen_attention, its fake kernel
+runs: the flash kernel it stands for is CUDA code); benchmarks/gpu_check.sh lists the kernels on a real GPU.
 """
 
 from __future__ import annotations
@@ -150,6 +151,7 @@ def install() -> None:
         _run_engine_on_meta()
         torch.cuda.is_available = lambda: True
         torch.cuda.is_bf16_supported = lambda including_emulation=True: True
+        torch.cuda.get_device_capability = lambda device=None: (9, 0)
     _ddp_without_host_reads()
     _state["installed"] = True
 
@@ -206,14 +208,15 @@ def _device(t: torch.Tensor) -> str:
 
 @dataclass(frozen=True)
 class AttentionCall:
-    kernel: str  # "scaled_dot_product_attention" or "varlen_attn"
+    kernel: str  # "scaled_dot_product_attention" or "varlen_attention" (bert::varlen_attention)
     dtype: str
     dropout_p: float
     masked: bool  # a mask argument was passed (SDPA's attn_mask)
 
 
 _ATTENTION = {"scaled_dot_product_attention": "scaled_dot_product_attention",
-              "torch_attn._varlen_attn": "varlen_attn", "torch_attn._varlen_attn.default": "varlen_attn"}
+              "bert.varlen_attention.default": "varlen_attention"}
+_DROPOUT_ARG = {"scaled_dot_product_attention": 4, "varlen_attention": 5}  # where dropout_p is, by position
 
 
 def _copies_to_the_host(func, args: tuple, out: object) -> bool:
@@ -276,9 +279,9 @@ class _AttentionCalls(TorchFunctionMode):
         kwargs = kwargs or {}
         kernel = _ATTENTION.get(getattr(func, "__name__", "")) or _ATTENTION.get(str(func))
         if kernel is not None:
-            q = args[0]
-            dropout = kwargs.get("dropout_p", args[4] if kernel != "varlen_attn" and len(args) > 4 else 0.0)
-            mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None) if kernel != "varlen_attn" else None
+            q, position = args[0], _DROPOUT_ARG[kernel]
+            dropout = kwargs.get("dropout_p", args[position] if len(args) > position else 0.0)
+            mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None) if kernel != "varlen_attention" else None
             self.calls.append(AttentionCall(kernel, str(q.dtype).removeprefix("torch."), float(dropout),
                                             mask is not None))
         return func(*args, **kwargs)
@@ -296,6 +299,7 @@ class StepSetup:
     accumulate: int = 1
     world_size: int = 1  # > 1: DDP over a fake process group, this process rank 0
     clip: str = "after_allreduce"
+    grad_comm_dtype: str = "fp32"
     steps: int = 2
 
 
@@ -317,6 +321,7 @@ def step_system(setup: StepSetup):
     changes = {"model_overrides": {"num_layers": setup.layers}, "precision": setup.precision,
                "processes_per_node": setup.world_size, "gradient_accumulation_steps": setup.accumulate,
                "global_batch_size": setup.sequences * setup.accumulate * setup.world_size, "clip": setup.clip,
+               "grad_comm_dtype": setup.grad_comm_dtype,
                "init_checkpoint": None, "performance": None}  # the simulator's figures are of one GPU
     return load_system("h200_1x1").variant(changes, description={"accelerators_per_node": str(setup.world_size)})
 
@@ -366,7 +371,7 @@ def train_step_record(setup: StepSetup) -> StepRecord:
                 model.eval()
                 eval_calls = len(recorder.attention)
                 with torch.no_grad(), step.autocast:
-                    model(**batches[0].model_inputs(step.padded))
+                    model(**batches[0].model_inputs(step.unpadded))
         except Exception as e:  # in the record: the tests say what went wrong, in this process's terms
             record.error = f"{type(e).__name__}: {e}"
             eval_calls = len(recorder.attention)

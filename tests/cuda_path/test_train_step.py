@@ -1,7 +1,8 @@
 """One training step of the real GPU configuration (BERT-large layer shapes, dropout 0.1, unpadded, LAMB; bf16,
-then fp16 with loss scaling; DDP with the bucket-wise clip hook) on fake cuda:0 (see fake_cuda.py): every
-tensor stays on the GPU, the residual stream between encoder layers is bf16, the step never waits for the
-GPU, the attention entry point is the one the speed work expects, and each rank seeds its own dropout."""
+then fp16 with loss scaling; DDP with the bucket-wise clip hook, and with the gradient sent in bf16) on fake
+cuda:0 (see fake_cuda.py): every tensor stays on the GPU, the residual stream between encoder layers is bf16,
+the step never waits for the GPU, the attention is the variable-length kernel, and each rank seeds its own
+dropout."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ SETUPS = {
     "bf16": StepSetup(precision="bf16"),
     "fp16": StepSetup(precision="fp16", accumulate=2),
     "ddp bucket-wise clip": StepSetup(precision="bf16", world_size=2, clip="bucketwise_before_allreduce", steps=1),
+    "ddp bf16 gradient": StepSetup(precision="bf16", world_size=2, grad_comm_dtype="bf16", steps=1),
 }
 
 
@@ -26,7 +28,7 @@ def test_the_step_runs_and_every_tensor_stays_on_the_gpu(step):
     assert record.off_device == [], f"{name}: tensors off cuda:0:\n" + "\n".join(record.off_device[:10])
     assert record.error is None, f"{name}: the step stopped: {record.error}"
     assert record.ops > 500, f"{name}: the step recorded only {record.ops} operators"
-    assert record.data_parallel == (name == "ddp bucket-wise clip")
+    assert record.data_parallel == (SETUPS[name].world_size > 1)
 
 
 def test_the_step_never_waits_for_the_gpu(step):
@@ -40,17 +42,16 @@ def test_the_residual_stream_between_encoder_layers_is_in_the_autocast_dtype(ste
     assert record.layer_dtypes == [(dtype, dtype)] * 2, f"{name}: (input, output) of each layer"
 
 
-def test_training_attention_is_sdpa_with_the_key_mask_and_dropout_and_eval_attention_is_varlen(step):
-    # Training: torch's varlen_attn has no dropout, so the unpadded tokens are scattered to a padded tile and
-    # go through SDPA with the key-padding mask (on an H200: the memory-efficient kernel, which takes a mask).
+def test_training_and_eval_attention_is_the_variable_length_kernel_with_dropout_in_training(step):
+    # Training (dropout 0.1) and eval (none) both run bert::varlen_attention on the unpadded tokens: on an H200,
+    # the flash kernel with cumulative sequence lengths; no padded tile, no mask.
     name, record = step
     dtype = "float16" if name == "fp16" else "bfloat16"
     setup = SETUPS[name]
     why = f"{name} ({record.error or 'ran to the end'})"
-    assert record.attention == [AttentionCall("scaled_dot_product_attention", dtype, 0.1, True)] * (
+    assert record.attention == [AttentionCall("varlen_attention", dtype, 0.1, False)] * (
         setup.layers * setup.steps * setup.accumulate), why
-    # Eval (no dropout): torch's variable-length flash attention on the real tokens.
-    assert record.eval_attention == [AttentionCall("varlen_attn", dtype, 0.0, False)] * setup.layers, why
+    assert record.eval_attention == [AttentionCall("varlen_attention", dtype, 0.0, False)] * setup.layers, why
 
 
 def test_each_rank_seeds_the_gpu_dropout_stream_with_its_own_seed(fake_cuda_run):

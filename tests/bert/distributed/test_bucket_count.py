@@ -47,7 +47,7 @@ def buckets_worker(rank: int, world_size: int, data_dir: Path) -> None:
     assert events[:4] == ["count", "forward", "count", "forward"] and events.count("count") == 2, events
     assert step.clipping.num_buckets > 1
 
-    out = step.trained(**micro_batch(samples, system, 3, rank, 0).model_inputs(padded=False))
+    out = step.trained(**micro_batch(samples, system, 3, rank, 0).model_inputs(unpadded=True))
     out.loss.backward()
     storages = {p.grad.untyped_storage().data_ptr() for p in model.parameters()}
     assert len(storages) == step.clipping.num_buckets < len(list(model.parameters())), len(storages)

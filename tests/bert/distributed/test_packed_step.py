@@ -48,7 +48,7 @@ def packed_worker(rank: int, world_size: int) -> None:
     for _ in range(3):  # the window carries over: later steps take what earlier ones passed over
         batch = next(packer)
         model.zero_grad()
-        loss = batch.loss(trained(**batch.model_inputs(padded=False)))
+        loss = batch.loss(trained(**batch.model_inputs(unpadded=True)))
         loss.backward()
         if world_size == 1:
             assert (batch.mlm_weight, batch.nsp_weight) == (1.0, 1.0)
@@ -63,7 +63,7 @@ def packed_worker(rank: int, world_size: int) -> None:
             step_loss /= world_size
         reference = _model()
         everything = Samples.concat([part[0] for part in taken])
-        expected = reference(**collate(everything).model_inputs(padded=True))
+        expected = reference(**collate(everything).model_inputs(unpadded=False))
         expected.loss.backward()
         # The model computes its losses in fp32 (bert.model), so fp32 tolerances.
         assert torch.allclose(step_loss, expected.loss, rtol=1e-6), (step_loss, expected.loss)

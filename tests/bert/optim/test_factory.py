@@ -61,6 +61,21 @@ def test_lamb_without_apex_is_ours():
     assert optimizer.defaults["betas"] == (0.8, 0.9) and optimizer.defaults["eps"] == 1e-3
 
 
+def test_compiled_lamb_is_ours_compiled_even_where_apex_is_there():
+    apex = SimpleNamespace(FusedLAMB=_Recorder, FusedAdam=_Recorder)
+    optimizer = build_optimizer(_model(), _spec("lamb", implementation="compiled"), apex=apex)
+    assert isinstance(optimizer, Lamb) and optimizer.compiled
+    assert not build_optimizer(_model(), _spec("lamb")).compiled
+
+
+def test_compiled_adam_is_refused_in_the_descriptor():
+    from bert.system import load_system
+    from bert.typed_config import ConfigError
+
+    with pytest.raises(ConfigError, match="run.optimizer.implementation"):
+        load_system("cpu_tiny_adam").variant({"optimizer.implementation": "compiled"})
+
+
 class _Recorder:
     def __init__(self, groups, **kwargs):
         self.groups, self.kwargs = groups, kwargs

@@ -124,3 +124,36 @@ def test_grad_scaler_steps_lamb_without_reading_the_overflow_flag_back(monkeypat
         assert torch.equal(p.detach(), before) == (grad[-1] == math.inf)
     monkeypatch.undo()
     assert scaler.get_scale() == 512.0 and torch.isfinite(p).all()
+
+
+def _stepped(compiled: bool, overflow_at: set[int]) -> tuple[list[torch.Tensor], Lamb]:
+    """A decayed group of two tensors and an undecayed one, 5 steps with a new learning rate each; at the steps
+    in `overflow_at` GradScaler's overflow flag is set (with a scale: the gradient is still scaled)."""
+    torch.manual_seed(0)
+    weights = [torch.nn.Parameter(torch.randn(*shape)) for shape in ((8, 4), (16,), (4,))]
+    opt = Lamb([{"params": weights[:2], "weight_decay": 0.01}, {"params": weights[2:], "weight_decay": 0.0}],
+               lr=0.1, eps=1e-6, compiled=compiled)
+    for step in range(5):
+        for w in weights:
+            w.grad = torch.randn_like(w) * 64
+        if overflow_at:
+            opt.found_inf = torch.tensor(float(step in overflow_at))
+            opt.grad_scale = torch.tensor(64.0)
+        for group in opt.param_groups:
+            group["lr"] = 0.1 / (step + 1)
+        opt.step()
+    return [w.detach() for w in weights], opt
+
+
+@pytest.mark.parametrize("overflow_at", [set(), {1, 3}], ids=["bf16-fp32", "fp16 with overflows"])
+def test_compiled_lamb_equals_the_eager_reference_and_compiles_once_per_group(overflow_at):
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    eager, _ = _stepped(False, overflow_at)
+    compiled, opt = _stepped(True, overflow_at)
+    for a, b in zip(compiled, eager):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+    assert counters["stats"]["unique_graphs"] == 2, dict(counters["stats"])  # not once per learning rate
+    assert all(float(s["step"]) == 5 - len(overflow_at) for s in opt.state.values())

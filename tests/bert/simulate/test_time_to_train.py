@@ -1,4 +1,6 @@
-"""The time-to-train model against a case computed by hand, and the convergence rule of the trainer."""
+"""The time-to-train model against a case computed by hand, what it takes from the run block (the gradient's
+dtype on the wire, the optimizer's implementation, a throughput estimate), and the convergence rule of the
+trainer."""
 
 import json
 import math
@@ -8,6 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from bert.cli import main
+from bert.optim.traffic import eager_lamb_bytes_per_parameter
+from bert.simulate.flops import flops_per_sequence
 from bert.simulate.time_to_train import converging_eval, model_parameters, predict
 from bert.system import load_system
 from tests.conftest import descriptor, write_descriptor
@@ -16,12 +20,12 @@ PERFORMANCE = {"gpu_samples_per_s": 100.0, "hbm_gb_s": 100.0, "intra_node_gb_s":
                "link_latency_us": 5.0, "allreduce": "ring", "samples_to_converge": 1000}
 
 
-def _small_cluster(tmp_path, clip: str):
+def _small_cluster(tmp_path, clip: str, **run_changes):
     data = descriptor(processes_per_node=2, global_batch_size=64, clip=clip, performance=PERFORMANCE,
-                      bucket_cap_mb=0.25,
+                      bucket_cap_mb=0.25, **run_changes,
                       eval={"target_accuracy": 0.72, "samples": 256, "interval_samples": 256, "batch_size": 64})
     data["system"]["number_of_nodes"] = "2"
-    return write_descriptor(tmp_path, f"small_{clip}", data)
+    return write_descriptor(tmp_path, f"small_{clip}{len(run_changes)}", data)
 
 
 def test_a_small_case_computed_by_hand(tmp_path):
@@ -30,13 +34,13 @@ def test_a_small_case_computed_by_hand(tmp_path):
     p = predict(system, 1000, equal_lengths)
     params = model_parameters(system)
     assert p.parameters == params
-    grad_bytes = 2 * params
+    grad_bytes = 4 * params  # run.grad_comm_dtype fp32
     # 2 nodes x 2 GPUs, 16 sequences per GPU at 100/s; ring of 2 inside the node at 10 GB/s; each GPU's half
     # shard across the 2 nodes at 4/2 = 2 GB/s; 5 us per hop; the whole allreduce is exposed (before_allreduce).
     compute = 16 / 100
     intra = 2 * (1 / 2) * grad_bytes / 10e9 + 2 * 1 * 5e-6
     inter = 2 * (1 / 2) * (grad_bytes / 2) / 2e9 + 2 * 1 * 5e-6
-    optimizer = params * 30 / 100e9
+    optimizer = params * eager_lamb_bytes_per_parameter(False) / 100e9  # bf16: no loss scaling
     step = compute + intra + inter + optimizer
     # Evals at 256, 512, 768, 1024 samples (steps 4, 8, 12, 16); the 4th is the first to reach 1000.
     evals, steps = 4, 16
@@ -64,6 +68,32 @@ def test_overlap_hides_the_allreduce_behind_backward_when_the_clip_mode_allows_i
     # Overlapped with backward, only the last bucket's share of the allreduce still shows.
     assert bucketwise.exposed_allreduce_s == pytest.approx(bucketwise.allreduce_s / buckets)
     assert after.norm_s > 0 and bucketwise.norm_s == 0 and after.step_s > bucketwise.step_s
+
+
+def test_bf16_communication_and_the_compiled_update_are_what_the_descriptor_runs(tmp_path):
+    equal = np.full(1000, 48)
+    base = predict(load_system(_small_cluster(tmp_path, "before_allreduce")), 1000, equal).step
+    fast = predict(load_system(_small_cluster(tmp_path, "before_allreduce", grad_comm_dtype="bf16",
+                                              optimizer={**descriptor()["run"]["optimizer"],
+                                                         "implementation": "compiled"})), 1000, equal).step
+    assert (base.gradient_bytes, fast.gradient_bytes) == (4, 2)
+    latency = 2 * 2 * 5e-6  # two hops inside the node and two across, paid once: the bytes halve, not these
+    assert fast.allreduce_s - latency == pytest.approx((base.allreduce_s - latency) / 2)
+    assert fast.optimizer_bytes == 40 and fast.optimizer_s == pytest.approx(base.optimizer_s * 40 / 128)
+
+
+def test_an_estimated_throughput_comes_from_the_model_flops_and_says_so(tmp_path):
+    performance = {**PERFORMANCE, "gpu_samples_per_s": None, "model_flops_utilization": 0.4, "peak_tflops": 2.0}
+    data = descriptor(performance=performance)
+    system = load_system(write_descriptor(tmp_path, "estimated", data))
+    lengths = np.full(1000, 48)
+    p = predict(system, 1000, lengths)
+    expected = 0.4 * 2e12 / flops_per_sequence(system.model_config(), lengths, system.run.max_predictions_per_seq)
+    assert p.throughput.estimate and p.throughput.samples_per_s == pytest.approx(expected)
+    assert "ESTIMATE" in p.throughput.source
+    both = descriptor(performance={**performance, "gpu_samples_per_s": 5.0})
+    with pytest.raises(ValueError, match="either gpu_samples_per_s"):
+        load_system(write_descriptor(tmp_path, "both", both))
 
 
 def test_the_run_stops_at_the_first_eval_past_the_convergence_point():

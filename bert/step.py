@@ -41,7 +41,7 @@ class TrainStep:
         run = system.run
         self.model, self.optimizer, self.schedule, self.ctx = model, optimizer, schedule, ctx
         if run.compile:
-            compile_encoder(model)
+            compile_encoder(model, run.token_sizes, run.cuda_graphs)
         self.trained = data_parallel(model, run.bucket_cap_mb) if ctx.distributed else model
         self.unpadded = run.unpadded
         self.accumulate = run.gradient_accumulation_steps

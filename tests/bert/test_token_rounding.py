@@ -1,6 +1,8 @@
 """Rounding the unpadded token count to a few sizes (bert.token_rounding, run.token_sizes): the sizes, the filler
 sequences that reach them, and a step on rounded batches that equals the step on the same batches unrounded."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -9,6 +11,7 @@ from bert.attention import unpadded_attention
 from bert.config import named_config
 from bert.data.batch import collate
 from bert.model import BertForPreTraining
+from bert.system import load_system
 from bert.token_rounding import TokenSizes, token_sizes
 from bert.varlen_attention import varlen_attention
 from tests.bert.data.test_packing import make_samples
@@ -102,3 +105,43 @@ def test_a_training_step_on_rounded_batches_equals_the_step_on_the_same_batches_
     assert rounded.mlm_count == plain.mlm_count
     for name, grad in plain_grads.items():
         torch.testing.assert_close(rounded_grads[name], grad, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def _eval_accuracies(log) -> list[float]:
+    events = [json.loads(line.split(":::MLLOG ", 1)[1]) for line in log.read_text().splitlines()
+              if line.startswith(":::MLLOG ")]
+    return [e["value"] for e in events if e["key"] == "eval_accuracy"]
+
+
+def test_a_run_with_token_sizes_rounds_every_batch_and_trains_as_the_run_without(tmp_path, small_dataset,
+                                                                                 monkeypatch):
+    from bert.step import TrainStep
+    from bert.train import RunRequest, run
+
+    seen: list[tuple[int, int]] = []  # (encoder rows, real tokens) of every training batch
+    step = TrainStep.__call__
+
+    def watched(self, loader, step_index):
+        def batches():
+            for batch in loader:
+                seen.append((batch.layout.num_tokens, batch.num_tokens))
+                yield batch
+        return step(self, batches(), step_index)
+
+    monkeypatch.setattr(TrainStep, "__call__", watched)
+    base = load_system("cpu_micro").variant({"max_samples": 1024, "eval.interval_samples": 512, "seed": 5,
+                                            "eval.target_accuracy": 0.99})
+    accuracies = {}
+    for count in (0, 3):
+        seen.clear()
+        system = base.variant({"token_sizes": count}, name=f"micro_sizes_{count}").write(tmp_path)
+        assert run(RunRequest(system, 5, tmp_path / f"result_{count}.txt", small_dataset)) == 1  # the cap, as meant
+        accuracies[count] = _eval_accuracies(tmp_path / f"result_{count}.txt")
+        rows = {r for r, _ in seen}
+        if count:
+            assert rows <= set(token_sizes(count, system.per_process_batch, 64).sizes), rows
+            assert all(r > real for r, real in seen)
+        else:
+            assert len(rows) > 3 and all(r == real for r, real in seen)  # the unrounded counts vary
+    # The same data, weights and order: the fillers change nothing but float rounding.
+    assert len(accuracies[0]) == 2 and accuracies[3] == pytest.approx(accuracies[0], abs=0.003)

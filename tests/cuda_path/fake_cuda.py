@@ -322,6 +322,7 @@ class StepRecord:
     longest: list[int] = field(default_factory=list)  # the longest real sequence of each training batch
     compiles: list[dict] = field(default_factory=list)  # what torch.compile was asked for (it compiles nothing)
     token_counts: list[int] = field(default_factory=list)  # the encoder's tokens of each training batch
+    grads_kept: bool = False  # every parameter's .grad was there before the first step and is the same after
     layer_dtypes: list[tuple[str, str]] = field(default_factory=list)  # (input, output) of each encoder layer
     eval_attention: list[AttentionCall] = field(default_factory=list)  # an eval forward after the steps
     data_parallel: bool = False
@@ -392,10 +393,12 @@ def train_step_record(setup: StepSetup) -> StepRecord:
     with mock.patch.object(torch, "compile", _eager_compile(record.compiles)), fake.mode:
         step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
+        grads = [p.grad for p in model.parameters()]
         try:
             with recorder:
                 for s in range(setup.steps):
                     step(iter(batches[s * setup.accumulate:(s + 1) * setup.accumulate]), 10 + s)
+                record.grads_kept = all(g is not None and p.grad is g for p, g in zip(model.parameters(), grads))
                 model.eval()
                 eval_calls = len(recorder.attention)
                 with torch.no_grad(), step.autocast:

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import pytest
@@ -128,6 +129,25 @@ def test_written_variant_keeps_meaning_elsewhere_and_never_replaces_another_file
     assert base.variant({"max_samples": 4096}, name="capped").write(tmp_path) == written  # same text: fine
     with pytest.raises(FileExistsError, match="capped.json already holds another descriptor"):
         base.variant({"max_samples": 8192}, name="capped").write(tmp_path)
+
+
+def test_fp16_runs_on_a_cpu_only_as_a_rehearsal_of_the_cuda_run(tmp_path):
+    base = load_system("cpu_micro")
+    with pytest.raises(ConfigError, match="run.precision: fp16 needs device cuda"):
+        base.variant({"precision": "fp16"})
+    cuda = base.variant({"device": "cuda", "precision": "fp16"}, name="fp16_micro")
+    rehearsal = cuda.cpu_rehearsal()
+    assert (rehearsal.run.device, rehearsal.run.precision, rehearsal.rehearsal) == ("cpu", "fp16", True)
+    assert rehearsal.run == dataclasses.replace(cuda.run, device="cpu")  # nothing else moves
+    again = rehearsal.variant({"gradient_accumulation_steps": 2})  # validated as the CUDA run, still on the CPU
+    assert (again.run.device, again.run.gradient_accumulation_steps, again.rehearsal) == ("cpu", 2, True)
+    with pytest.raises(ConfigError, match="run.global_batch_size"):
+        rehearsal.variant({"gradient_accumulation_steps": 3})
+    with pytest.raises(ValueError, match="cannot be written"):
+        rehearsal.write(tmp_path)
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ValueError, match="made from a CUDA run"):
+        base.cpu_rehearsal()
 
 
 def test_length_bins_have_one_rule_for_the_descriptor_and_every_bins_option(tmp_path):

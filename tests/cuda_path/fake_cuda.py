@@ -328,7 +328,7 @@ def step_system(setup: StepSetup):
 
 def _batches(fake: FakeCuda, setup: StepSetup, count: int) -> list:
     from bert.data.batch import collate
-    from tests.bert.data.test_packing import make_samples
+    from tests.helpers.samples import make_samples
 
     rng = np.random.default_rng(0)
     out = []

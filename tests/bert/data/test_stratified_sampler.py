@@ -11,7 +11,7 @@ from bert.data.balance_plans import bin_counts, bin_of, sequence_cost, snake_dea
 from bert.data.loader import LoaderBalance, TrainLoader
 from bert.data.lookahead import MAX_WAIT
 from bert.data.stratified_sampler import plan_from_shard, stratified_batches, stratified_plan
-from tests.bert.data.test_packing import make_samples
+from tests.helpers.samples import make_samples
 
 WIDTH = 6 * 128  # attention width of a hidden size of 128
 

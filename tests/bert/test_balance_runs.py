@@ -10,8 +10,9 @@ from bert.system import load_system
 from bert.train import loader_balance
 from bert.typed_config import ConfigError
 from compliance.checkers import compliance_check
-from tests.bert.test_train import _mllog, _train
+from compliance.result_log import read_result_log
 from tests.conftest import descriptor, write_descriptor
+from tests.helpers.runs import run_training
 
 
 def _short(balance: str, processes: int, **changes) -> dict:
@@ -40,8 +41,8 @@ def test_descriptor_selects_the_strategy(tmp_path):
                                                ("global_presort", 2), ("packed", 2)])
 def test_short_run_passes_the_checker(tmp_path, small_dataset, cpu_env, balance, processes):
     system = write_descriptor(tmp_path, "micro_balance", _short(balance, processes))
-    proc, log = _train(tmp_path, system, small_dataset, processes, cpu_env)
+    proc, log = run_training(tmp_path, system, small_dataset, processes, cpu_env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert _mllog(log)[-1]["metadata"]["status"] == "success"
+    assert read_result_log(log).status == "success"
     result = compliance_check(log, "5.0.0")
     assert result.passed, result.output

@@ -16,8 +16,9 @@ import pytest
 from bert.hpo import StudyError, StudyRequest, open_study, run_study, single_process, trial_objective
 from bert.system import load_system
 from compliance.checkers import compliance_check
-from tests.bert.test_train import _mllog
+from compliance.result_log import read_result_log
 from tests.conftest import descriptor, write_descriptor
+from tests.helpers.runs import train_command
 
 SEARCH = {
     "optimizer.name": {"choices": ["lamb", "adam"]},
@@ -85,11 +86,10 @@ def test_study_is_interrupted_resumed_and_its_best_descriptor_trains_and_passes(
     assert ("logged under the LAMB key names" in tuned.run.notes) == (tuned.run.optimizer.name == "adam")
 
     log = tmp_path / "result_0.txt"
-    train = subprocess.run([sys.executable, "-m", "bert.cli", "train", "--system", str(out), "--seed", "5",
-                            "--log-file", str(log), "--data-dir", str(small_dataset)],
-                           env=cpu_env, capture_output=True, text=True, timeout=120)
+    train = subprocess.run(train_command(out, small_dataset, log, seed=5), env=cpu_env, capture_output=True,
+                           text=True, timeout=120)
     assert train.returncode == (0 if best.value < 3072 else 1), train.stderr[-3000:]
-    trained = next(x["value"] for x in _mllog(log) if x["key"] == "train_samples")
+    trained = read_result_log(log).value("train_samples")
     assert trained == best.value  # the trial, run again from the written descriptor
     result = compliance_check(log)
     assert result.passed, result.output
@@ -123,9 +123,9 @@ def test_a_pruned_trial_stops_its_run_after_the_eval(tmp_path, small_dataset):
     study.optimize(lambda trial: trial_objective(request, 1, trial), n_trials=1)
     assert study.trials[0].state == optuna.trial.TrialState.PRUNED
     assert list(study.trials[0].intermediate_values) == [1024]
-    stop = _mllog(tmp_path / "trial_0.txt")[-1]
-    assert stop["metadata"] == {**stop["metadata"], "status": "aborted",
-                                "reason": "stopped by the caller after the eval at 1024 samples"}
+    stop = read_result_log(tmp_path / "trial_0.txt").events[-1]
+    assert stop.key == "run_stop" and stop.metadata == {
+        **stop.metadata, "status": "aborted", "reason": "stopped by the caller after the eval at 1024 samples"}
 
 
 def test_a_study_keeps_the_seed_it_was_created_with(tmp_path):

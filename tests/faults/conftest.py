@@ -8,7 +8,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from mlperf_logging.compliance_checker.mlp_parser import parse_file
 from mlperf_logging.compliance_checker.mlp_parser.ruleset_500 import parse_generator
 
 from tests.conftest import REPO, copy_dataset, descriptor, write_descriptor
+from tests.helpers.runs import torchrun_command, train_command
 
 # Every case must end well within this; a hang fails the test instead of stalling the suite.
 CASE_TIMEOUT_S = 50
@@ -47,11 +47,8 @@ def fault_data(tmp_path, small_dataset) -> Path:
 
 
 def torchrun(system: Path, data: Path, log: Path, env: dict, seed: int = 1) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={RANKS}",
-           "-m", "bert.cli", "train", "--system", str(system), "--seed", str(seed), "--log-file", str(log),
-           "--data-dir", str(data)]
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    return subprocess.Popen(torchrun_command(RANKS, system, data, log, seed), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def start_ranks(system: Path, data: Path, log: Path, env: dict, out: Path) -> list[subprocess.Popen]:
@@ -64,10 +61,9 @@ def start_ranks(system: Path, data: Path, log: Path, env: dict, out: Path) -> li
     for rank in range(RANKS):
         rank_env = dict(env, RANK=str(rank), WORLD_SIZE=str(RANKS), LOCAL_RANK=str(rank),
                         LOCAL_WORLD_SIZE=str(RANKS), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        cmd = [sys.executable, "-m", "bert.cli", "train", "--system", str(system), "--seed", "1", "--log-file",
-               str(log), "--data-dir", str(data)]
         with open(out / f"rank{rank}.out", "w") as stdout, open(out / f"rank{rank}.err", "w") as stderr:
-            procs.append(subprocess.Popen(cmd, env=rank_env, stdout=stdout, stderr=stderr))
+            procs.append(subprocess.Popen(train_command(system, data, log), env=rank_env, stdout=stdout,
+                                          stderr=stderr))
     return procs
 
 

@@ -216,7 +216,7 @@ class System:
         files, and is named `name` (default: this name). A ConfigError names the field and the fix.
         Nothing is written: a variant that another process reads needs `write` first. A variant of a
         rehearsal is validated as the CUDA run and rehearsed on the CPU in turn."""
-        data = _with_run_values(self.data, {key: _as_json(value) for key, value in (run or {}).items()})
+        data = with_run_values(self.data, {key: _as_json(value) for key, value in (run or {}).items()})
         data["system"].update(description or {})
         system = system_from_data(data, self.path.with_name(f"{name or self.name}.json"))
         return system.cpu_rehearsal() if self.rehearsal else system
@@ -381,9 +381,10 @@ def _as_json(value: object) -> object:
     return value
 
 
-def _with_run_values(data: dict, values: Mapping[str, object]) -> dict:
+def with_run_values(data: dict, values: Mapping[str, object]) -> dict:
     """A copy of descriptor JSON `data` with run fields set, each named by its path below the run block
-    (`global_batch_size`, `optimizer.beta_1`)."""
+    (`global_batch_size`, `optimizer.beta_1`), and nothing checked: System.variant checks what it makes, and
+    the tests of what the loader refuses write the result as it is."""
     data = copy.deepcopy(data)
     for path, value in values.items():
         *parents, name = path.split(".")

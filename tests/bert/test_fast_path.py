@@ -20,7 +20,6 @@ from bert.system import load_system
 from bert.tf_names import torch_to_hf
 from bert.transformers_peer import peer_model, to_hf_batch
 from bert.typed_config import ConfigError
-from tests.conftest import descriptor, write_descriptor
 from tests.helpers.systems import cpu_variant
 
 CPU = DistContext(0, 1, 0, 1, torch.device("cpu"))
@@ -179,10 +178,9 @@ def _skip_unless_compile_works() -> None:
         pytest.skip(f"torch.compile does not work on this machine: {type(e).__name__}: {e}")
 
 
-def test_compile_switch_compiles_the_encoder_and_matches_eager(small_dataset, tmp_path):
+def test_compile_switch_compiles_the_encoder_and_matches_eager(small_dataset):
     _skip_unless_compile_works()
-    system = load_system(write_descriptor(tmp_path, "micro", descriptor(compile=True)))
-    assert system.run.compile
+    assert load_system("cpu_micro").variant({"compile": True}).run.compile
     losses = []
     for compile_encoder in (False, True):
         torch.manual_seed(0)

@@ -3,7 +3,6 @@ whose best trial becomes a descriptor that trains to the same result and passes 
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -17,7 +16,6 @@ from bert.hpo import StudyError, StudyRequest, open_study, run_study, single_pro
 from bert.system import load_system
 from compliance.checkers import compliance_check
 from compliance.result_log import read_result_log
-from tests.conftest import descriptor, write_descriptor
 from tests.helpers.runs import train_command
 
 SEARCH = {
@@ -28,9 +26,9 @@ SEARCH = {
 
 
 def _search_system(tmp_path: Path, target: float = 0.045) -> Path:
-    data = descriptor(max_samples=3072, log_weights_initialization=False, search=SEARCH)
-    data["run"]["eval"].update(target_accuracy=target, interval_samples=1024)
-    return write_descriptor(tmp_path, "micro_search", data)
+    return load_system("cpu_micro").variant(
+        {"max_samples": 3072, "log_weights_initialization": False, "search": SEARCH,
+         "eval.target_accuracy": target, "eval.interval_samples": 1024}, name="micro_search").write(tmp_path).path
 
 
 def _hpo(system: Path, storage: str, data: Path, *extra: str) -> list[str]:
@@ -106,13 +104,13 @@ def test_one_process_keeps_the_global_batch_and_micro_batch(tmp_path):
 
 def test_empty_space_and_foreign_study_are_refused(tmp_path):
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    plain = load_system(write_descriptor(tmp_path, "plain", descriptor()))
+    plain = load_system("cpu_micro")
     with pytest.raises(StudyError, match="run.search is empty"):
         run_study(StudyRequest(plain, storage, "shared", seed=1), trials=1)
-    searching = load_system(write_descriptor(tmp_path, "searching", descriptor(search=SEARCH)))
+    searching = load_system("cpu_micro").variant({"search": SEARCH}, name="searching")
     open_study(StudyRequest(searching, storage, "shared", seed=1))
     with pytest.raises(StudyError, match="searches system 'searching', not 'other'"):
-        other = load_system(write_descriptor(tmp_path, "other", json.loads(searching.path.read_text())))
+        other = searching.variant(name="other")
         open_study(StudyRequest(other, storage, "shared", seed=1))
 
 
@@ -132,7 +130,7 @@ def test_a_study_keeps_the_seed_it_was_created_with(tmp_path):
     from bert.hpo import study_seed
 
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    searching = load_system(write_descriptor(tmp_path, "searching", descriptor(search=SEARCH, seed=None)))
+    searching = load_system("cpu_micro").variant({"search": SEARCH, "seed": None}, name="searching")
     seed = study_seed(open_study(StudyRequest(searching, storage, "kept")))  # drawn: no --seed, no run.seed
     assert study_seed(open_study(StudyRequest(searching, storage, "kept"))) == seed  # a resumed worker
     assert study_seed(open_study(StudyRequest(searching, storage, "kept", seed=seed))) == seed

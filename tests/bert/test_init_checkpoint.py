@@ -13,7 +13,6 @@ from bert.tf_names import to_hf_state_dict
 from bert.train import RunRequest, run
 from compliance.checkers import compliance_check
 from compliance.result_log import read_result_log
-from tests.conftest import descriptor, write_descriptor
 
 
 def _hf_checkpoint(path: Path, model_name: str) -> Path:
@@ -26,9 +25,10 @@ def _hf_checkpoint(path: Path, model_name: str) -> Path:
 def test_run_starts_from_the_converted_checkpoint_and_evaluates_it_first(tmp_path, small_dataset):
     converted = tmp_path / "init.pt"
     convert(_hf_checkpoint(tmp_path / "hf.bin", "micro"), converted, named_config("micro"))
-    short = descriptor(init_checkpoint=str(converted), max_samples=512,
-                       eval={"target_accuracy": 0.06, "samples": 256, "interval_samples": 512, "batch_size": 256})
-    system = load_system(write_descriptor(tmp_path, "micro_ckpt", short))
+    system = load_system("cpu_micro").variant(
+        {"init_checkpoint": str(converted), "max_samples": 512,
+         "eval": {"target_accuracy": 0.06, "samples": 256, "interval_samples": 512, "batch_size": 256}},
+        name="micro_ckpt")
     log = tmp_path / "result_0.txt"
     run(RunRequest(system, 3, log, small_dataset))
     result = read_result_log(log)
@@ -43,7 +43,7 @@ def test_run_starts_from_the_converted_checkpoint_and_evaluates_it_first(tmp_pat
 
 def test_checkpoint_of_another_model_fails_before_run_start(tmp_path, small_dataset, capsys):
     tiny = _hf_checkpoint(tmp_path / "tiny.bin", "tiny")
-    system = load_system(write_descriptor(tmp_path, "micro_bad", descriptor(init_checkpoint=str(tiny))))
+    system = load_system("cpu_micro").variant({"init_checkpoint": str(tiny)}, name="micro_bad")
     log = tmp_path / "result_0.txt"
     assert run(RunRequest(system, 3, log, small_dataset)) == 1
     keys = [x.key for x in read_result_log(log).events]

@@ -6,7 +6,7 @@ import pytest
 from bert.mlperf_rules import SYSTEM_DESCRIPTION_FIELDS, mlperf_eval_interval
 from bert.system import load_system
 from bert.typed_config import ConfigError
-from tests.conftest import REPO, descriptor, write_descriptor
+from tests.conftest import REPO, unchecked_descriptor, write_unchecked
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "systems").glob("*.json")))
@@ -32,18 +32,18 @@ def test_mlperf_eval_interval_formula():
 
 def _error(tmp_path, data) -> str:
     with pytest.raises(ConfigError) as info:
-        load_system(write_descriptor(tmp_path, "bad", data))
+        load_system(write_unchecked(tmp_path, "bad", data))
     return str(info.value)
 
 
 def test_missing_run_field_is_named(tmp_path):
-    data = descriptor()
+    data = unchecked_descriptor()
     del data["run"]["global_batch_size"]
     assert "bad.json: run.global_batch_size: missing; add it (an integer)" in _error(tmp_path, data)
 
 
 def test_wrong_type_says_the_fix(tmp_path):
-    data = descriptor()
+    data = unchecked_descriptor()
     data["run"]["optimizer"]["beta_1"] = "0.9"
     message = _error(tmp_path, data)
     assert "run.optimizer.beta_1: expected a number, got '0.9' (string); write the number without quotes" \
@@ -51,30 +51,30 @@ def test_wrong_type_says_the_fix(tmp_path):
 
 
 def test_number_where_the_system_description_needs_a_string(tmp_path):
-    data = descriptor()
+    data = unchecked_descriptor()
     data["system"]["number_of_nodes"] = 1
     assert 'system.number_of_nodes: must be a string, got 1; write it in quotes, as "1"' in _error(tmp_path, data)
 
 
 def test_missing_description_field_and_wrong_division(tmp_path):
-    data = descriptor()
+    data = unchecked_descriptor()
     del data["system"]["cooling"]
     assert "system.cooling: missing" in _error(tmp_path, data)
-    data = descriptor()
+    data = unchecked_descriptor()
     data["system"]["division"] = "Closed"
     assert "system.division: must be \"closed\" or \"open\" (lower case)" in _error(tmp_path, data)
 
 
 def test_unknown_model_and_unknown_field(tmp_path):
     assert "run.model: unknown model config 'huge'; choose one of base, large, micro, tiny" in \
-        _error(tmp_path, descriptor(model="huge"))
-    data = descriptor()
+        _error(tmp_path, unchecked_descriptor({"model": "huge"}))
+    data = unchecked_descriptor()
     data["run"]["global_batch"] = 3
     assert "run.global_batch: unknown field; did you mean 'global_batch_size'?" in _error(tmp_path, data)
 
 
 def test_batch_not_divisible_by_the_world(tmp_path):
-    message = _error(tmp_path, descriptor(processes_per_node=3))
+    message = _error(tmp_path, unchecked_descriptor({"processes_per_node": 3}))
     assert "run.global_batch_size: 32 is not divisible by nodes x processes_per_node" in message
 
 
@@ -89,7 +89,7 @@ def test_invalid_json_and_missing_file(tmp_path):
 
 
 def test_closed_division_refuses_adam(tmp_path):
-    data = descriptor()
+    data = unchecked_descriptor()
     data["system"]["division"] = "closed"
     data["run"]["optimizer"]["name"] = "adam"
     assert "run.optimizer.name: 'adam' is open-division only: the closed division requires \"lamb\"" in \
@@ -100,7 +100,7 @@ def test_closed_division_refuses_adam(tmp_path):
 
 def test_clip_mode_typo_is_named(tmp_path):
     assert "run.clip: expected one of 'after_allreduce', 'before_allreduce', 'bucketwise_before_allreduce'" in \
-        _error(tmp_path, descriptor(clip="bucketwise"))
+        _error(tmp_path, unchecked_descriptor({"clip": "bucketwise"}))
 
 
 def test_variant_sets_dotted_and_typed_fields_and_validates():

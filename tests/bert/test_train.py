@@ -6,15 +6,16 @@ import sys
 import h5py
 
 from bert.config import named_config
+from bert.system import load_system
 from bert.tf_names import tensor_names
 from compliance.checkers import compliance_check
 from compliance.result_log import read_result_log
-from tests.conftest import copy_dataset, descriptor, write_descriptor
+from tests.conftest import copy_dataset, unchecked_descriptor, write_unchecked
 from tests.helpers.runs import run_training
 
 
 def test_two_process_gloo_run_converges_and_passes_the_checker(tmp_path, small_dataset, cpu_env):
-    system = write_descriptor(tmp_path, "micro2", descriptor(processes_per_node=2))
+    system = load_system("cpu_micro").variant({"processes_per_node": 2}, name="micro2").write(tmp_path).path
     proc, log = run_training(tmp_path, system, small_dataset, 2, cpu_env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = read_result_log(log)
@@ -41,7 +42,7 @@ def test_corrupt_shard_after_start_ends_with_an_aborted_run_stop(tmp_path, small
             ids = f["input_ids"][:]
             ids[0, 1] = 9999
             f["input_ids"][...] = ids
-    system = write_descriptor(tmp_path, "micro", descriptor())
+    system = load_system("cpu_micro").path
     proc, log = run_training(tmp_path, system, data, 1, cpu_env)
     assert proc.returncode != 0
     events = read_result_log(log).events
@@ -55,7 +56,7 @@ def test_bad_dataset_stops_before_run_start_with_one_line(tmp_path, small_datase
     data = copy_dataset(small_dataset, tmp_path / "data")
     with h5py.File(data / "eval.hdf5", "r+") as f:
         del f["next_sentence_labels"]
-    system = write_descriptor(tmp_path, "micro", descriptor())
+    system = load_system("cpu_micro").path
     proc, log = run_training(tmp_path, system, data, 1, cpu_env)
     assert proc.returncode != 0
     assert "eval.hdf5: missing key(s) next_sentence_labels" in proc.stderr
@@ -63,16 +64,14 @@ def test_bad_dataset_stops_before_run_start_with_one_line(tmp_path, small_datase
 
 
 def test_too_few_eval_samples_is_named(tmp_path, small_dataset, cpu_env):
-    data_descriptor = descriptor()
-    data_descriptor["run"]["eval"]["samples"] = 10_000
-    system = write_descriptor(tmp_path, "micro", data_descriptor)
+    system = load_system("cpu_micro").variant({"eval.samples": 10_000}, name="micro").write(tmp_path).path
     proc, _ = run_training(tmp_path, system, small_dataset, 1, cpu_env)
     assert proc.returncode != 0
     assert "has 256 eval samples, fewer than run.eval.samples = 10000" in proc.stderr
 
 
 def test_missing_dataset_and_missing_shards_are_named(tmp_path, cpu_env):
-    system = write_descriptor(tmp_path, "micro", descriptor())
+    system = load_system("cpu_micro").path
     proc, _ = run_training(tmp_path, system, tmp_path / "nowhere", 1, cpu_env)
     assert proc.returncode != 0 and "nowhere: dataset directory does not exist" in proc.stderr
     (tmp_path / "empty").mkdir()
@@ -81,7 +80,7 @@ def test_missing_dataset_and_missing_shards_are_named(tmp_path, cpu_env):
 
 
 def test_bad_descriptor_is_one_line_before_anything_runs(tmp_path, cpu_env):
-    system = write_descriptor(tmp_path, "micro", descriptor(model="huge"))
+    system = write_unchecked(tmp_path, "micro", unchecked_descriptor({"model": "huge"}))
     proc = subprocess.run([sys.executable, "-m", "bert.cli", "train", "--system", str(system), "--seed", "1"],
                           env=cpu_env, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0

@@ -15,7 +15,8 @@ import pytest
 from mlperf_logging.compliance_checker.mlp_parser import parse_file
 from mlperf_logging.compliance_checker.mlp_parser.ruleset_500 import parse_generator
 
-from tests.conftest import REPO, copy_dataset, descriptor, write_descriptor
+from bert.system import load_system
+from tests.conftest import REPO, copy_dataset
 from tests.helpers.runs import torchrun_command, train_command
 
 # Every case must end well within this; a hang fails the test instead of stalling the suite.
@@ -27,11 +28,9 @@ RANKS = 2
 def fault_descriptor(folder: Path, **run_changes) -> Path:
     """cpu_micro on 2 ranks that would train for a long time (an unreachable target, a far cap), with a
     process-group timeout of seconds and the numerics checked every 2 steps."""
-    changes = dict(processes_per_node=RANKS, dist_timeout_s=DIST_TIMEOUT_S, max_samples=10**7,
-                   print_interval_steps=2)
-    data = descriptor("cpu_micro", **{**changes, **run_changes})
-    data["run"]["eval"].update(target_accuracy=0.99, interval_samples=4096)
-    return write_descriptor(folder, "faulty_micro", data)
+    changes = {"processes_per_node": RANKS, "dist_timeout_s": DIST_TIMEOUT_S, "max_samples": 10**7,
+               "print_interval_steps": 2, "eval.target_accuracy": 0.99, "eval.interval_samples": 4096}
+    return load_system("cpu_micro").variant({**changes, **run_changes}, name="faulty_micro").write(folder).path
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ from bert.distributed.launch import DistContext
 from bert.mllog import RunLog
 from bert.system import load_system
 from compliance.result_log import read_result_log
-from tests.conftest import descriptor, write_descriptor
 
 SEED, LATE_S = 4242, 1.5
 
@@ -74,7 +73,7 @@ def startup_worker(rank: int, world_size: int, system_path: Path, data_dir: Path
 
 def test_ranks_start_together_with_their_own_dropout_streams_and_the_run_seeds_data_order(
         spawn_ranks, small_dataset, tmp_path):
-    data = descriptor(processes_per_node=2, max_samples=32)  # one step of 32, then the sample cap
-    data["run"]["eval"].update(samples=64, interval_samples=32, batch_size=64)
-    system = write_descriptor(tmp_path, "startup_micro", data)
-    spawn_ranks(startup_worker, 2, system, small_dataset, tmp_path / "result_0.txt")
+    system = load_system("cpu_micro").variant(
+        {"processes_per_node": 2, "max_samples": 32,  # one step of 32, then the sample cap
+         "eval.samples": 64, "eval.interval_samples": 32, "eval.batch_size": 64}, name="startup_micro").write(tmp_path)
+    spawn_ranks(startup_worker, 2, system.path, small_dataset, tmp_path / "result_0.txt")

@@ -1,5 +1,6 @@
-"""Shared fixtures (small synthetic datasets, a subprocess environment) and the raw descriptor JSON of the tests
-of what the loader refuses. Helpers that test modules import live in tests/helpers/."""
+"""Fixtures every test folder shares (small synthetic datasets, a subprocess environment), the repository root,
+and the raw descriptor JSON of the tests of what the loader refuses. Helper functions that several test modules
+import live in tests/helpers/ (and the faults' and compliance tests' own in their conftest.py)."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ from bert.cli import main
 from bert.system import load_system
 from tests.conftest import REPO
 
-# cpu_micro with a development target its runs reach after a few evals (about 2,000 samples instead of
-# 7,000), so that ten real runs stay short; the model, data and batch size are cpu_micro's.
+# cpu_micro with a lower development target that its runs reach after a few evals, so that ten real runs stay
+# short; the model, data and batch size are cpu_micro's.
 MICRO_EVAL = {"target_accuracy": 0.03, "samples": 256, "interval_samples": 512, "batch_size": 256}
 
 

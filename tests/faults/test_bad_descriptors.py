@@ -22,8 +22,8 @@ from tests.helpers.runs import train_command
 BAD_VALUES = [
     ("global_batch_size", -32, "must be at least 1 and at most 1048576, got -32"),
     ("global_batch_size", 10**12, "must be at least 1 and at most 1048576, got 1000000000000"),
-    ("gradient_accumulation_steps", 0, "must be at least 1, got 0"),  # was a ZeroDivisionError
-    ("processes_per_node", 0, "must be at least 1, got 0"),  # was a ZeroDivisionError
+    ("gradient_accumulation_steps", 0, "must be at least 1, got 0"),  # a divisor of the global batch
+    ("processes_per_node", 0, "must be at least 1, got 0"),  # a divisor of the global batch
     ("print_interval_steps", 0, "must be at least 1, got 0"),
     ("eval.batch_size", 0, "must be at least 1, got 0"),
     ("eval.interval_samples", 0, "must be at least 1, got 0 (or null for the MLPerf formula)"),

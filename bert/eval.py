@@ -11,13 +11,15 @@ from torch import nn
 from bert.data.batch import Batch, collate
 from bert.data.shards import SampleLimits, ShardError, read_shard
 from bert.distributed.launch import DistContext, all_reduce_sum
+from bert.token_rounding import TokenSizes
 
 
 class EvalSet:
     """The first `num_samples` samples of the eval file; rank r evaluates samples r, r+W, r+2W, ..."""
 
     def __init__(self, path: Path, num_samples: int, ctx: DistContext, batch_size: int,
-                 limits: SampleLimits | None = None):
+                 limits: SampleLimits | None = None, sizes: TokenSizes | None = None):
+        """`sizes`: run.token_sizes' sizes for batches of `batch_size`, to which the batches are rounded."""
         samples = read_shard(path)
         if limits is not None:
             limits.check(samples, path)
@@ -27,7 +29,7 @@ class EvalSet:
         self.num_samples = num_samples
         mine = samples.take(np.arange(ctx.rank, num_samples, ctx.world_size))
         self.batches: list[Batch] = [
-            collate(mine.take(np.arange(i, min(i + batch_size, len(mine)))))
+            collate(mine.take(np.arange(i, min(i + batch_size, len(mine)))), sizes=sizes)
             for i in range(0, len(mine), batch_size)
         ]
         self._on_device = False

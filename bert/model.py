@@ -127,7 +127,7 @@ class BertModel(nn.Module):
             x = self.embeddings(input_ids, segment_ids, positions)
         for layer in self.encoder:
             x = layer(x, layout, mask)
-        first_tokens = layout.cu_seqlens[:-1].long()
+        first_tokens = layout.sequence_starts.long()
         if unpadded:
             cls_states, tokens = gather_rows(x, first_tokens), x
         elif layout.packed:
@@ -196,20 +196,32 @@ class BertForPreTraining(nn.Module):
         return PretrainingOutput(mlm_loss + nsp_loss, mlm_loss, nsp_loss, correct, mlm_labels.numel())
 
 
-def compile_encoder(model: BertForPreTraining) -> None:
+def compile_encoder(model: BertForPreTraining, token_sizes: int = 0, cuda_graphs: bool = False) -> None:
     """Compiles every encoder layer in place with torch.compile (regional compilation): inductor fuses each
     layer's elementwise work (bias + GeLU, bias + dropout + residual add, LayerNorm) around the matmuls and the
-    attention operator. Parameter names do not change.
+    attention operator. Parameter names do not change. The layers share one compiled graph per shape (their
+    parameters are its inputs); fullgraph: a graph break is an error here, not a silent split
+    (tests/bert/test_regional_compile.py counts graphs and recompiles).
 
-    Shapes are dynamic from the start: the unpadded token count (and the batch's sequence count and padded
-    length) change with every batch, and recompiling for each would cost more than the compiled layer saves;
-    the layers share one compiled graph (their parameters are its inputs). fullgraph: a graph break is an
-    error here, not a silent split (tests/bert/test_regional_compile.py counts graphs and recompiles).
+    Without `token_sizes` the shapes are dynamic from the start: the unpadded token count (and the batch's
+    sequence count and padded length) change with every batch, and recompiling for each would cost more than
+    the compiled layer saves. With them (run.token_sizes, bert.token_rounding) every batch has one of a few
+    shapes, and each is compiled for itself: at most `token_sizes` graphs for training and as many for eval,
+    which the recompile limit must allow. `cuda_graphs` records each under a CUDA graph (torch.compile's
+    "reduce-overhead"); each forward of the model starts a new round of replays, so the graphs' outputs of the
+    last batch may be overwritten (nothing keeps them: its backward has run, or it was an eval forward).
     """
     for layer in model.bert.encoder:
-        compile_layer(layer)
+        compile_layer(layer, static=token_sizes > 0, cuda_graphs=cuda_graphs)
+    if token_sizes:
+        import torch._dynamo
+
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 2 * token_sizes)
+    if cuda_graphs:
+        model.register_forward_pre_hook(lambda module, args: torch.compiler.cudagraph_mark_step_begin())
 
 
-def compile_layer(layer: EncoderLayer) -> None:
-    """One encoder layer compiled in place, as compile_encoder compiles each."""
-    layer.compile(dynamic=True, fullgraph=True)
+def compile_layer(layer: EncoderLayer, static: bool = False, cuda_graphs: bool = False) -> None:
+    """One encoder layer compiled in place, as compile_encoder compiles each: for fixed shapes if `static`,
+    recorded under CUDA graphs if `cuda_graphs`."""
+    layer.compile(dynamic=not static, fullgraph=True, mode="reduce-overhead" if cuda_graphs else None)

@@ -27,6 +27,8 @@ class TokenLayout:
     batch_size, padded_len: the padded view, [batch_size, padded_len] (rows of a packed layout).
     positions, sequence_ids: packed layouts only, each [rows, padded_len]: a token's position in its
     sequence, and the sequence's number within the row (-1 at padding).
+    fillers, filler_tokens: a rounded layout's (bert.token_rounding) last `fillers` sequences, of
+    `filler_tokens` tokens in all, are padding that rounds the token count to a fixed size: no loss reads them.
     """
 
     indices: torch.Tensor
@@ -36,6 +38,8 @@ class TokenLayout:
     padded_len: int
     positions: torch.Tensor | None = None
     sequence_ids: torch.Tensor | None = None
+    fillers: int = 0
+    filler_tokens: int = 0
 
     @property
     def packed(self) -> bool:
@@ -63,7 +67,17 @@ class TokenLayout:
 
     @property
     def num_tokens(self) -> int:
+        """The rows of the token stream the encoder runs on (fillers included)."""
         return self.indices.numel()
+
+    @property
+    def real_tokens(self) -> int:
+        return self.num_tokens - self.filler_tokens
+
+    @property
+    def sequence_starts(self) -> torch.Tensor:
+        """[S] each real sequence's first row in the token stream (its [CLS]), fillers left out."""
+        return self.cu_seqlens[: self.cu_seqlens.numel() - 1 - self.fillers]
 
 
 class _GatherRows(torch.autograd.Function):

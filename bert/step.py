@@ -41,7 +41,7 @@ class TrainStep:
         run = system.run
         self.model, self.optimizer, self.schedule, self.ctx = model, optimizer, schedule, ctx
         if run.compile:
-            compile_encoder(model)
+            compile_encoder(model, run.token_sizes, run.cuda_graphs)
         self.trained = data_parallel(model, run.bucket_cap_mb) if ctx.distributed else model
         self.unpadded = run.unpadded
         self.accumulate = run.gradient_accumulation_steps
@@ -49,6 +49,10 @@ class TrainStep:
         self.scaler = torch.amp.GradScaler(ctx.device.type, init_scale=run.initial_loss_scale,
                                            enabled=run.precision == "fp16")
         self.params = [p for p in model.parameters() if p.requires_grad]
+        self.stable_grads = run.cuda_graphs
+        if self.stable_grads:  # see zero_grad
+            for p in self.params:
+                p.grad = torch.zeros_like(p)
         self.clipping = self._clipping(run.clip, run.clip_norm, COMM_DTYPES[run.grad_comm_dtype])
         self.loss_sum = torch.zeros((), device=ctx.device)
         self.micro_batches = 0
@@ -77,7 +81,16 @@ class TrainStep:
         self.scaler.step(self.optimizer)  # skipped when the gradient has an inf or NaN
         self.scaler.update()
         self.guard.observe(step_loss, norm, scale, loss_scale(self.scaler, self.ctx.device))
-        self.optimizer.zero_grad()  # apex's optimizers take no set_to_none; they and torch's set None
+        self.zero_grad()
+
+    def zero_grad(self) -> None:
+        """Under CUDA graphs the gradients keep their memory and are zeroed in place: a .grad that the first
+        backward of a step allocated would be an output of the layers' backward graph, which the next replay
+        (the next micro-batch's, with accumulation) overwrites."""
+        if self.stable_grads:
+            torch._foreach_zero_([p.grad for p in self.params])
+        else:
+            self.optimizer.zero_grad()  # apex's optimizers take no set_to_none; they and torch's set None
 
     def _clipping(self, mode: str, clip_norm: float, comm_dtype: torch.dtype) -> Clipping:
         ddp = self.trained if self.ctx.distributed else None

@@ -142,6 +142,7 @@ Balance = Literal["none", "stratified", "stratified+local_presort", "global_pres
 # largest differencing with equal counts (closest to equal cost), or the seed paper's snake order.
 PresortDeal = Literal["balanced", "snake"]
 MAX_BALANCE_LOOKAHEAD = 8
+MAX_TOKEN_SIZES = 64
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,6 +171,13 @@ class RunSpec:
     grad_comm_dtype: Literal["fp32", "bf16"] = "fp32"
     unpadded: bool = True
     compile: bool = False  # torch.compile each encoder layer (see benchmarks/throughput_notes.md for when it helps)
+    # Rounds each micro-batch's unpadded token count up to one of this many sizes with filler sequences that no
+    # loss reads (bert.token_rounding), so that the encoder meets a few fixed shapes (compiled without dynamic
+    # shapes, CUDA graphs); 0: off.
+    token_sizes: int = ranged(0, MAX_TOKEN_SIZES, default=0, note="each size is one more compiled graph")
+    # Captures the compiled encoder layers under CUDA graphs (torch.compile's "reduce-overhead" mode): one
+    # graph per token size, replayed without a kernel launch from the host each.
+    cuda_graphs: bool = False
     balance: Balance = "none"
     # Upper edges of the length bins; null: the data's own length quantiles, one bin per sequence of a per-rank
     # batch (bins that one length fills are merged), measured on the first training shard.
@@ -338,6 +346,17 @@ def _check_run(where: str, system: System) -> None:
         (system.division == "open" or run.optimizer.name == "lamb", "run.optimizer.name",
          f"{run.optimizer.name!r} is open-division only: the closed division requires \"lamb\"; use it, or "
          "set system.division to \"open\""),
+        (run.token_sizes == 0 or run.unpadded, "run.token_sizes",
+         "rounds the unpadded layout's token count: set run.unpadded to true, or token_sizes to 0"),
+        (run.token_sizes == 0 or run.balance != "packed", "run.token_sizes",
+         "packed rows change the number of sequences every step, so the shapes cannot be fixed: use another "
+         "run.balance, or set token_sizes to 0"),
+        (not run.cuda_graphs or run.device == "cuda", "run.cuda_graphs", "needs device cuda: set it to false"),
+        (not run.cuda_graphs or run.token_sizes > 0, "run.cuda_graphs",
+         "a CUDA graph replays one shape: set run.token_sizes (e.g. 16) so the token counts take a few, or "
+         "cuda_graphs to false"),
+        (not run.cuda_graphs or run.compile, "run.cuda_graphs",
+         "captures the compiled encoder layers: set run.compile to true, or cuda_graphs to false"),
     ]
     perf = run.performance
     if perf is not None:

@@ -110,7 +110,9 @@ def simulate(system_name: str, samples_to_converge: int | None, lengths: str, se
     run = system.run
     click.echo(f"{system.nodes} node(s) x {run.processes_per_node} GPU(s), global batch {run.global_batch_size}, "
                f"balance {run.balance}, clip {run.clip}, gradient sent in {run.grad_comm_dtype}, "
-               f"{run.optimizer.name} ({run.optimizer.implementation}); samples to converge from {source}")
+               f"{run.optimizer.name} ({run.optimizer.implementation}), "
+               f"{f'{run.token_sizes} token sizes' if run.token_sizes else 'token counts unrounded'}"
+               f"{', CUDA graphs' if run.cuda_graphs else ''}; samples to converge from {source}")
     for line in breakdown_lines(prediction):
         click.echo(line)
 

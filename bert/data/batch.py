@@ -15,6 +15,7 @@ import torch
 from bert.data.row_packing import pack_rows
 from bert.data.shards import Samples, concat_ranges
 from bert.padding import TokenLayout
+from bert.token_rounding import TokenSizes
 
 
 @dataclass
@@ -37,7 +38,8 @@ class Batch:
 
     @property
     def num_tokens(self) -> int:
-        return self.layout.num_tokens
+        """The real tokens (a rounded layout's fillers are padding)."""
+        return self.layout.real_tokens
 
     def model_inputs(self, unpadded: bool) -> dict:
         return {
@@ -71,11 +73,18 @@ def padded_length(samples: Samples, multiple: int) -> int:
     return -(-longest // multiple) * multiple
 
 
-def collate(samples: Samples, pad_to_multiple: int = 8) -> Batch:
-    """Pads to the longest sample rounded up to `pad_to_multiple` (tensor-core friendly shapes)."""
-    length = padded_length(samples, pad_to_multiple)
+def collate(samples: Samples, pad_to_multiple: int = 8, sizes: TokenSizes | None = None) -> Batch:
+    """Pads to the longest sample rounded up to `pad_to_multiple` (tensor-core friendly shapes). With `sizes`
+    (run.token_sizes), the token count is rounded up to one of them by filler sequences after the samples
+    (bert.token_rounding): rows of [PAD] in a view padded to sizes.max_len."""
+    if sizes is None:
+        length = padded_length(samples, pad_to_multiple)
+        layout = TokenLayout.from_lengths(torch.from_numpy(samples.lengths), length)
+    else:
+        length, layout = sizes.max_len, sizes.layout(samples.lengths)
     ids, _, seg = samples.padded(length)
-    layout = TokenLayout.from_lengths(torch.from_numpy(samples.lengths), length)
+    if layout.fillers:
+        ids, seg = (np.pad(a, ((0, layout.fillers), (0, 0))) for a in (ids, seg))
     row_starts = np.arange(len(samples), dtype=np.int64) * length
     return _batch(samples, ids, seg, layout, row_starts)
 

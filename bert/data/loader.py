@@ -38,6 +38,7 @@ from bert.data.stratified_sampler import (
     plan_from_shard,
     stratified_batches,
 )
+from bert.token_rounding import TokenSizes
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,10 @@ class TrainLoader:
     def __init__(self, paths: list[Path], rank: int, world_size: int, seed: int, batch_size: int,
                  device: torch.device, prefetch: int = 8, pad_to_multiple: int = 8,
                  balance: LoaderBalance = LoaderBalance(), limits: SampleLimits | None = None,
-                 pin: bool | None = None):
+                 pin: bool | None = None, sizes: TokenSizes | None = None):
         self.paths, self.rank, self.world_size, self.seed = paths, rank, world_size, seed
         self.batch_size, self.device, self.pad_to_multiple = batch_size, device, pad_to_multiple
+        self.sizes = sizes  # run.token_sizes: each batch's token count rounded up to one of them
         self.pin = device.type == "cuda" if pin is None else pin  # page-locked batches copy to a GPU asynchronously
         self.balance = balance
         self.limits = limits  # set: every shard read is checked against it (a bad id is named, not an IndexError)
@@ -109,7 +111,10 @@ class TrainLoader:
 
     def _batches(self) -> Iterator[tuple[int, Batch | Samples]]:
         for epoch, samples in self._sample_batches():
-            yield epoch, samples if self._finisher is not None else collate(samples, self.pad_to_multiple)
+            yield epoch, samples if self._finisher is not None else self._collate(samples)
+
+    def _collate(self, samples: Samples) -> Batch:
+        return collate(samples, self.pad_to_multiple, self.sizes)
 
     def _produce(self) -> None:
         try:
@@ -154,7 +159,7 @@ class TrainLoader:
         else:
             epoch, samples = self._take()
             exchange = self.balance.exchange
-            batch = collate(exchange.finish(exchange.start(samples)), self.pad_to_multiple)
+            batch = self._collate(exchange.finish(exchange.start(samples)))
         return epoch, batch.pin_memory() if self.pin else batch
 
     def __next__(self) -> Batch:

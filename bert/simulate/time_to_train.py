@@ -3,7 +3,10 @@
 One step of G ranks per node on N nodes, each with b sequences (per micro-batch) and A accumulation steps:
 
     compute    = A * b / gpu_samples_per_s * balance        balance: the load-balance simulator's step-time
-                                                             ratio (slowest rank over perfect balance)
+                 * fillers                                   ratio (slowest rank over perfect balance);
+                                                             fillers: the encoder's tokens per real token when
+                                                             run.token_sizes rounds the micro-batches
+                                                             (bert.simulate.static_shapes), else 1
     gpu_samples_per_s: declared (published or measured), or estimated as model_flops_utilization x peak_tflops
                  / the model's training FLOPs per sequence at the length mix (bert.simulate.flops)
     allreduce  = of the gradient as run.grad_comm_dtype sends it (fp32: 4 bytes per parameter, bf16: 2):
@@ -19,7 +22,7 @@ One step of G ranks per node on N nodes, each with b sequences (per micro-batch)
     optimizer  = parameters * bytes per parameter / HBM bandwidth (the update is memory-bound; the bytes of the
                  descriptor's optimizer and implementation: bert.optim.traffic)
     step       = compute + exposed + norm + optimizer
-    eval       = eval samples / ranks / (gpu_samples_per_s * eval_speedup)
+    eval       = eval samples / ranks / (gpu_samples_per_s * eval_speedup) * fillers of the eval batches
 
 Evals happen at the first step past each multiple of the eval interval (bert.train); the run stops at the
 first eval whose sample count reaches the samples to converge (declared, or the reference convergence point
@@ -38,11 +41,14 @@ from bert.data.balance_plans import attention_width
 from bert.optim.traffic import optimizer_bytes_per_parameter
 from bert.simulate.flops import flops_per_sequence
 from bert.simulate.load_balance import named_lengths, simulate_balance
+from bert.simulate.static_shapes import epoch_shapes
 from bert.system import System
+from bert.token_rounding import token_sizes
 
 BACKWARD_SHARE = 2 / 3  # backward does twice the forward's matmul work
 _FP32_BYTES = 4
 GRADIENT_BYTES = {"fp32": 4, "bf16": 2}  # per parameter on the wire, by run.grad_comm_dtype
+ROUNDED_BATCHES = 4096  # micro-batches drawn to measure the fillers' share
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class StepBreakdown:
     optimizer_s: float
     gradient_bytes: int  # per parameter, as the allreduce sends it
     optimizer_bytes: float  # per parameter, one update
+    token_cost: float = 1.0  # the encoder's tokens per real token (run.token_sizes' fillers)
 
     @property
     def step_s(self) -> float:
@@ -134,9 +141,10 @@ def _buckets(parameters: int, system: System) -> int:
     return max(1, math.ceil(parameters * _FP32_BYTES / (system.run.bucket_cap_mb * 2**20)))
 
 
-def step_breakdown(system: System, parameters: int, balance_ratio: float, samples_per_s: float) -> StepBreakdown:
+def step_breakdown(system: System, parameters: int, balance_ratio: float, samples_per_s: float,
+                   token_cost: float = 1.0) -> StepBreakdown:
     run, perf = system.run, system.run.performance
-    micro_s = system.per_process_batch / samples_per_s * balance_ratio
+    micro_s = system.per_process_batch / samples_per_s * balance_ratio * token_cost
     compute = micro_s * run.gradient_accumulation_steps
     buckets = _buckets(parameters, system)
     messages = 1 if run.clip == "before_allreduce" else buckets
@@ -154,7 +162,16 @@ def step_breakdown(system: System, parameters: int, balance_ratio: float, sample
             norm = parameters * _FP32_BYTES / hbm
     optimizer_bytes = optimizer_bytes_per_parameter(run.optimizer, run.precision)
     return StepBreakdown(compute, balance_ratio, allreduce, exposed if allreduce else 0.0, norm,
-                         parameters * optimizer_bytes / hbm, GRADIENT_BYTES[run.grad_comm_dtype], optimizer_bytes)
+                         parameters * optimizer_bytes / hbm, GRADIENT_BYTES[run.grad_comm_dtype], optimizer_bytes,
+                         token_cost)
+
+
+def token_cost(system: System, lengths: np.ndarray, batch: int, seed: int = 0) -> float:
+    """The encoder's tokens per real token of batches of `batch` when run.token_sizes rounds them (1: off)."""
+    sizes = token_sizes(system.run.token_sizes, batch, system.run.max_seq_length)
+    if sizes is None:
+        return 1.0
+    return epoch_shapes(lengths, batch * ROUNDED_BATCHES, batch, [sizes], seed)[0].cost
 
 
 def converging_eval(samples_to_converge: int, global_batch: int, interval: int) -> tuple[int, int]:
@@ -186,9 +203,11 @@ def predict(system: System, samples_to_converge: int, lengths: np.ndarray | None
                                  deal_how=run.presort_deal, lookahead=run.balance_lookahead).step_time_ratio
     parameters = model_parameters(system)
     throughput = gpu_throughput(system, lengths)
-    step = step_breakdown(system, parameters, ratio, throughput.samples_per_s)
+    step = step_breakdown(system, parameters, ratio, throughput.samples_per_s,
+                          token_cost(system, lengths, system.per_process_batch, seed))
     steps, evals = converging_eval(samples_to_converge, run.global_batch_size, system.eval_interval_samples)
-    eval_s = math.ceil(run.eval.samples / system.world_size) / (throughput.samples_per_s * perf.eval_speedup)
+    eval_s = (math.ceil(run.eval.samples / system.world_size) / (throughput.samples_per_s * perf.eval_speedup)
+              * token_cost(system, lengths, run.eval.batch_size, seed))
     return Prediction(system.name, throughput, parameters, step, steps, steps * run.global_batch_size, evals, eval_s,
                       samples_to_converge)
 
@@ -199,7 +218,8 @@ def breakdown_lines(p: Prediction) -> list[str]:
     rows = [
         ("sequences/s per GPU", f"{p.throughput.samples_per_s:.1f} ({p.throughput.source})"),
         ("parameters", f"{p.parameters:,}"),
-        ("compute per step (balanced x ratio)", f"{s.compute_s * 1e3:.2f} ms (x{s.balance_ratio:.3f})"),
+        ("compute per step (balanced x ratio)", f"{s.compute_s * 1e3:.2f} ms (x{s.balance_ratio:.3f}"
+         + (f", x{s.token_cost:.3f} for run.token_sizes' fillers)" if s.token_cost != 1 else ")")),
         ("allreduce per step", f"{s.allreduce_s * 1e3:.2f} ms ({s.gradient_bytes} bytes per gradient element)"),
         ("allreduce exposed", f"{s.exposed_allreduce_s * 1e3:.2f} ms"),
         ("global norm", f"{s.norm_s * 1e3:.2f} ms"),

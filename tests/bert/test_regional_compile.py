@@ -1,6 +1,7 @@
 """Regional compilation (bert.model.compile_encoder) on the CPU's inductor: an encoder layer compiles whole,
 with dropout, in one graph that every layer shares, and batches of ever-changing token counts recompile it at
-most a couple of times. One inductor compilation of a small layer: about 20-60 s on a shared 2-core machine."""
+most a couple of times; with token sizes (run.token_sizes) the layer is compiled for static shapes, once per
+size. One inductor compilation of a small layer: about 20-60 s on a shared 2-core machine."""
 
 import numpy as np
 import pytest
@@ -9,8 +10,11 @@ import torch._dynamo
 from torch._dynamo.utils import counters
 
 from bert.config import named_config
+from bert.data.batch import collate
 from bert.model import BertForPreTraining, EncoderLayer, compile_encoder
 from bert.padding import TokenLayout
+from bert.token_rounding import TokenSizes
+from tests.helpers.samples import make_samples
 
 CONFIG = named_config("micro", num_layers=3, hidden_dropout=0.1, attention_dropout=0.1)
 STEPS = 100
@@ -60,3 +64,28 @@ def test_100_steps_of_changing_token_counts_compile_the_shared_layer_graph_at_mo
     assert counters["stats"]["calls_captured"] > 0
     layer = model.bert.encoder[0]
     assert all(p.grad is not None and p.grad.isfinite().all() for p in layer.parameters())
+
+
+def test_with_token_sizes_100_steps_meet_at_most_k_shapes_and_compile_the_static_layer_at_most_k_times():
+    try:
+        torch.compile(lambda t: t * 2)(torch.ones(3))
+    except Exception as e:
+        pytest.skip(f"torch.compile does not work on this machine: {type(e).__name__}: {e}")
+    torch._dynamo.reset()
+    counters.clear()
+    torch.manual_seed(0)
+    k, batch_size = 2, 6  # each inductor compilation (forward and backward) takes 20-40 s here
+    model = BertForPreTraining(CONFIG).train()
+    compile_encoder(model, token_sizes=k)  # dynamic=False: one graph per shape
+    sizes = TokenSizes.spread(k, batch_size, 64)
+    rng = np.random.default_rng(2)
+    raw, rounded = set(), set()
+    for step in range(STEPS):
+        lengths = rng.integers(2, 65, batch_size).tolist()
+        batch = collate(make_samples(lengths, vocab=CONFIG.vocab_size, seed=step), sizes=sizes)
+        raw.add(batch.num_tokens)
+        rounded.add(batch.layout.num_tokens)
+        model(**batch.model_inputs(unpadded=True)).loss.backward()
+    assert len(raw) > 50 and 2 <= len(rounded) <= k, (len(raw), rounded)
+    assert 2 <= counters["stats"]["unique_graphs"] <= k, dict(counters["stats"])
+    assert not counters["graph_break"], dict(counters["graph_break"])

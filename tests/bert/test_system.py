@@ -174,3 +174,27 @@ def test_one_seed_policy_given_then_descriptor_then_a_fresh_draw():
     assert (fixed.run_seed(7), fixed.run_seed(), drawing.run_seed(7)) == (7, 42, 7)
     draws = {drawing.run_seed() for _ in range(8)}
     assert len(draws) == 8 and all(0 <= d < 2**31 for d in draws)
+
+
+def test_token_sizes_and_cuda_graphs_are_refused_where_they_cannot_work_naming_the_field_and_the_fix():
+    cuda = load_system("h200_1x1")
+    ok = cuda.variant({"token_sizes": 16, "compile": True, "cuda_graphs": True})
+    assert (ok.run.token_sizes, ok.run.cuda_graphs) == (16, True)
+    cpu = load_system("cpu_micro")
+    assert cpu.variant({"token_sizes": 4, "compile": True}).run.token_sizes == 4  # static shapes on CPU: fine
+    refused = {
+        "run.token_sizes: must be 0 or more and at most 64, got 65": (cuda, {"token_sizes": 65}),
+        "run.token_sizes: must be 0 or more and at most 64, got -1": (cuda, {"token_sizes": -1}),
+        "run.token_sizes: rounds the unpadded layout's token count: set run.unpadded to true": (
+            cpu, {"token_sizes": 4, "unpadded": False}),
+        "run.token_sizes: packed rows change the number of sequences": (cpu, {"token_sizes": 4, "balance": "packed"}),
+        "run.cuda_graphs: needs device cuda: set it to false": (
+            cpu, {"token_sizes": 4, "compile": True, "cuda_graphs": True}),
+        "run.cuda_graphs: a CUDA graph replays one shape: set run.token_sizes": (
+            cuda, {"compile": True, "cuda_graphs": True}),
+        "run.cuda_graphs: captures the compiled encoder layers: set run.compile to true": (
+            cuda, {"token_sizes": 16, "cuda_graphs": True}),
+    }
+    for message, (base, changes) in refused.items():
+        with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+            base.variant(changes)

@@ -25,6 +25,9 @@ How it works (torch 2.13 CPU build; each piece is needed, and each is checked by
   not collected. DDP rebuilds its buckets in the second forward by reading host data, which fake tensors
   lack: a DDP scenario runs one forward (tests/bert/distributed covers the rebuild on gloo).
 
+- torch.compile (run.compile, run.cuda_graphs) records what it is asked for and leaves the layers eager:
+  inductor and CUDA graphs need a real GPU.
+
 What it cannot show: values (no dropout mask can be compared), and which SDPA backend CUDA would pick (a CPU
 build has no CUDA kernel selection: SDPA falls back to its math decomposition). The record therefore names
 the attention entry point the trainer called and its arguments (for bert::varlen_attention, its fake kernel
@@ -38,6 +41,7 @@ import ctypes
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import torch
@@ -239,7 +243,8 @@ class Recorder(TorchDispatchMode):
         self.off_device: list[str] = []
         self.host_syncs: list[str] = []
         self.attention: list[AttentionCall] = []
-        self._calls = _AttentionCalls(self.attention)
+        self.max_lens: list[int] = []  # the longest sequence each varlen_attention call was told of
+        self._calls = _AttentionCalls(self.attention, self.max_lens)
 
     def __enter__(self):
         self._calls.__enter__()
@@ -271,9 +276,9 @@ class Recorder(TorchDispatchMode):
 
 
 class _AttentionCalls(TorchFunctionMode):
-    def __init__(self, calls: list[AttentionCall]):
+    def __init__(self, calls: list[AttentionCall], max_lens: list[int]):
         super().__init__()
-        self.calls = calls
+        self.calls, self.max_lens = calls, max_lens
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -284,6 +289,8 @@ class _AttentionCalls(TorchFunctionMode):
             mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None) if kernel != "varlen_attention" else None
             self.calls.append(AttentionCall(kernel, str(q.dtype).removeprefix("torch."), float(dropout),
                                             mask is not None))
+            if kernel == "varlen_attention":
+                self.max_lens.append(int(args[4]))
         return func(*args, **kwargs)
 
 
@@ -301,6 +308,8 @@ class StepSetup:
     clip: str = "after_allreduce"
     grad_comm_dtype: str = "fp32"
     steps: int = 2
+    token_sizes: int = 0  # > 0: the batches rounded to that many sizes (run.token_sizes)
+    cuda_graphs: bool = False  # the layers compiled under CUDA graphs (run.compile and run.cuda_graphs)
 
 
 @dataclass
@@ -309,6 +318,11 @@ class StepRecord:
     off_device: list[str] = field(default_factory=list)
     host_syncs: list[str] = field(default_factory=list)
     attention: list[AttentionCall] = field(default_factory=list)
+    max_lens: list[int] = field(default_factory=list)  # varlen_attention's max_len argument, call by call
+    longest: list[int] = field(default_factory=list)  # the longest real sequence of each training batch
+    compiles: list[dict] = field(default_factory=list)  # what torch.compile was asked for (it compiles nothing)
+    token_counts: list[int] = field(default_factory=list)  # the encoder's tokens of each training batch
+    grads_kept: bool = False  # every parameter's .grad was there before the first step and is the same after
     layer_dtypes: list[tuple[str, str]] = field(default_factory=list)  # (input, output) of each encoder layer
     eval_attention: list[AttentionCall] = field(default_factory=list)  # an eval forward after the steps
     data_parallel: bool = False
@@ -321,22 +335,37 @@ def step_system(setup: StepSetup):
     changes = {"model_overrides": {"num_layers": setup.layers}, "precision": setup.precision,
                "processes_per_node": setup.world_size, "gradient_accumulation_steps": setup.accumulate,
                "global_batch_size": setup.sequences * setup.accumulate * setup.world_size, "clip": setup.clip,
-               "grad_comm_dtype": setup.grad_comm_dtype,
+               "grad_comm_dtype": setup.grad_comm_dtype, "token_sizes": setup.token_sizes,
+               "compile": setup.cuda_graphs, "cuda_graphs": setup.cuda_graphs,
                "init_checkpoint": None, "performance": None}  # the simulator's figures are of one GPU
     return load_system("h200_1x1").variant(changes, description={"accelerators_per_node": str(setup.world_size)})
 
 
-def _batches(fake: FakeCuda, setup: StepSetup, count: int) -> list:
+def _batches(fake: FakeCuda, setup: StepSetup, count: int, record: StepRecord) -> list:
     from bert.data.batch import collate
+    from bert.token_rounding import token_sizes
     from tests.helpers.samples import make_samples
 
     rng = np.random.default_rng(0)
+    sizes = token_sizes(setup.token_sizes, setup.sequences, setup.max_length)
     out = []
     for k in range(count):
         lengths = rng.integers(setup.max_length // 4, setup.max_length + 1, setup.sequences).tolist()
-        batch = collate(make_samples(lengths, vocab=30000, predictions=76, seed=k))
+        batch = collate(make_samples(lengths, vocab=30000, predictions=76, seed=k), sizes=sizes)
+        record.longest.append(max(lengths))
+        record.token_counts.append(batch.layout.num_tokens)
         out.append(batch._map(fake.tensor))
     return out
+
+
+def _eager_compile(compiles: list[dict]):
+    """torch.compile, recording what it is asked for and returning the function as it is: fake tensors run the
+    eager code (inductor and CUDA graphs need a real GPU; gpu_check.sh runs them on one)."""
+    def compile(fn=None, **options):
+        compiles.append(options)
+        return fn
+
+    return compile
 
 
 def train_step_record(setup: StepSetup) -> StepRecord:
@@ -360,14 +389,16 @@ def train_step_record(setup: StepSetup) -> StepRecord:
     model = fake.module(model)
     ctx = DistContext(0, setup.world_size, 0, setup.world_size, CUDA)
     recorder = Recorder()
-    batches = _batches(fake, setup, setup.steps * setup.accumulate)  # made on the host, as the loader does
-    with fake.mode:
+    batches = _batches(fake, setup, setup.steps * setup.accumulate, record)  # on the host, as the loader does
+    with mock.patch.object(torch, "compile", _eager_compile(record.compiles)), fake.mode:
         step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
+        grads = [p.grad for p in model.parameters()]
         try:
             with recorder:
                 for s in range(setup.steps):
                     step(iter(batches[s * setup.accumulate:(s + 1) * setup.accumulate]), 10 + s)
+                record.grads_kept = all(g is not None and p.grad is g for p, g in zip(model.parameters(), grads))
                 model.eval()
                 eval_calls = len(recorder.attention)
                 with torch.no_grad(), step.autocast:
@@ -377,6 +408,7 @@ def train_step_record(setup: StepSetup) -> StepRecord:
             eval_calls = len(recorder.attention)
     record.ops, record.off_device, record.host_syncs = recorder.ops, recorder.off_device, recorder.host_syncs
     record.attention, record.eval_attention = recorder.attention[:eval_calls], recorder.attention[eval_calls:]
+    record.max_lens = recorder.max_lens
     del record.layer_dtypes[setup.layers:]  # the first forward's
     return record
 

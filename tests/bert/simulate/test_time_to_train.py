@@ -13,6 +13,7 @@ from bert.optim.traffic import eager_lamb_bytes_per_parameter
 from bert.simulate.flops import flops_per_sequence
 from bert.simulate.time_to_train import converging_eval, model_parameters, predict
 from bert.system import System, load_system
+from bert.token_rounding import TokenSizes
 
 PERFORMANCE = {"gpu_samples_per_s": 100.0, "hbm_gb_s": 100.0, "intra_node_gb_s": 10.0, "inter_node_gb_s": 4.0,
                "link_latency_us": 5.0, "allreduce": "ring", "samples_to_converge": 1000}
@@ -77,6 +78,21 @@ def test_bf16_communication_and_the_compiled_update_are_what_the_descriptor_runs
     latency = 2 * 2 * 5e-6  # two hops inside the node and two across, paid once: the bytes halve, not these
     assert fast.allreduce_s - latency == pytest.approx((base.allreduce_s - latency) / 2)
     assert fast.optimizer_bytes == 40 and fast.optimizer_s == pytest.approx(base.optimizer_s * 40 / 128)
+
+
+def test_token_sizes_cost_the_compute_of_their_filler_tokens():
+    equal = np.full(1000, 48)
+    base = predict(_small_cluster("before_allreduce"), 1000, equal)
+    rounded = predict(_small_cluster("before_allreduce", {"token_sizes": 4}), 1000, equal)
+    # 16 sequences of 48 tokens a micro-batch (and 64 in an eval batch), each rounded up to its size.
+    train_sizes, eval_sizes = (TokenSizes.spread(4, batch, 64) for batch in (16, 64))
+    train_cost, eval_cost = (sizes.size_for(48 * batch, batch) / (48 * batch)
+                             for sizes, batch in ((train_sizes, 16), (eval_sizes, 64)))
+    assert train_cost > 1 and eval_cost > 1
+    assert rounded.step.token_cost == pytest.approx(train_cost)
+    assert rounded.step.compute_s == pytest.approx(base.step.compute_s * train_cost)
+    assert rounded.step.optimizer_s == base.step.optimizer_s
+    assert rounded.eval_s == pytest.approx(base.eval_s * eval_cost)
 
 
 def test_an_estimated_throughput_comes_from_the_model_flops_and_says_so():

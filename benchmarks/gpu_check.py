@@ -12,7 +12,6 @@ at toy sizes, as the rehearsal (GPU_CHECK_DEVICE=cpu) that CI runs so that the s
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import dataclasses
 import datetime
@@ -21,7 +20,7 @@ import socket
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +31,7 @@ from bert.attention import attention_mask
 from bert.config import named_config
 from bert.data.batch import collate
 from bert.distributed.launch import DistContext, wait_for_all
+from bert.host_sync import host_reads_fail
 from bert.model import BertForPreTraining, EncoderLayer, compile_layer
 from bert.optim.factory import build_optimizer, build_schedule, parameter_groups
 from bert.optim.lamb import Lamb
@@ -119,45 +119,19 @@ def layer_check(device: torch.device) -> bool:
     return ok
 
 
-@contextlib.contextmanager
-def host_reads_fail(device: torch.device) -> Iterator[None]:
-    """Inside: a CUDA synchronisation raises (torch's sync debug mode); on a CPU, every read of a tensor back to
-    Python does (a CPU has no synchronisation to catch, and reads inside torch's C++ code are not seen)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.set_sync_debug_mode("error")
-        try:
-            yield
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-        return
-
-    def host_read(self, *args, **kwargs):
-        raise RuntimeError("the step read a tensor back to the host")
-
-    names = ("item", "tolist", "__bool__", "__int__", "__float__", "nonzero", "numpy")
-    saved = {name: getattr(torch.Tensor, name) for name in names}
-    for name in names:
-        setattr(torch.Tensor, name, host_read)
-    try:
-        yield
-    finally:
-        for name, method in saved.items():
-            setattr(torch.Tensor, name, method)
-
-
-def _step_system(device: torch.device, precision: str, world_size: int = 1) -> System:
-    """h200_1x1 as the no-sync and NCCL checks run it: 2 micro-batches a step (with dropout 0.1 everywhere)."""
+def _step_system(device: torch.device, precision: str, world_size: int = 1, **run: object) -> System:
+    """h200_1x1 as the no-sync and NCCL checks run it: 2 micro-batches a step (with dropout 0.1 everywhere),
+    with the `run` changes given. On a CPU it is the rehearsal of that CUDA run (fp16 included)."""
     sizes = SIZES[device.type]
     overrides = {} if sizes.model == "large" else {"hidden_dropout": 0.1, "attention_dropout": 0.1}
     system = load_system("h200_1x1").variant(
         {"model": sizes.model, "model_overrides": overrides, "processes_per_node": world_size,
          "global_batch_size": 2 * sizes.sequences * world_size, "gradient_accumulation_steps": 2,
-         "max_seq_length": sizes.length, "init_checkpoint": None,
-         "performance": None},  # the simulator's figures are of one GPU, and this may be two ranks
+         "max_seq_length": sizes.length, "init_checkpoint": None, "precision": precision,
+         "performance": None,  # the simulator's figures are of one GPU, and this may be two ranks
+         **run},
         description={"accelerators_per_node": str(world_size)})
-    # fp16 on a CPU (the rehearsal): torch runs it, the descriptor check keeps it for CUDA.
-    return dataclasses.replace(system, run=dataclasses.replace(system.run, device=device.type, precision=precision))
+    return system if device.type == "cuda" else system.cpu_rehearsal()
 
 
 def _batches(device: torch.device, count: int) -> list:
@@ -297,10 +271,8 @@ def nccl_check(device: torch.device) -> bool:
     dist.init_process_group(backend, rank=0, world_size=1, timeout=datetime.timedelta(seconds=60),
                             device_id=device if device.type == "cuda" else None)
     try:
-        system = _step_system(device, "bf16", world_size=2)
-        system = dataclasses.replace(system, run=dataclasses.replace(
-            system.run, clip="bucketwise_before_allreduce", grad_comm_dtype="bf16", model_overrides={"num_layers": 2},
-            bucket_cap_mb=25.0 if device.type == "cuda" else 0.25))
+        system = _step_system(device, "bf16", world_size=2, clip="bucketwise_before_allreduce", grad_comm_dtype="bf16",
+                              model_overrides={"num_layers": 2}, bucket_cap_mb=25.0 if device.type == "cuda" else 0.25)
         # TrainStep wraps DDP for several ranks; the group has one (this GPU), which DDP reduces over.
         ctx = DistContext(0, 2, 0, 2, device)
         torch.manual_seed(0)

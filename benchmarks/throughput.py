@@ -50,7 +50,8 @@ from bert.prep.synthetic.hdf5_corpus import synthesize
 from bert.simulate.flops import training_flops
 from bert.step import TrainStep
 from bert.system import SyntheticDataSpec, System, load_system
-from bert.tf_names import to_hf_state_dict, torch_to_hf
+from bert.tf_names import torch_to_hf
+from bert.transformers_peer import peer_model, to_hf_batch
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "throughput_results.md"
@@ -77,38 +78,6 @@ PRESETS = {
 }
 
 
-@dataclass
-class HFBatch:
-    """A batch in transformers' form, shaped to go through TrainStep like ours."""
-
-    inputs: dict[str, torch.Tensor]
-    num_tokens: int
-
-    def model_inputs(self, unpadded: bool) -> dict[str, torch.Tensor]:
-        return self.inputs
-
-    def loss(self, out) -> torch.Tensor:
-        """The step's loss (bert.data.batch.Batch.loss): transformers' own, unweighted."""
-        return out.loss
-
-    def to(self, device: torch.device) -> HFBatch:
-        return HFBatch({k: v.to(device) for k, v in self.inputs.items()}, self.num_tokens)
-
-
-def to_hf_batch(batch: Batch) -> HFBatch:
-    """The same samples as transformers takes them: a key mask and MLM labels of -100 where nothing is masked."""
-    b, length = batch.input_ids.shape
-    lengths = (batch.layout.cu_seqlens[1:] - batch.layout.cu_seqlens[:-1]).long()
-    labels = torch.full((b * length,), -100, dtype=torch.long)
-    labels[batch.mlm_index_padded] = batch.mlm_labels
-    inputs = {
-        "input_ids": batch.input_ids, "token_type_ids": batch.segment_ids,
-        "attention_mask": (torch.arange(length)[None, :] < lengths[:, None]).long(),
-        "labels": labels.view(b, length), "next_sentence_label": batch.nsp_labels,
-    }
-    return HFBatch(inputs, batch.num_tokens)
-
-
 def read_samples(data: Path | None, preset: Preset, needed: int) -> Samples:
     """`needed` samples from the shards in data/train (or a fresh synthetic corpus of the preset's shapes)."""
     if data is None:
@@ -132,15 +101,17 @@ def read_samples(data: Path | None, preset: Preset, needed: int) -> Samples:
 
 
 def benchmark_system(preset: Preset, args: argparse.Namespace) -> System:
-    """The preset's descriptor, as one process training the preset's model and batch."""
-    system = load_system(preset.system)
-    run = dataclasses.replace(
-        system.run, model=preset.model, model_overrides={}, device=preset.device, processes_per_node=1,
-        precision=args.precision or preset.precision, global_batch_size=args.batch_size or preset.batch_size,
-        gradient_accumulation_steps=1, max_seq_length=preset.seq_len, unpadded=True, compile=args.compile,
-    )
-    description = {**system.description, "number_of_nodes": "1"}
-    return dataclasses.replace(system, description=description, run=run)
+    """The preset's descriptor, as one process training the preset's model and batch; fp16 on a CPU runs as a
+    rehearsal of the CUDA run (bert.system.System.cpu_rehearsal), as --device cpu always could."""
+    precision = args.precision or preset.precision
+    rehearsal = preset.device == "cpu" and precision == "fp16"
+    system = load_system(preset.system).variant(
+        {"model": preset.model, "model_overrides": {}, "device": "cuda" if rehearsal else preset.device,
+         "processes_per_node": 1, "precision": precision, "global_batch_size": args.batch_size or preset.batch_size,
+         "gradient_accumulation_steps": 1, "max_seq_length": preset.seq_len, "unpadded": True,
+         "compile": args.compile},
+        description={"number_of_nodes": "1"})
+    return system.cpu_rehearsal() if rehearsal else system
 
 
 def hf_parameter_groups(hf_model: torch.nn.Module, config: BertConfig, weight_decay: float) -> list[dict]:
@@ -153,17 +124,13 @@ def hf_parameter_groups(hf_model: torch.nn.Module, config: BertConfig, weight_de
 
 
 def build_steps(system: System, config: BertConfig, ctx: DistContext) -> tuple[TrainStep, TrainStep]:
-    import transformers
-
     spec = system.run.optimizer
     ours = BertForPreTraining(config).to(ctx.device)
-    peer = transformers.BertForPreTraining(
-        transformers.BertConfig(**config.transformers_kwargs(), attn_implementation="sdpa")).to(ctx.device).train()
-    peer.load_state_dict(to_hf_state_dict(ours.state_dict(), config))
+    peer = peer_model(ours, config).to(ctx.device).train()
     peer_optimizer = Lamb(hf_parameter_groups(peer, config, spec.weight_decay_rate), lr=spec.base_learning_rate,
                           betas=(spec.beta_1, spec.beta_2), eps=spec.epsilon)
     # compile_encoder applies to our encoder layers only; the peer runs as transformers ships it.
-    peer_system = dataclasses.replace(system, run=dataclasses.replace(system.run, compile=False))
+    peer_system = system.variant({"compile": False})
     return (TrainStep(system, ctx, ours, build_optimizer(ours, spec), build_schedule(spec)),
             TrainStep(peer_system, ctx, peer, peer_optimizer, build_schedule(spec)))
 

@@ -213,6 +213,8 @@ class System:
     description: dict[str, str]
     run: RunSpec
     data: dict = field(repr=False, compare=False)  # the validated JSON, from which variants are made
+    # A CUDA run moved to the CPU by cpu_rehearsal: `data` is still the CUDA descriptor that was validated.
+    rehearsal: bool = False
 
     def variant(self, run: Mapping[str, object] | None = None, *, name: str | None = None,
                 description: Mapping[str, str] | None = None) -> System:
@@ -220,15 +222,31 @@ class System:
         (`global_batch_size`, `optimizer.beta_1`) and given as JSON or as a spec dataclass, and with system
         description fields replaced. The copy keeps this descriptor's folder, so relative paths mean the same
         files, and is named `name` (default: this name). A ConfigError names the field and the fix.
-        Nothing is written: a variant that another process reads needs `write` first."""
-        data = _with_run_values(self.data, {key: _as_json(value) for key, value in (run or {}).items()})
+        Nothing is written: a variant that another process reads needs `write` first. A variant of a
+        rehearsal is validated as the CUDA run and rehearsed on the CPU in turn."""
+        data = with_run_values(self.data, {key: _as_json(value) for key, value in (run or {}).items()})
         data["system"].update(description or {})
-        return system_from_data(data, self.path.with_name(f"{name or self.name}.json"))
+        system = system_from_data(data, self.path.with_name(f"{name or self.name}.json"))
+        return system.cpu_rehearsal() if self.rehearsal else system
+
+    def cpu_rehearsal(self) -> System:
+        """This CUDA run on the CPU, to rehearse it: gpu_check.sh's GPU_CHECK_DEVICE=cpu, benchmarks given
+        --device cpu and tests of the CUDA-only fp16 path, whose autocast and loss scaling torch also runs on a
+        CPU (emulated, slowly). Only run.device changes. Every descriptor rule was checked on the CUDA run; the
+        one that keeps fp16 for CUDA is therefore not broken by a descriptor, and a rehearsal cannot be written
+        (`write` refuses it), so no file ever asks a CPU for fp16."""
+        if self.run.device != "cuda":
+            raise ValueError(f"{self.name}: run.device is {self.run.device!r}; a CPU rehearsal is made from a CUDA "
+                             "run (make the variant with device \"cuda\" first)")
+        return dataclasses.replace(self, run=dataclasses.replace(self.run, device="cpu"), rehearsal=True)
 
     def write(self, folder: str | os.PathLike) -> System:
         """Writes this descriptor as `folder/<name>.json` and returns it as loaded from there. Relative dataset
         and checkpoint paths are made absolute when the file lands in another repository root, so that the
-        written descriptor describes the same run. Refuses to replace a different existing file."""
+        written descriptor describes the same run. Refuses to replace a different existing file, and to write
+        a CPU rehearsal (it is no descriptor)."""
+        if self.rehearsal:
+            raise ValueError(f"{self.name}: a CPU rehearsal of a CUDA run cannot be written as a descriptor")
         path = Path(folder) / f"{self.name}.json"
         data = copy.deepcopy(self.data)
         if repository_root(path) != repository_root(self.path):
@@ -382,9 +400,10 @@ def _as_json(value: object) -> object:
     return value
 
 
-def _with_run_values(data: dict, values: Mapping[str, object]) -> dict:
+def with_run_values(data: dict, values: Mapping[str, object]) -> dict:
     """A copy of descriptor JSON `data` with run fields set, each named by its path below the run block
-    (`global_batch_size`, `optimizer.beta_1`)."""
+    (`global_batch_size`, `optimizer.beta_1`), and nothing checked: System.variant checks what it makes, and
+    the tests of what the loader refuses write the result as it is."""
     data = copy.deepcopy(data)
     for path, value in values.items():
         *parents, name = path.split(".")

@@ -75,14 +75,6 @@ def tensor_names(config: BertConfig) -> list[TensorName]:
     return table
 
 
-def torch_to_tf(config: BertConfig) -> dict[str, TensorName]:
-    return {entry.torch: entry for entry in tensor_names(config)}
-
-
-def tf_to_torch(config: BertConfig) -> dict[str, TensorName]:
-    return {entry.tf: entry for entry in tensor_names(config)}
-
-
 # Hugging Face transformers' BertForPreTraining follows the TF names with a few mechanical changes: '/' becomes
 # '.', layer_<i> becomes layer.<i>, and the TF variable suffixes become torch's weight/bias.
 _HF_SUFFIXES = {"kernel": "weight", "gamma": "weight", "beta": "bias", "output_weights": "weight",
@@ -119,14 +111,3 @@ def to_hf_state_dict(state: Mapping[str, torch.Tensor], config: BertConfig) -> d
         out[tied] = out[hf_name(tf)]
     return out
 
-
-def from_hf_state_dict(state: Mapping[str, torch.Tensor], config: BertConfig) -> dict[str, torch.Tensor]:
-    """A transformers BertForPreTraining state dict as this model's; padding rows of the vocabulary are zero."""
-    out = {}
-    for entry in tensor_names(config):
-        tensor = state[hf_name(entry.tf)]
-        if entry.vocab_padded:
-            rows = config.padded_vocab_size - tensor.shape[0]
-            tensor = torch.cat([tensor, tensor.new_zeros((rows, *tensor.shape[1:]))])
-        out[entry.torch] = tensor
-    return out

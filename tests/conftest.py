@@ -1,10 +1,13 @@
-"""Shared fixtures: small synthetic datasets and descriptors written into temporary folders."""
+"""Fixtures every test folder shares (small synthetic datasets, a subprocess environment), the repository root,
+and the raw descriptor JSON of the tests of what the loader refuses. Helper functions that several test modules
+import live in tests/helpers/ (and the faults' and compliance tests' own in their conftest.py)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,7 @@ import pytest
 from bert.prep.synthetic.hdf5_corpus import synthesize
 from bert.prep.synthetic.text_corpus import TextCorpusSpec, write_text_corpus
 from bert.prep.vocab_learning import train_vocab
-from bert.system import SyntheticDataSpec
+from bert.system import SyntheticDataSpec, with_run_values
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL_SYNTH = SyntheticDataSpec(train_samples=2048, eval_samples=256, shards=4, vocab_size=4096,
@@ -35,14 +38,15 @@ def text_corpus(tmp_path_factory) -> Path:
     return root
 
 
-def descriptor(base: str = "cpu_micro", **run_changes) -> dict:
-    """The JSON of a descriptor in systems/, with fields of its run block replaced."""
-    data = json.loads((REPO / "systems" / f"{base}.json").read_text())
-    data["run"].update(run_changes)
-    return data
+def unchecked_descriptor(run: Mapping[str, object] | None = None, base: str = "cpu_micro") -> dict:
+    """The JSON of systems/<base>.json with run fields set by dotted path (`optimizer.beta_1`) and nothing
+    checked: the input of the tests of what the loader refuses, to break further by hand and write with
+    write_unchecked. Every valid variant is made with System.variant (and System.write)."""
+    return with_run_values(json.loads((REPO / "systems" / f"{base}.json").read_text()), run or {})
 
 
-def write_descriptor(folder: Path, name: str, data: dict) -> Path:
+def write_unchecked(folder: Path, name: str, data: dict) -> Path:
+    """`data` as folder/<name>.json, as it is (System.write refuses what does not load)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"
     path.write_text(json.dumps(data, indent=2))

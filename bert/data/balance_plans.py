@@ -30,11 +30,6 @@ def attention_width(hidden_size: int) -> int:
 BERT_LARGE_ATTENTION_WIDTH = attention_width(1024)
 
 
-def equal_bins(count: int, max_len: int = 512) -> list[int]:
-    """`count` upper edges of equal-width bins covering 1..max_len."""
-    return [round(max_len * (k + 1) / count) for k in range(count)]
-
-
 def length_histogram(lengths: np.ndarray, max_len: int) -> np.ndarray:
     """[max_len + 1]: how many of `lengths` have each length 0 .. max_len."""
     return np.bincount(np.asarray(lengths, dtype=np.int64), minlength=max_len + 1)[:max_len + 1]

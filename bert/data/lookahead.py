@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 MAX_WAIT = 4  # a sample passed over this many times is taken at the next step
-SWAP_PASSES = 8  # single swaps tried per batch; 16 or 32 left the simulated 128 x 8 figures unchanged
+SWAP_PASSES = 8  # single swaps tried per batch: more passes no longer improve the simulated balance
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,6 @@ class BalanceStats:
     padding_waste: float  # share of computed tokens that are padding
     step_time_ratio: float  # expected step time / perfect balance, under the cost model
     tokens_per_rank: float  # computed tokens per rank and step, on average
-    real_tokens_per_rank: float  # real tokens per rank and step, on average
     bin_counts: tuple[int, ...] | None = None  # per-rank draws from each bin in use (stratified strategies)
     sequences_per_row: float | None = None  # packed: sequences per packed row, on average
 
@@ -194,7 +193,6 @@ def simulate_balance(lengths: np.ndarray, nodes: int, ranks_per_node: int, per_r
         padding_waste=float(1 - real.sum() / tokens.sum()),
         step_time_ratio=float(cost.max(-1).sum() / ideal.sum()),
         tokens_per_rank=float(tokens.mean()),
-        real_tokens_per_rank=float(real.mean()),
         bin_counts=plan.counts if plan is not None else None,
         sequences_per_row=per_row,
     )

@@ -18,6 +18,7 @@ from bert.checkpoint import (
 )
 from bert.config import named_config
 from bert.model import BertForPreTraining
+from bert.system import load_system
 from bert.tf_names import hf_name, tensor_names, to_hf_state_dict
 
 # An odd vocabulary so that the padding rows (4093 -> 4096) are exercised.
@@ -162,11 +163,9 @@ def test_inspect_lists_tensors_missing_and_unexpected(tmp_path, reference):
     del hf["cls.seq_relationship.bias"]
     hf["bert.extra.weight"] = torch.zeros(3)
     torch.save({"model": hf}, tmp_path / "ckpt.pt")
-    micro = json.loads((Path(__file__).resolve().parents[2] / "systems" / "cpu_micro.json").read_text())
-    micro["run"]["model_overrides"] = {"vocab_size": CONFIG.vocab_size}
-    (tmp_path / "micro.json").write_text(json.dumps(micro))
-    result = CliRunner().invoke(main, ["checkpoint", "inspect", str(tmp_path / "ckpt.pt"),
-                                       "--system", str(tmp_path / "micro.json")])
+    micro = load_system("cpu_micro").variant({"model_overrides.vocab_size": CONFIG.vocab_size}, name="micro")
+    micro = micro.write(tmp_path).path
+    result = CliRunner().invoke(main, ["checkpoint", "inspect", str(tmp_path / "ckpt.pt"), "--system", str(micro)])
     assert result.exit_code == 1
     lines = result.output.splitlines()
     assert "pytorch {'model': ...}" in lines[0] and "huggingface names" in lines[0]
@@ -175,5 +174,5 @@ def test_inspect_lists_tensors_missing_and_unexpected(tmp_path, reference):
     assert lines[section["missing: 1"] + 1].strip() == "nsp.bias"
     assert lines[section["unexpected: 1"] + 1].strip() == "bert.extra.weight"
     converted = CliRunner().invoke(main, ["checkpoint", "convert", str(tmp_path / "ckpt.pt"), str(tmp_path / "o.pt"),
-                                          "--system", str(tmp_path / "micro.json")])
+                                          "--system", str(micro)])
     assert converted.exit_code == 1 and "nsp.bias" in converted.output and not (tmp_path / "o.pt").exists()

@@ -1,28 +1,26 @@
 """The fast path against plain references: transformers' BertForPreTraining in fp32, autocast and loss scaling
 on CPU, the compile switch, the CPU attention precision rule and the row gather's gradient."""
 
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from benchmarks.gpu_check import host_reads_fail
-from benchmarks.throughput import to_hf_batch
 from bert.attention import padded_attention
 from bert.config import named_config
 from bert.data.batch import collate
 from bert.data.shards import read_shard
 from bert.distributed.launch import DistContext
+from bert.host_sync import host_reads_fail
 from bert.model import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.padding import gather_rows
 from bert.step import TrainStep
 from bert.system import load_system
-from bert.tf_names import to_hf_state_dict, torch_to_hf
+from bert.tf_names import torch_to_hf
+from bert.transformers_peer import peer_model, to_hf_batch
 from bert.typed_config import ConfigError
-from tests.conftest import descriptor, write_descriptor
+from tests.helpers.systems import cpu_variant
 
 CPU = DistContext(0, 1, 0, 1, torch.device("cpu"))
 
@@ -35,13 +33,11 @@ def _batches(dataset, size: int, count: int):
 # The second size has a vocabulary that is not a multiple of 8, so our matrices carry padding rows.
 @pytest.mark.parametrize("config_name, overrides", [("micro", {}), ("tiny", {"vocab_size": 4100})])
 def test_unpadded_fast_path_matches_transformers_in_fp32(config_name, overrides, small_dataset):
-    transformers = pytest.importorskip("transformers", reason="transformers is in the test extra")
+    pytest.importorskip("transformers", reason="transformers is in the test extra")
     torch.manual_seed(0)
     config = named_config(config_name, **overrides)
     ours = BertForPreTraining(config)
-    peer = transformers.BertForPreTraining(
-        transformers.BertConfig(**config.transformers_kwargs(), attn_implementation="sdpa"))
-    peer.load_state_dict(to_hf_state_dict(ours.state_dict(), config))
+    peer = peer_model(ours, config)
     ours.train(), peer.train()  # both configs have no dropout, so training mode is deterministic
     (batch,) = _batches(small_dataset, 8, 1)
     assert len(set(batch.layout.cu_seqlens.diff().tolist())) > 1, "the batch should mix sequence lengths"
@@ -96,10 +92,9 @@ def test_bf16_autocast_keeps_the_residual_stream_in_bf16_and_weights_in_fp32(sma
 
 
 def _step(precision: str, **run_changes) -> tuple[TrainStep, BertForPreTraining]:
-    system = load_system("cpu_micro")
-    run = dataclasses.replace(system.run, precision=precision, processes_per_node=1, **run_changes)
-    system = dataclasses.replace(system, run=run)
+    system = cpu_variant(load_system("cpu_micro"), {"precision": precision, "processes_per_node": 1, **run_changes})
     model = BertForPreTraining(system.model_config())
+    run = system.run
     step = TrainStep(system, CPU, model, build_optimizer(model, run.optimizer), build_schedule(run.optimizer))
     return step, model
 
@@ -183,10 +178,9 @@ def _skip_unless_compile_works() -> None:
         pytest.skip(f"torch.compile does not work on this machine: {type(e).__name__}: {e}")
 
 
-def test_compile_switch_compiles_the_encoder_and_matches_eager(small_dataset, tmp_path):
+def test_compile_switch_compiles_the_encoder_and_matches_eager(small_dataset):
     _skip_unless_compile_works()
-    system = load_system(write_descriptor(tmp_path, "micro", descriptor(compile=True)))
-    assert system.run.compile
+    assert load_system("cpu_micro").variant({"compile": True}).run.compile
     losses = []
     for compile_encoder in (False, True):
         torch.manual_seed(0)
@@ -206,9 +200,8 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
 @needs_cuda
 def test_cuda_step_does_not_synchronise_with_the_host(small_dataset):
     cuda = DistContext(0, 1, 0, 1, torch.device("cuda"))
-    system = load_system("cpu_micro")
-    run = dataclasses.replace(system.run, device="cuda", precision="bf16", processes_per_node=1)
-    system = dataclasses.replace(system, run=run)
+    system = load_system("cpu_micro").variant({"device": "cuda", "precision": "bf16", "processes_per_node": 1})
+    run = system.run
     torch.manual_seed(0)
     model = BertForPreTraining(system.model_config()).cuda()
     step = TrainStep(system, cuda, model, build_optimizer(model, run.optimizer), build_schedule(run.optimizer))

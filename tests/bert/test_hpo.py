@@ -3,7 +3,6 @@ whose best trial becomes a descriptor that trains to the same result and passes 
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -16,8 +15,8 @@ import pytest
 from bert.hpo import StudyError, StudyRequest, open_study, run_study, single_process, trial_objective
 from bert.system import load_system
 from compliance.checkers import compliance_check
-from tests.bert.test_train import _mllog
-from tests.conftest import descriptor, write_descriptor
+from compliance.result_log import read_result_log
+from tests.helpers.runs import train_command
 
 SEARCH = {
     "optimizer.name": {"choices": ["lamb", "adam"]},
@@ -27,9 +26,9 @@ SEARCH = {
 
 
 def _search_system(tmp_path: Path, target: float = 0.045) -> Path:
-    data = descriptor(max_samples=3072, log_weights_initialization=False, search=SEARCH)
-    data["run"]["eval"].update(target_accuracy=target, interval_samples=1024)
-    return write_descriptor(tmp_path, "micro_search", data)
+    return load_system("cpu_micro").variant(
+        {"max_samples": 3072, "log_weights_initialization": False, "search": SEARCH,
+         "eval.target_accuracy": target, "eval.interval_samples": 1024}, name="micro_search").write(tmp_path).path
 
 
 def _hpo(system: Path, storage: str, data: Path, *extra: str) -> list[str]:
@@ -85,11 +84,10 @@ def test_study_is_interrupted_resumed_and_its_best_descriptor_trains_and_passes(
     assert ("logged under the LAMB key names" in tuned.run.notes) == (tuned.run.optimizer.name == "adam")
 
     log = tmp_path / "result_0.txt"
-    train = subprocess.run([sys.executable, "-m", "bert.cli", "train", "--system", str(out), "--seed", "5",
-                            "--log-file", str(log), "--data-dir", str(small_dataset)],
-                           env=cpu_env, capture_output=True, text=True, timeout=120)
+    train = subprocess.run(train_command(out, small_dataset, log, seed=5), env=cpu_env, capture_output=True,
+                           text=True, timeout=120)
     assert train.returncode == (0 if best.value < 3072 else 1), train.stderr[-3000:]
-    trained = next(x["value"] for x in _mllog(log) if x["key"] == "train_samples")
+    trained = read_result_log(log).value("train_samples")
     assert trained == best.value  # the trial, run again from the written descriptor
     result = compliance_check(log)
     assert result.passed, result.output
@@ -106,13 +104,13 @@ def test_one_process_keeps_the_global_batch_and_micro_batch(tmp_path):
 
 def test_empty_space_and_foreign_study_are_refused(tmp_path):
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    plain = load_system(write_descriptor(tmp_path, "plain", descriptor()))
+    plain = load_system("cpu_micro")
     with pytest.raises(StudyError, match="run.search is empty"):
         run_study(StudyRequest(plain, storage, "shared", seed=1), trials=1)
-    searching = load_system(write_descriptor(tmp_path, "searching", descriptor(search=SEARCH)))
+    searching = load_system("cpu_micro").variant({"search": SEARCH}, name="searching")
     open_study(StudyRequest(searching, storage, "shared", seed=1))
     with pytest.raises(StudyError, match="searches system 'searching', not 'other'"):
-        other = load_system(write_descriptor(tmp_path, "other", json.loads(searching.path.read_text())))
+        other = searching.variant(name="other")
         open_study(StudyRequest(other, storage, "shared", seed=1))
 
 
@@ -123,16 +121,16 @@ def test_a_pruned_trial_stops_its_run_after_the_eval(tmp_path, small_dataset):
     study.optimize(lambda trial: trial_objective(request, 1, trial), n_trials=1)
     assert study.trials[0].state == optuna.trial.TrialState.PRUNED
     assert list(study.trials[0].intermediate_values) == [1024]
-    stop = _mllog(tmp_path / "trial_0.txt")[-1]
-    assert stop["metadata"] == {**stop["metadata"], "status": "aborted",
-                                "reason": "stopped by the caller after the eval at 1024 samples"}
+    stop = read_result_log(tmp_path / "trial_0.txt").events[-1]
+    assert stop.key == "run_stop" and stop.metadata == {
+        **stop.metadata, "status": "aborted", "reason": "stopped by the caller after the eval at 1024 samples"}
 
 
 def test_a_study_keeps_the_seed_it_was_created_with(tmp_path):
     from bert.hpo import study_seed
 
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    searching = load_system(write_descriptor(tmp_path, "searching", descriptor(search=SEARCH, seed=None)))
+    searching = load_system("cpu_micro").variant({"search": SEARCH, "seed": None}, name="searching")
     seed = study_seed(open_study(StudyRequest(searching, storage, "kept")))  # drawn: no --seed, no run.seed
     assert study_seed(open_study(StudyRequest(searching, storage, "kept"))) == seed  # a resumed worker
     assert study_seed(open_study(StudyRequest(searching, storage, "kept", seed=seed))) == seed

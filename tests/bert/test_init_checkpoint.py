@@ -1,6 +1,5 @@
 """The trainer starts from run.init_checkpoint: evaluated before run_start, refused before it when it does not fit."""
 
-import json
 from pathlib import Path
 
 import torch
@@ -13,12 +12,7 @@ from bert.system import load_system
 from bert.tf_names import to_hf_state_dict
 from bert.train import RunRequest, run
 from compliance.checkers import compliance_check
-from tests.conftest import descriptor, write_descriptor
-
-
-def _keys(log: Path) -> list[dict]:
-    return [json.loads(line.split(":::MLLOG ", 1)[1]) for line in log.read_text().splitlines()
-            if line.startswith(":::MLLOG ")]
+from compliance.result_log import read_result_log
 
 
 def _hf_checkpoint(path: Path, model_name: str) -> Path:
@@ -31,27 +25,28 @@ def _hf_checkpoint(path: Path, model_name: str) -> Path:
 def test_run_starts_from_the_converted_checkpoint_and_evaluates_it_first(tmp_path, small_dataset):
     converted = tmp_path / "init.pt"
     convert(_hf_checkpoint(tmp_path / "hf.bin", "micro"), converted, named_config("micro"))
-    short = descriptor(init_checkpoint=str(converted), max_samples=512,
-                       eval={"target_accuracy": 0.06, "samples": 256, "interval_samples": 512, "batch_size": 256})
-    system = load_system(write_descriptor(tmp_path, "micro_ckpt", short))
+    system = load_system("cpu_micro").variant(
+        {"init_checkpoint": str(converted), "max_samples": 512,
+         "eval": {"target_accuracy": 0.06, "samples": 256, "interval_samples": 512, "batch_size": 256}},
+        name="micro_ckpt")
     log = tmp_path / "result_0.txt"
     run(RunRequest(system, 3, log, small_dataset))
-    lines = _keys(log)
-    keys = [x["key"] for x in lines]
+    result = read_result_log(log)
+    keys = [x.key for x in result.events]
     assert keys.index(INIT_CHECKPOINT_EVAL_ACCURACY) < keys.index("init_stop") < keys.index("run_start")
-    before = lines[keys.index(INIT_CHECKPOINT_EVAL_ACCURACY)]["value"]
-    first_eval = next(x["value"] for x in lines if x["key"] == "eval_accuracy")
+    before = result.value(INIT_CHECKPOINT_EVAL_ACCURACY)
+    first_eval = result.value("eval_accuracy")
     assert 0.0 <= before < first_eval  # an untrained checkpoint scores below the trained model
-    assert lines[-1]["key"] == "run_stop"
+    assert keys[-1] == "run_stop"
     assert compliance_check(log, "5.0.0").passed
 
 
 def test_checkpoint_of_another_model_fails_before_run_start(tmp_path, small_dataset, capsys):
     tiny = _hf_checkpoint(tmp_path / "tiny.bin", "tiny")
-    system = load_system(write_descriptor(tmp_path, "micro_bad", descriptor(init_checkpoint=str(tiny))))
+    system = load_system("cpu_micro").variant({"init_checkpoint": str(tiny)}, name="micro_bad")
     log = tmp_path / "result_0.txt"
     assert run(RunRequest(system, 3, log, small_dataset)) == 1
-    keys = [x["key"] for x in _keys(log)]
+    keys = [x.key for x in read_result_log(log).events]
     assert "run_start" not in keys and "init_stop" not in keys
     error = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
     assert len(error) == 1 and "tiny.bin: does not fit the model: tensor bert.embeddings" in error[0]

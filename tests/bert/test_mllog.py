@@ -1,17 +1,16 @@
-from pathlib import Path
 
 import pytest
 
 from bert.mllog import ADAM_KEYS_NOTE, hyperparameters
-from bert.system import load_system, system_from_data
-from tests.conftest import REPO, descriptor
+from bert.system import load_system
+from tests.conftest import REPO
 
 
 def test_open_division_adam_logs_under_the_lamb_key_names():
-    data = descriptor()
-    data["run"]["optimizer"].update(name="adam", beta_1=0.8004, beta_2=0.8175, epsilon=1e-9,
-                                    weight_decay_rate=0.00289)
-    logged = hyperparameters(system_from_data(data, Path("adam.json")))
+    adam = load_system("cpu_micro").variant({"optimizer.name": "adam", "optimizer.beta_1": 0.8004,
+                                             "optimizer.beta_2": 0.8175, "optimizer.epsilon": 1e-9,
+                                             "optimizer.weight_decay_rate": 0.00289})
+    logged = hyperparameters(adam)
     assert (logged["opt_lamb_beta_1"], logged["opt_lamb_beta_2"]) == (0.8004, 0.8175)
     assert logged["opt_lamb_epsilon"] == 1e-9 and logged["opt_lamb_weight_decay_rate"] == 0.00289
 

@@ -14,7 +14,7 @@ from bert.data.batch import collate
 from bert.model import BertForPreTraining, EncoderLayer, compile_encoder
 from bert.padding import TokenLayout
 from bert.token_rounding import TokenSizes
-from tests.bert.data.test_packing import make_samples
+from tests.helpers.samples import make_samples
 
 CONFIG = named_config("micro", num_layers=3, hidden_dropout=0.1, attention_dropout=0.1)
 STEPS = 100

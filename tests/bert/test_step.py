@@ -1,5 +1,3 @@
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
@@ -17,9 +15,7 @@ CPU = DistContext(rank=0, world_size=1, local_rank=0, local_world_size=1, device
 
 
 def _system(accumulate: int):
-    system = load_system("cpu_micro")
-    run = dataclasses.replace(system.run, gradient_accumulation_steps=accumulate, clip_norm=1e9)
-    return dataclasses.replace(system, run=run)
+    return load_system("cpu_micro").variant({"gradient_accumulation_steps": accumulate, "clip_norm": 1e9})
 
 
 def test_accumulated_gradient_is_the_mean_of_the_micro_batch_gradients(small_dataset):

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import pytest
@@ -5,7 +6,7 @@ import pytest
 from bert.mlperf_rules import SYSTEM_DESCRIPTION_FIELDS, mlperf_eval_interval
 from bert.system import load_system
 from bert.typed_config import ConfigError
-from tests.conftest import REPO, descriptor, write_descriptor
+from tests.conftest import REPO, unchecked_descriptor, write_unchecked
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "systems").glob("*.json")))
@@ -31,18 +32,18 @@ def test_mlperf_eval_interval_formula():
 
 def _error(tmp_path, data) -> str:
     with pytest.raises(ConfigError) as info:
-        load_system(write_descriptor(tmp_path, "bad", data))
+        load_system(write_unchecked(tmp_path, "bad", data))
     return str(info.value)
 
 
 def test_missing_run_field_is_named(tmp_path):
-    data = descriptor()
+    data = unchecked_descriptor()
     del data["run"]["global_batch_size"]
     assert "bad.json: run.global_batch_size: missing; add it (an integer)" in _error(tmp_path, data)
 
 
 def test_wrong_type_says_the_fix(tmp_path):
-    data = descriptor()
+    data = unchecked_descriptor()
     data["run"]["optimizer"]["beta_1"] = "0.9"
     message = _error(tmp_path, data)
     assert "run.optimizer.beta_1: expected a number, got '0.9' (string); write the number without quotes" \
@@ -50,30 +51,30 @@ def test_wrong_type_says_the_fix(tmp_path):
 
 
 def test_number_where_the_system_description_needs_a_string(tmp_path):
-    data = descriptor()
+    data = unchecked_descriptor()
     data["system"]["number_of_nodes"] = 1
     assert 'system.number_of_nodes: must be a string, got 1; write it in quotes, as "1"' in _error(tmp_path, data)
 
 
 def test_missing_description_field_and_wrong_division(tmp_path):
-    data = descriptor()
+    data = unchecked_descriptor()
     del data["system"]["cooling"]
     assert "system.cooling: missing" in _error(tmp_path, data)
-    data = descriptor()
+    data = unchecked_descriptor()
     data["system"]["division"] = "Closed"
     assert "system.division: must be \"closed\" or \"open\" (lower case)" in _error(tmp_path, data)
 
 
 def test_unknown_model_and_unknown_field(tmp_path):
     assert "run.model: unknown model config 'huge'; choose one of base, large, micro, tiny" in \
-        _error(tmp_path, descriptor(model="huge"))
-    data = descriptor()
+        _error(tmp_path, unchecked_descriptor({"model": "huge"}))
+    data = unchecked_descriptor()
     data["run"]["global_batch"] = 3
     assert "run.global_batch: unknown field; did you mean 'global_batch_size'?" in _error(tmp_path, data)
 
 
 def test_batch_not_divisible_by_the_world(tmp_path):
-    message = _error(tmp_path, descriptor(processes_per_node=3))
+    message = _error(tmp_path, unchecked_descriptor({"processes_per_node": 3}))
     assert "run.global_batch_size: 32 is not divisible by nodes x processes_per_node" in message
 
 
@@ -88,7 +89,7 @@ def test_invalid_json_and_missing_file(tmp_path):
 
 
 def test_closed_division_refuses_adam(tmp_path):
-    data = descriptor()
+    data = unchecked_descriptor()
     data["system"]["division"] = "closed"
     data["run"]["optimizer"]["name"] = "adam"
     assert "run.optimizer.name: 'adam' is open-division only: the closed division requires \"lamb\"" in \
@@ -99,7 +100,7 @@ def test_closed_division_refuses_adam(tmp_path):
 
 def test_clip_mode_typo_is_named(tmp_path):
     assert "run.clip: expected one of 'after_allreduce', 'before_allreduce', 'bucketwise_before_allreduce'" in \
-        _error(tmp_path, descriptor(clip="bucketwise"))
+        _error(tmp_path, unchecked_descriptor({"clip": "bucketwise"}))
 
 
 def test_variant_sets_dotted_and_typed_fields_and_validates():
@@ -128,6 +129,25 @@ def test_written_variant_keeps_meaning_elsewhere_and_never_replaces_another_file
     assert base.variant({"max_samples": 4096}, name="capped").write(tmp_path) == written  # same text: fine
     with pytest.raises(FileExistsError, match="capped.json already holds another descriptor"):
         base.variant({"max_samples": 8192}, name="capped").write(tmp_path)
+
+
+def test_fp16_runs_on_a_cpu_only_as_a_rehearsal_of_the_cuda_run(tmp_path):
+    base = load_system("cpu_micro")
+    with pytest.raises(ConfigError, match="run.precision: fp16 needs device cuda"):
+        base.variant({"precision": "fp16"})
+    cuda = base.variant({"device": "cuda", "precision": "fp16"}, name="fp16_micro")
+    rehearsal = cuda.cpu_rehearsal()
+    assert (rehearsal.run.device, rehearsal.run.precision, rehearsal.rehearsal) == ("cpu", "fp16", True)
+    assert rehearsal.run == dataclasses.replace(cuda.run, device="cpu")  # nothing else moves
+    again = rehearsal.variant({"gradient_accumulation_steps": 2})  # validated as the CUDA run, still on the CPU
+    assert (again.run.device, again.run.gradient_accumulation_steps, again.rehearsal) == ("cpu", 2, True)
+    with pytest.raises(ConfigError, match="run.global_batch_size"):
+        rehearsal.variant({"gradient_accumulation_steps": 3})
+    with pytest.raises(ValueError, match="cannot be written"):
+        rehearsal.write(tmp_path)
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ValueError, match="made from a CUDA run"):
+        base.cpu_rehearsal()
 
 
 def test_length_bins_have_one_rule_for_the_descriptor_and_every_bins_option(tmp_path):

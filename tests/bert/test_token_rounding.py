@@ -1,7 +1,6 @@
 """Rounding the unpadded token count to a few sizes (bert.token_rounding, run.token_sizes): the sizes, the filler
 sequences that reach them, and a step on rounded batches that equals the step on the same batches unrounded."""
 
-import json
 
 import numpy as np
 import pytest
@@ -14,7 +13,8 @@ from bert.model import BertForPreTraining
 from bert.system import load_system
 from bert.token_rounding import TokenSizes, token_sizes
 from bert.varlen_attention import varlen_attention
-from tests.bert.data.test_packing import make_samples
+from compliance.result_log import read_result_log
+from tests.helpers.samples import make_samples
 
 
 def test_sizes_are_multiples_of_8_spread_evenly_up_to_a_full_batch_and_its_fillers():
@@ -108,9 +108,7 @@ def test_a_training_step_on_rounded_batches_equals_the_step_on_the_same_batches_
 
 
 def _eval_accuracies(log) -> list[float]:
-    events = [json.loads(line.split(":::MLLOG ", 1)[1]) for line in log.read_text().splitlines()
-              if line.startswith(":::MLLOG ")]
-    return [e["value"] for e in events if e["key"] == "eval_accuracy"]
+    return read_result_log(log).values("eval_accuracy")
 
 
 def test_a_run_with_token_sizes_rounds_every_batch_and_trains_as_the_run_without(tmp_path, small_dataset,

@@ -1,47 +1,34 @@
 """Training runs launched the way run_and_time.sh launches them: torchrun, gloo, several processes."""
 
-import json
 import subprocess
 import sys
-from pathlib import Path
 
 import h5py
 
 from bert.config import named_config
+from bert.system import load_system
 from bert.tf_names import tensor_names
 from compliance.checkers import compliance_check
-from tests.conftest import copy_dataset, descriptor, write_descriptor
-
-
-def _train(tmp_path: Path, system: Path, data: Path, procs: int, env: dict, seed: int = 3):
-    log = next(tmp_path / f"result_{i}.txt" for i in range(100) if not (tmp_path / f"result_{i}.txt").exists())
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={procs}",
-           "-m", "bert.cli", "train", "--system", str(system), "--seed", str(seed), "--log-file", str(log),
-           "--data-dir", str(data)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    return proc, log
-
-
-def _mllog(log: Path) -> list[dict]:
-    return [json.loads(line.split(":::MLLOG ", 1)[1]) for line in log.read_text().splitlines()
-            if line.startswith(":::MLLOG ")]
+from compliance.result_log import read_result_log
+from tests.conftest import copy_dataset, unchecked_descriptor, write_unchecked
+from tests.helpers.runs import run_training
 
 
 def test_two_process_gloo_run_converges_and_passes_the_checker(tmp_path, small_dataset, cpu_env):
-    system = write_descriptor(tmp_path, "micro2", descriptor(processes_per_node=2))
-    proc, log = _train(tmp_path, system, small_dataset, 2, cpu_env)
+    system = load_system("cpu_micro").variant({"processes_per_node": 2}, name="micro2").write(tmp_path).path
+    proc, log = run_training(tmp_path, system, small_dataset, 2, cpu_env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    lines = _mllog(log)
-    keys = [x["key"] for x in lines]
+    result = read_result_log(log)
+    keys = [x.key for x in result.events]
     assert keys[:3] == ["cache_clear", "init_start", "submission_benchmark"]
     assert keys.index("init_stop") < keys.index("run_start") < keys.index("block_start")
     assert keys[-3:] == ["train_samples", "eval_samples", "run_stop"]
-    assert lines[-1]["metadata"]["status"] == "success"
-    evals = [x for x in lines if x["key"] == "eval_accuracy"]
-    assert evals[-1]["value"] >= 0.06 and all(e["metadata"]["epoch_num"] % 1024 == 0 for e in evals)
-    assert next(x for x in lines if x["key"] == "train_samples")["value"] == evals[-1]["metadata"]["epoch_num"]
-    assert next(x for x in lines if x["key"] == "seed")["metadata"]["file"].endswith("bert/train.py")
-    logged = [x["metadata"]["tensor"] for x in lines if x["key"] == "weights_initialization"]
+    assert result.status == "success" and not result.malformed
+    evals = result.all("eval_accuracy")
+    assert evals[-1].value >= 0.06 and all(e.metadata["epoch_num"] % 1024 == 0 for e in evals)
+    assert result.value("train_samples") == evals[-1].metadata["epoch_num"]
+    assert result.first("seed").metadata["file"].endswith("bert/train.py")
+    logged = [x.metadata["tensor"] for x in result.all("weights_initialization")]
     assert logged == [e.tf for e in tensor_names(named_config("micro"))]
     for ruleset in ("5.0.0", "4.1.0"):
         result = compliance_check(log, ruleset)
@@ -55,47 +42,45 @@ def test_corrupt_shard_after_start_ends_with_an_aborted_run_stop(tmp_path, small
             ids = f["input_ids"][:]
             ids[0, 1] = 9999
             f["input_ids"][...] = ids
-    system = write_descriptor(tmp_path, "micro", descriptor())
-    proc, log = _train(tmp_path, system, data, 1, cpu_env)
+    system = load_system("cpu_micro").path
+    proc, log = run_training(tmp_path, system, data, 1, cpu_env)
     assert proc.returncode != 0
-    lines = _mllog(log)
-    assert "run_start" in [x["key"] for x in lines]
-    assert lines[-1]["key"] == "run_stop" and lines[-1]["metadata"]["status"] == "aborted"
-    assert "ShardError" in lines[-1]["metadata"]["reason"]
-    assert "sample 0: token id 9999 is outside the vocabulary" in lines[-1]["metadata"]["reason"]
+    events = read_result_log(log).events
+    assert "run_start" in [x.key for x in events]
+    assert events[-1].key == "run_stop" and events[-1].metadata["status"] == "aborted"
+    assert "ShardError" in events[-1].metadata["reason"]
+    assert "sample 0: token id 9999 is outside the vocabulary" in events[-1].metadata["reason"]
 
 
 def test_bad_dataset_stops_before_run_start_with_one_line(tmp_path, small_dataset, cpu_env):
     data = copy_dataset(small_dataset, tmp_path / "data")
     with h5py.File(data / "eval.hdf5", "r+") as f:
         del f["next_sentence_labels"]
-    system = write_descriptor(tmp_path, "micro", descriptor())
-    proc, log = _train(tmp_path, system, data, 1, cpu_env)
+    system = load_system("cpu_micro").path
+    proc, log = run_training(tmp_path, system, data, 1, cpu_env)
     assert proc.returncode != 0
     assert "eval.hdf5: missing key(s) next_sentence_labels" in proc.stderr
     assert "run_start" not in log.read_text()
 
 
 def test_too_few_eval_samples_is_named(tmp_path, small_dataset, cpu_env):
-    data_descriptor = descriptor()
-    data_descriptor["run"]["eval"]["samples"] = 10_000
-    system = write_descriptor(tmp_path, "micro", data_descriptor)
-    proc, _ = _train(tmp_path, system, small_dataset, 1, cpu_env)
+    system = load_system("cpu_micro").variant({"eval.samples": 10_000}, name="micro").write(tmp_path).path
+    proc, _ = run_training(tmp_path, system, small_dataset, 1, cpu_env)
     assert proc.returncode != 0
     assert "has 256 eval samples, fewer than run.eval.samples = 10000" in proc.stderr
 
 
 def test_missing_dataset_and_missing_shards_are_named(tmp_path, cpu_env):
-    system = write_descriptor(tmp_path, "micro", descriptor())
-    proc, _ = _train(tmp_path, system, tmp_path / "nowhere", 1, cpu_env)
+    system = load_system("cpu_micro").path
+    proc, _ = run_training(tmp_path, system, tmp_path / "nowhere", 1, cpu_env)
     assert proc.returncode != 0 and "nowhere: dataset directory does not exist" in proc.stderr
     (tmp_path / "empty").mkdir()
-    proc, _ = _train(tmp_path, system, tmp_path / "empty", 1, cpu_env)
+    proc, _ = run_training(tmp_path, system, tmp_path / "empty", 1, cpu_env)
     assert proc.returncode != 0 and "no training shards match 'train/*.hdf5'" in proc.stderr
 
 
 def test_bad_descriptor_is_one_line_before_anything_runs(tmp_path, cpu_env):
-    system = write_descriptor(tmp_path, "micro", descriptor(model="huge"))
+    system = write_unchecked(tmp_path, "micro", unchecked_descriptor({"model": "huge"}))
     proc = subprocess.run([sys.executable, "-m", "bert.cli", "train", "--system", str(system), "--seed", "1"],
                           env=cpu_env, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0

@@ -10,7 +10,7 @@ from bert.attention import unpadded_attention
 from bert.data.batch import collate_packed
 from bert.padding import TokenLayout
 from bert.varlen_attention import _keep_masks, flash_kernel_usable, varlen_attention
-from tests.bert.data.test_packing import LENGTHS, make_samples
+from tests.helpers.samples import LENGTHS, make_samples
 
 HEADS, HEAD_SIZE = 2, 8
 

@@ -11,10 +11,11 @@ import pytest
 from click.testing import CliRunner, Result
 
 from bert.cli import main
-from tests.conftest import REPO, descriptor, write_descriptor
+from bert.system import load_system
+from tests.conftest import REPO
 
-# cpu_micro with a development target its runs reach after a few evals (about 2,000 samples instead of
-# 7,000), so that ten real runs stay short; the model, data and batch size are cpu_micro's.
+# cpu_micro with a lower development target that its runs reach after a few evals, so that ten real runs stay
+# short; the model, data and batch size are cpu_micro's.
 MICRO_EVAL = {"target_accuracy": 0.03, "samples": 256, "interval_samples": 512, "batch_size": 256}
 
 
@@ -39,8 +40,7 @@ class MicroPackage:
 @pytest.fixture(scope="session")
 def micro_system_path(tmp_path_factory) -> Path:
     """The descriptor of the ten runs: systems/cpu_micro.json with MICRO_EVAL (its name stays cpu_micro)."""
-    return write_descriptor(tmp_path_factory.mktemp("micro_system"), "cpu_micro",
-                            descriptor("cpu_micro", eval=MICRO_EVAL))
+    return load_system("cpu_micro").variant({"eval": MICRO_EVAL}).write(tmp_path_factory.mktemp("micro_system")).path
 
 
 @pytest.fixture(scope="session")

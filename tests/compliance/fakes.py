@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -13,10 +12,10 @@ INTERVAL = 1024
 
 
 def micro_system(division: str = "open", batch_size: int = 32) -> System:
-    system = load_system("cpu_micro")
-    description = dict(system.description, division=division)
-    return dataclasses.replace(system, description=description,
-                               run=dataclasses.replace(system.run, global_batch_size=batch_size))
+    """cpu_micro in `division` at `batch_size` (its sample cap raised to one step where the batch is larger)."""
+    base = load_system("cpu_micro")
+    return base.variant({"global_batch_size": batch_size, "max_samples": max(batch_size, base.run.max_samples)},
+                        description={"division": division})
 
 
 def write_run(path: Path, seed: int, system: System | None = None, accuracies=(0.04, 0.05, 0.07),

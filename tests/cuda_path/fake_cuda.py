@@ -344,7 +344,7 @@ def step_system(setup: StepSetup):
 def _batches(fake: FakeCuda, setup: StepSetup, count: int, record: StepRecord) -> list:
     from bert.data.batch import collate
     from bert.token_rounding import token_sizes
-    from tests.bert.data.test_packing import make_samples
+    from tests.helpers.samples import make_samples
 
     rng = np.random.default_rng(0)
     sizes = token_sizes(setup.token_sizes, setup.sequences, setup.max_length)

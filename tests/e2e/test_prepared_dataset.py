@@ -7,8 +7,9 @@ import subprocess
 from click.testing import CliRunner
 
 from bert.cli import main
+from bert.system import load_system
 from compliance.checkers import compliance_check
-from tests.conftest import REPO, descriptor, write_descriptor
+from tests.conftest import REPO
 
 SHAPE = ("--max-seq-length", "64", "--max-predictions", "10")
 
@@ -28,9 +29,9 @@ def test_text_to_verified_shards_to_a_compliant_run(tmp_path, text_corpus):
     _data("eval-set", "--input", tmp_path / "eval_shards", "--out", data / "eval.hdf5", "--samples", 256, *SHAPE)
     (data / "train" / "prepare.json").unlink()  # the dataset holds shards, the eval file and the vocabulary
     _data("verify", data, "--max-seq-length", 64, "--max-predictions", 10)
-    run = descriptor("cpu_micro", dataset={"dir": str(data)},
-                     notes="cpu_micro's shape on a text corpus prepared by the data pipeline.")
-    system = write_descriptor(tmp_path / "systems", "prepared_micro", run)
+    system = load_system("cpu_micro").variant(
+        {"dataset": {"dir": str(data)}, "notes": "cpu_micro's shape on a text corpus prepared by the data pipeline."},
+        name="prepared_micro").write(tmp_path / "systems").path
     env = dict(os.environ, NEXP="1", SEED="5", LOGDIR=str(tmp_path / "logs"))
     proc = subprocess.run([str(REPO / "run_and_time.sh"), str(system)], env=env, capture_output=True, text=True,
                           timeout=600)

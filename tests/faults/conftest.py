@@ -8,7 +8,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,7 +15,9 @@ import pytest
 from mlperf_logging.compliance_checker.mlp_parser import parse_file
 from mlperf_logging.compliance_checker.mlp_parser.ruleset_500 import parse_generator
 
-from tests.conftest import REPO, copy_dataset, descriptor, write_descriptor
+from bert.system import load_system
+from tests.conftest import REPO, copy_dataset
+from tests.helpers.runs import torchrun_command, train_command
 
 # Every case must end well within this; a hang fails the test instead of stalling the suite.
 CASE_TIMEOUT_S = 50
@@ -27,11 +28,9 @@ RANKS = 2
 def fault_descriptor(folder: Path, **run_changes) -> Path:
     """cpu_micro on 2 ranks that would train for a long time (an unreachable target, a far cap), with a
     process-group timeout of seconds and the numerics checked every 2 steps."""
-    changes = dict(processes_per_node=RANKS, dist_timeout_s=DIST_TIMEOUT_S, max_samples=10**7,
-                   print_interval_steps=2)
-    data = descriptor("cpu_micro", **{**changes, **run_changes})
-    data["run"]["eval"].update(target_accuracy=0.99, interval_samples=4096)
-    return write_descriptor(folder, "faulty_micro", data)
+    changes = {"processes_per_node": RANKS, "dist_timeout_s": DIST_TIMEOUT_S, "max_samples": 10**7,
+               "print_interval_steps": 2, "eval.target_accuracy": 0.99, "eval.interval_samples": 4096}
+    return load_system("cpu_micro").variant({**changes, **run_changes}, name="faulty_micro").write(folder).path
 
 
 @pytest.fixture
@@ -47,11 +46,8 @@ def fault_data(tmp_path, small_dataset) -> Path:
 
 
 def torchrun(system: Path, data: Path, log: Path, env: dict, seed: int = 1) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={RANKS}",
-           "-m", "bert.cli", "train", "--system", str(system), "--seed", str(seed), "--log-file", str(log),
-           "--data-dir", str(data)]
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    return subprocess.Popen(torchrun_command(RANKS, system, data, log, seed), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def start_ranks(system: Path, data: Path, log: Path, env: dict, out: Path) -> list[subprocess.Popen]:
@@ -64,10 +60,9 @@ def start_ranks(system: Path, data: Path, log: Path, env: dict, out: Path) -> li
     for rank in range(RANKS):
         rank_env = dict(env, RANK=str(rank), WORLD_SIZE=str(RANKS), LOCAL_RANK=str(rank),
                         LOCAL_WORLD_SIZE=str(RANKS), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        cmd = [sys.executable, "-m", "bert.cli", "train", "--system", str(system), "--seed", "1", "--log-file",
-               str(log), "--data-dir", str(data)]
         with open(out / f"rank{rank}.out", "w") as stdout, open(out / f"rank{rank}.err", "w") as stderr:
-            procs.append(subprocess.Popen(cmd, env=rank_env, stdout=stdout, stderr=stderr))
+            procs.append(subprocess.Popen(train_command(system, data, log), env=rank_env, stdout=stdout,
+                                          stderr=stderr))
     return procs
 
 

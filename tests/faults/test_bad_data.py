@@ -17,14 +17,13 @@ from bert.data.vocab import Vocab, load_vocab
 from bert.prep.verify import verify_dataset
 from bert.system import load_system
 from bert.train import RunRequest, run
-from tests.conftest import descriptor, write_descriptor
 from tests.faults.conftest import assert_log_aborted
 
 ROW = 17  # the sample corrupted in every training shard, whichever the loader reads first
 
 
 def _run(tmp_path, data, **run_changes) -> tuple[int, str]:
-    system = load_system(write_descriptor(tmp_path / "systems", "micro", descriptor("cpu_micro", **run_changes)))
+    system = load_system("cpu_micro").variant(run_changes, name="micro")
     log = tmp_path / "result_0.txt"
     return run(RunRequest(system, 1, log, data)), log
 

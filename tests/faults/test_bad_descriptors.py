@@ -14,26 +14,16 @@ import pytest
 from click.testing import CliRunner
 
 from bert.cli import main
-from bert.system import RunSpec
+from bert.system import RunSpec, load_system
 from bert.typed_config import CHECK
-from tests.conftest import descriptor, write_descriptor
-
-
-def _with(data: dict, path: str, value) -> dict:
-    """Descriptor JSON with the run field at dotted `path` set to `value` (written as it is: it is meant bad)."""
-    *parents, name = path.split(".")
-    block = data["run"]
-    for parent in parents:
-        block = block.setdefault(parent, {})
-    block[name] = value
-    return data
-
+from tests.conftest import unchecked_descriptor, write_unchecked
+from tests.helpers.runs import train_command
 
 BAD_VALUES = [
     ("global_batch_size", -32, "must be at least 1 and at most 1048576, got -32"),
     ("global_batch_size", 10**12, "must be at least 1 and at most 1048576, got 1000000000000"),
-    ("gradient_accumulation_steps", 0, "must be at least 1, got 0"),  # was a ZeroDivisionError
-    ("processes_per_node", 0, "must be at least 1, got 0"),  # was a ZeroDivisionError
+    ("gradient_accumulation_steps", 0, "must be at least 1, got 0"),  # a divisor of the global batch
+    ("processes_per_node", 0, "must be at least 1, got 0"),  # a divisor of the global batch
     ("print_interval_steps", 0, "must be at least 1, got 0"),
     ("eval.batch_size", 0, "must be at least 1, got 0"),
     ("eval.interval_samples", 0, "must be at least 1, got 0 (or null for the MLPerf formula)"),
@@ -49,7 +39,7 @@ BAD_VALUES = [
 
 @pytest.mark.parametrize("path, value, problem", BAD_VALUES, ids=[f"{p}={v}" for p, v, _ in BAD_VALUES])
 def test_an_out_of_range_value_is_one_line_naming_the_field(tmp_path, path, value, problem):
-    system = write_descriptor(tmp_path, "bad", _with(descriptor("cpu_micro"), path, value))
+    system = write_unchecked(tmp_path, "bad", unchecked_descriptor({path: value}))
     result = CliRunner().invoke(main, ["system", "check", str(system)])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.exception
     field = "run.model_overrides" if path == "model_overrides" else f"run.{path}"
@@ -57,7 +47,7 @@ def test_an_out_of_range_value_is_one_line_naming_the_field(tmp_path, path, valu
 
 
 def test_a_bad_value_stops_a_run_before_its_log_is_opened(tmp_path):
-    system = write_descriptor(tmp_path, "bad", descriptor("cpu_micro", global_batch_size=-32))
+    system = write_unchecked(tmp_path, "bad", unchecked_descriptor({"global_batch_size": -32}))
     log = tmp_path / "result_0.txt"
     proc = subprocess.run([sys.executable, "-m", "bert.cli", "train", "--system", str(system), "--seed", "1",
                            "--log-file", str(log)], capture_output=True, text=True, timeout=60)
@@ -67,12 +57,10 @@ def test_a_bad_value_stops_a_run_before_its_log_is_opened(tmp_path):
 
 def test_a_batch_the_data_cannot_fill_stops_the_run_before_run_start(tmp_path, small_dataset):
     """2,048 training samples cannot fill a step of 4,096: the loader would wait for ever after run_start."""
-    system = write_descriptor(tmp_path, "big_batch", descriptor("cpu_micro", global_batch_size=4096,
-                                                                max_samples=8192))
+    system = load_system("cpu_micro").variant({"global_batch_size": 4096, "max_samples": 8192},
+                                              name="big_batch").write(tmp_path).path
     log = tmp_path / "result_0.txt"
-    proc = subprocess.run([sys.executable, "-m", "bert.cli", "train", "--system", str(system), "--seed", "1",
-                           "--log-file", str(log), "--data-dir", str(small_dataset)], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(train_command(system, small_dataset, log), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert f"{small_dataset}: its 2048 training samples do not fill one step of run.global_batch_size 4096" in \
         proc.stderr
@@ -115,8 +103,10 @@ def test_a_binary_descriptor_or_a_folder_is_one_line(tmp_path):
 
 
 def test_valid_descriptors_keep_loading(tmp_path):
-    data = _with(descriptor("cpu_micro"), "optimizer.start_warmup_step", -100)  # negative on purpose (published)
-    system = write_descriptor(tmp_path, "ok", _with(data, "launch.env", {"NCCL_SOCKET_IFNAME": "ib0", "_X1": "y"}))
+    variant = load_system("cpu_micro").variant(
+        {"optimizer.start_warmup_step": -100,  # negative on purpose (published)
+         "launch.env": {"NCCL_SOCKET_IFNAME": "ib0", "_X1": "y"}}, name="ok")
+    system = variant.write(tmp_path).path
     result = CliRunner().invoke(main, ["system", "check", str(system)])
     assert result.exit_code == 0, result.output
     assert json.loads(system.read_text())["run"]["optimizer"]["start_warmup_step"] == -100

@@ -7,13 +7,14 @@ import pytest
 from click.testing import CliRunner
 
 from bert.cli import main
-from tests.conftest import descriptor, write_descriptor
+from bert.system import load_system
 
 
 def _hpo(tmp_path, small_dataset, *args: str):
-    data = descriptor("cpu_micro", max_samples=64, log_weights_initialization=False,
-                      search={"optimizer.base_learning_rate": {"low": 0.01, "high": 0.02}})
-    system = write_descriptor(tmp_path / "systems", "micro_search", data)
+    system = load_system("cpu_micro").variant(
+        {"max_samples": 64, "log_weights_initialization": False,
+         "search": {"optimizer.base_learning_rate": {"low": 0.01, "high": 0.02}}},
+        name="micro_search").write(tmp_path / "systems").path
     return CliRunner().invoke(main, ["hpo", "--system", str(system), "--data-dir", str(small_dataset), *args])
 
 

@@ -7,15 +7,14 @@ import pytest
 
 from bert.system import load_system
 from bert.typed_config import ConfigError
-from tests.conftest import descriptor, write_descriptor
+from tests.conftest import unchecked_descriptor, write_unchecked
 from tests.faults.conftest import single_line_error, wrapper
 
 
 def test_an_environment_name_that_is_an_option_is_refused_and_runs_nothing(tmp_path, cpu_env, small_dataset):
     marker = tmp_path / "ran"
-    data = descriptor("cpu_micro")
-    data["run"]["launch"] = {"env": {"--split-string": f"sh -c 'touch {marker}'", "NCCL_DEBUG": "INFO"}}
-    system = write_descriptor(tmp_path / "systems", "injected", data)
+    data = unchecked_descriptor({"launch.env": {"--split-string": f"sh -c 'touch {marker}'", "NCCL_DEBUG": "INFO"}})
+    system = write_unchecked(tmp_path / "systems", "injected", data)
     env = dict(cpu_env, NEXP="1", SEED="1", LOGDIR=str(tmp_path / "logs"), DATADIR=str(small_dataset))
     proc = wrapper(system, env)
     assert proc.returncode == 2
@@ -38,7 +37,7 @@ def test_nexp_and_seed_are_never_evaluated_as_shell_code(tmp_path, cpu_env, name
 
 
 def test_a_descriptor_named_dots_cannot_put_results_outside_logdir(tmp_path, cpu_env):
-    system = write_descriptor(tmp_path / "systems", "..", descriptor("cpu_micro"))  # systems/...json
+    system = write_unchecked(tmp_path / "systems", "..", unchecked_descriptor())  # systems/...json
     assert system.name == "...json"
     with pytest.raises(ConfigError, match=r"'\.\.' cannot name a system: .* use only letters, digits, '\.', '_' "
                                           "and '-', starting with a letter or a digit; rename the file"):

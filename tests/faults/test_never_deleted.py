@@ -9,8 +9,9 @@ from click.testing import CliRunner
 
 from bert.cli import main
 from bert.prep.synthetic.hdf5_corpus import COMPLETE_MARKER, OWNER_MARKER, is_complete, synthesize
+from bert.system import load_system
 from tests.compliance.fakes import write_package
-from tests.conftest import SMALL_SYNTH, descriptor, write_descriptor
+from tests.conftest import SMALL_SYNTH
 from tests.faults.conftest import single_line_error, wrapper
 
 
@@ -54,9 +55,9 @@ def test_synth_never_touches_a_foreign_folder_even_with_overwrite(tmp_path):
 
 
 def test_its_own_interrupted_corpus_is_completed_and_its_own_complete_one_replaced(tmp_path):
-    system = write_descriptor(tmp_path / "systems", "small", descriptor(
-        "cpu_micro", dataset={"dir": str(tmp_path / "data"), "synthetic": {
-            "train_samples": 512, "eval_samples": 256, "shards": 2, "max_seq_length": 64, "max_predictions": 10}}))
+    system = load_system("cpu_micro").variant({"dataset": {"dir": str(tmp_path / "data"), "synthetic": {
+        "train_samples": 512, "eval_samples": 256, "shards": 2, "max_seq_length": 64, "max_predictions": 10}}},
+        name="small").write(tmp_path / "systems").path
     data = tmp_path / "data"
     data.mkdir()
     (data / OWNER_MARKER).write_text("written by mlperf-bert data synth\n")  # an interrupted synthesis

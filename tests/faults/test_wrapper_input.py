@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, descriptor, mllog_line, write_descriptor
+from bert.system import load_system
+from tests.conftest import REPO, mllog_line
 from tests.faults.conftest import fake_launcher, single_line_error, wrapper
 
 
@@ -44,7 +45,7 @@ def test_a_results_folder_that_takes_no_file_fails_at_once(tmp_path, cpu_env, sm
     wherever the tests run (a folder without write permission would not do as root)."""
     if not Path("/sys/kernel").is_dir():
         pytest.skip("no /sys/kernel here")
-    system = write_descriptor(tmp_path / "systems", "kernel", descriptor("cpu_micro"))
+    system = load_system("cpu_micro").variant(name="kernel").write(tmp_path / "systems").path
     env = dict(cpu_env, NEXP="1", SEED="1", LOGDIR="/sys", DATADIR=str(small_dataset))
     proc = wrapper(system, env, timeout=60)
     assert proc.returncode == 2

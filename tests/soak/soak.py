@@ -19,7 +19,6 @@ memory figure is noisy: widen the tolerance there.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -28,6 +27,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from compliance.result_log import read_result_log
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -117,13 +118,12 @@ def sample_ranks(soak: Soak, stop: threading.Event, interval: float) -> None:
 def result_problems(logdir: Path) -> list[str]:
     problems = []
     for result in sorted(logdir.rglob("result_*.txt*")):
-        lines = [line for line in result.read_text(errors="replace").splitlines() if line.startswith(":::MLLOG ")]
-        last = json.loads(lines[-1].removeprefix(":::MLLOG ")) if lines else {}
-        if last.get("key") != "run_stop":
+        events = read_result_log(result).events
+        if not events or events[-1].key != "run_stop":
             problems.append(f"{result.name}: no run_stop at its end")
-        elif last["metadata"].get("status") != "success":
-            problems.append(f"{result.name}: {last['metadata'].get('status')} "
-                            f"({last['metadata'].get('reason', 'no reason given')})")
+        elif events[-1].metadata.get("status") != "success":
+            problems.append(f"{result.name}: {events[-1].metadata.get('status')} "
+                            f"({events[-1].metadata.get('reason', 'no reason given')})")
     return problems
 
 

@@ -3,31 +3,13 @@ them what it computes on the same samples padded or unpadded."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
 from bert.config import named_config
 from bert.data.batch import collate, collate_packed
-from bert.data.shards import Samples
 from bert.model import BertForPreTraining
-
-
-def make_samples(lengths: list[int], vocab: int = 500, predictions: int = 4, seed: int = 0) -> Samples:
-    rng = np.random.default_rng(seed)
-    lengths = np.asarray(lengths)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    segments = np.concatenate([(np.arange(n) >= n // 2) for n in lengths]).astype(np.int8)
-    positions = np.zeros((len(lengths), predictions), np.int32)
-    for i, n in enumerate(lengths):
-        chosen = np.sort(rng.choice(np.arange(1, n), size=min(predictions, n - 1), replace=False))
-        positions[i, :len(chosen)] = chosen
-    ids = np.where(positions > 0, rng.integers(5, vocab, positions.shape), 0).astype(np.int32)
-    return Samples(rng.integers(5, vocab, offsets[-1]).astype(np.int32), segments, offsets, positions, ids,
-                   rng.integers(0, 2, len(lengths)).astype(np.int8))
-
-
-LENGTHS = [30, 5, 12, 40, 9, 17, 3, 22]
+from tests.helpers.samples import LENGTHS, make_samples
 
 
 def test_packed_rows_hold_each_sequence_once_with_restarting_positions():

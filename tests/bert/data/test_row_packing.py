@@ -9,7 +9,7 @@ from bert.data.lookahead import MAX_WAIT
 from bert.data.packed_batches import PackedBatches
 from bert.data.row_packing import MAX_PER_ROW, agree, capacities, first_fit, taken
 from bert.simulate.load_balance import named_lengths, simulate_balance
-from tests.bert.data.test_packing import make_samples
+from tests.helpers.samples import make_samples
 
 
 def _first_fit_into(lengths: list[int], rows: int, row_len: int) -> list[int]:

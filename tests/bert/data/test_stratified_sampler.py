@@ -11,7 +11,7 @@ from bert.data.balance_plans import bin_counts, bin_of, sequence_cost, snake_dea
 from bert.data.loader import LoaderBalance, TrainLoader
 from bert.data.lookahead import MAX_WAIT
 from bert.data.stratified_sampler import plan_from_shard, stratified_batches, stratified_plan
-from tests.bert.data.test_packing import make_samples
+from tests.helpers.samples import make_samples
 
 WIDTH = 6 * 128  # attention width of a hidden size of 128
 
@@ -75,8 +75,9 @@ def test_lookahead_brings_every_rank_near_the_common_target():
         costs = [float(sequence_cost(b.lengths, WIDTH).sum())
                  for _, b in stratified_batches(iter([(0, samples)]), plan)]
         results[lookahead] = np.abs(np.array(costs) / plan.target - 1)
-    assert np.median(results[1]) < np.median(results[0]) / 5  # measured: 0.06% against 0.5%
-    assert np.percentile(results[1], 99) < np.percentile(results[0], 99) * 0.8  # 1.3% against 2.0%
+    # The lookahead's gain is largest in the typical batch and smaller in the worst ones; both bounds leave a margin.
+    assert np.median(results[1]) < np.median(results[0]) / 5
+    assert np.percentile(results[1], 99) < np.percentile(results[0], 99) * 0.8
 
 
 def _first_batches(dataset, balance: LoaderBalance, count: int = 3):

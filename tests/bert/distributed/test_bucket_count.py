@@ -13,7 +13,7 @@ from bert.distributed.launch import DistContext
 from bert.model import BertForPreTraining
 from bert.optim.schedule import LrSchedule
 from bert.step import TrainStep
-from tests.bert.distributed.test_clipping_modes import micro_batch, micro_system
+from tests.helpers.clipping import clipping_system, micro_batch
 
 
 class _CountingReducer:
@@ -32,7 +32,7 @@ class _CountingReducer:
 
 def buckets_worker(rank: int, world_size: int, data_dir: Path) -> None:
     samples = read_shard(sorted((data_dir / "train").glob("*.hdf5"))[0])
-    system = micro_system(world_size, "bucketwise_before_allreduce", accumulate=2)
+    system = clipping_system(world_size, "bucketwise_before_allreduce", accumulate=2)
     ctx = DistContext(rank, world_size, rank, world_size, torch.device("cpu"))
     torch.manual_seed(0)
     model = BertForPreTraining(system.model_config())

@@ -10,42 +10,23 @@ reduced in each backward, seen through a spy on the hook.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 from pathlib import Path
 from unittest import mock
 
-import numpy as np
 import torch
 
-from bert.data.batch import Batch, collate
+from bert.data.batch import Batch
 from bert.data.shards import Samples, read_shard
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
 from bert.distributed.launch import DistContext
 from bert.model import BertForPreTraining
 from bert.optim.schedule import LrSchedule
 from bert.step import TrainStep
-from bert.system import System, system_from_data
-from tests.conftest import descriptor
+from bert.system import System
+from tests.helpers.clipping import CLIP_NORM, MODES, clipping_system, micro_batch
 
-MODES = ("after_allreduce", "before_allreduce", "bucketwise_before_allreduce")
-GLOBAL_BATCH, CLIP_NORM, STEPS = 16, 0.05, 2
-
-
-def micro_system(world_size: int, clip: str, accumulate: int = 1, precision: str = "fp32",
-                 bucket_cap_mb: float = 0.25, grad_comm_dtype: str = "fp32") -> System:
-    data = descriptor(processes_per_node=world_size, clip=clip, clip_norm=CLIP_NORM, global_batch_size=GLOBAL_BATCH,
-                      gradient_accumulation_steps=accumulate, bucket_cap_mb=bucket_cap_mb,
-                      grad_comm_dtype=grad_comm_dtype)
-    system = system_from_data(data, Path("micro.json"))
-    # fp16 autocast and loss scaling run on the CPU too; the descriptor check keeps them for CUDA.
-    return dataclasses.replace(system, run=dataclasses.replace(system.run, precision=precision))
-
-
-def micro_batch(samples: Samples, system: System, step: int, rank: int, micro: int) -> Batch:
-    size, run = system.per_process_batch, system.run
-    start = ((step * system.world_size + rank) * run.gradient_accumulation_steps + micro) * size
-    return collate(samples.take(np.arange(start, start + size)))
+STEPS = 2
 
 
 def local_grads(model: torch.nn.Module, system: System, batch: Batch, scale: float) -> list[torch.Tensor]:
@@ -147,14 +128,14 @@ def modes_worker(rank: int, world_size: int, data_dir: Path) -> None:
     samples = read_shard(sorted((data_dir / "train").glob("*.hdf5"))[0])
     for accumulate, precision in ((1, "fp32"), (2, "fp32"), (1, "fp16")):
         for mode in MODES:
-            expectations = run_mode(rank, samples, micro_system(world_size, mode, accumulate, precision))
+            expectations = run_mode(rank, samples, clipping_system(world_size, mode, accumulate, precision))
         # The three expectations differ, so the check above tells the modes apart.
         after, before, bucketwise = expectations
         assert different(after, before) and different(before, bucketwise) and different(after, bucketwise)
     # With buckets as large as the model, bucket-wise clipping is the whole-gradient clipping.
-    run_mode(rank, samples, micro_system(world_size, "bucketwise_before_allreduce", bucket_cap_mb=25.0))
+    run_mode(rank, samples, clipping_system(world_size, "bucketwise_before_allreduce", bucket_cap_mb=25.0))
     for mode in MODES:  # the gradient sent in bf16, with accumulation (the hook holds micro-batches)
-        run_mode(rank, samples, micro_system(world_size, mode, accumulate=2, grad_comm_dtype="bf16"))
+        run_mode(rank, samples, clipping_system(world_size, mode, accumulate=2, grad_comm_dtype="bf16"))
 
 
 def test_each_clipping_mode_equals_a_direct_computation(spawn_ranks, small_dataset):

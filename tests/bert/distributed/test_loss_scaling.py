@@ -13,7 +13,7 @@ from bert.distributed.launch import DistContext
 from bert.model import BertForPreTraining
 from bert.optim.schedule import LrSchedule
 from bert.step import TrainStep
-from tests.bert.distributed.test_clipping_modes import MODES, micro_batch, micro_system
+from tests.helpers.clipping import MODES, clipping_system, micro_batch
 
 
 def flat_params(model: torch.nn.Module) -> torch.Tensor:
@@ -35,7 +35,7 @@ def overflow_once():
 def overflow_worker(rank: int, world_size: int, data_dir: Path) -> None:
     samples = read_shard(sorted((data_dir / "train").glob("*.hdf5"))[0])
     for mode in MODES:
-        system = micro_system(world_size, mode, accumulate=2, precision="fp16")
+        system = clipping_system(world_size, mode, accumulate=2, precision="fp16")
         ctx = DistContext(rank, world_size, rank, world_size, torch.device("cpu"))
         torch.manual_seed(0)
         model = BertForPreTraining(system.model_config())

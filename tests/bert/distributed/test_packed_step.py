@@ -16,7 +16,7 @@ from bert.data.packed_batches import PackedBatches
 from bert.data.shards import Samples
 from bert.distributed.row_exchange import build_row_exchange
 from bert.model import BertForPreTraining
-from tests.bert.data.test_packing import make_samples
+from tests.helpers.samples import make_samples
 
 BATCH, ROW_LEN, PREDICTIONS = 6, 64, 4
 

@@ -5,7 +5,7 @@ import subprocess
 
 from bert.distributed.plan import TrainArgs, build_plan, launch_command
 from bert.system import load_system
-from tests.conftest import REPO, descriptor, write_descriptor
+from tests.conftest import REPO
 
 
 def _dry_run(system: str, **env) -> subprocess.CompletedProcess:
@@ -42,7 +42,7 @@ def test_plain_hosts_need_the_node_rank_and_each_node_gets_its_command(tmp_path)
 
 
 def test_every_shard_goes_to_exactly_one_rank(tmp_path, small_dataset):
-    system = load_system(write_descriptor(tmp_path, "two", descriptor(processes_per_node=2)))
+    system = load_system("cpu_micro").variant({"processes_per_node": 2})
     plan = build_plan(system, TrainArgs(9, tmp_path / "log.txt", small_dataset), "torchrun", num_shards=4)
     assert [(s.rank, s.node, s.local_rank, s.group) for s in plan.ranks] == [(0, 0, 0, 0), (1, 0, 1, 0)]
     dealt = sorted(i for slot in plan.ranks for i in slot.shards)
@@ -52,6 +52,6 @@ def test_every_shard_goes_to_exactly_one_rank(tmp_path, small_dataset):
 
 
 def test_one_process_starts_without_the_torchrun_agent(tmp_path, small_dataset):
-    system = load_system(write_descriptor(tmp_path, "one", descriptor(processes_per_node=1)))
+    system = load_system("cpu_micro").variant({"processes_per_node": 1})
     command = launch_command(system, TrainArgs(9, tmp_path / "log.txt", small_dataset), "torchrun")
     assert command[:4] == ["python", "-m", "bert.cli", "train"] and "torch.distributed.run" not in command

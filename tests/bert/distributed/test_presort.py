@@ -9,7 +9,7 @@ import numpy as np
 import torch.distributed as dist
 
 from bert.distributed.presort import build_exchange, decode, encode, presort_groups
-from tests.bert.data.test_packing import make_samples
+from tests.helpers.samples import make_samples
 
 BATCH, ROW_LEN, PREDICTIONS = 6, 64, 4
 

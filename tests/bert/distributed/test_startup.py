@@ -3,7 +3,6 @@ its own dropout stream while the data order stays the run seed's, and the log na
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from bert.data.loader import TrainLoader
 from bert.distributed.launch import DistContext
 from bert.mllog import RunLog
 from bert.system import load_system
-from tests.conftest import descriptor, write_descriptor
+from compliance.result_log import read_result_log
 
 SEED, LATE_S = 4242, 1.5
 
@@ -66,15 +65,15 @@ def startup_worker(rank: int, world_size: int, system_path: Path, data_dir: Path
     (mask0, _, order0), (mask1, arrived, order1) = everyone
     assert not torch.equal(mask0, mask1), "both ranks drew the same dropout mask"
     assert order0 and order1, "the data order depends on torch's generator state"
-    lines = [json.loads(line.split(":::MLLOG ", 1)[1]) for line in log_path.read_text().splitlines()]
-    run_start = next(line["time_ms"] for line in lines if line["key"] == "run_start")
+    result = read_result_log(log_path)
+    run_start = result.first("run_start").time_ms
     assert run_start >= arrived * 1000 - 20, f"run_start {run_start - arrived * 1000:.0f} ms before rank 1 arrived"
-    assert [line["value"] for line in lines if line["key"] == "seed"] == [SEED]
+    assert result.values("seed") == [SEED]
 
 
 def test_ranks_start_together_with_their_own_dropout_streams_and_the_run_seeds_data_order(
         spawn_ranks, small_dataset, tmp_path):
-    data = descriptor(processes_per_node=2, max_samples=32)  # one step of 32, then the sample cap
-    data["run"]["eval"].update(samples=64, interval_samples=32, batch_size=64)
-    system = write_descriptor(tmp_path, "startup_micro", data)
-    spawn_ranks(startup_worker, 2, system, small_dataset, tmp_path / "result_0.txt")
+    system = load_system("cpu_micro").variant(
+        {"processes_per_node": 2, "max_samples": 32,  # one step of 32, then the sample cap
+         "eval.samples": 64, "eval.interval_samples": 32, "eval.batch_size": 64}, name="startup_micro").write(tmp_path)
+    spawn_ranks(startup_worker, 2, system.path, small_dataset, tmp_path / "result_0.txt")

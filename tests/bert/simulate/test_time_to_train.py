@@ -2,7 +2,6 @@
 dtype on the wire, the optimizer's implementation, a throughput estimate), and the convergence rule of the
 trainer."""
 
-import json
 import math
 
 import numpy as np
@@ -13,24 +12,23 @@ from bert.cli import main
 from bert.optim.traffic import eager_lamb_bytes_per_parameter
 from bert.simulate.flops import flops_per_sequence
 from bert.simulate.time_to_train import converging_eval, model_parameters, predict
-from bert.system import load_system
+from bert.system import System, load_system
 from bert.token_rounding import TokenSizes
-from tests.conftest import descriptor, write_descriptor
 
 PERFORMANCE = {"gpu_samples_per_s": 100.0, "hbm_gb_s": 100.0, "intra_node_gb_s": 10.0, "inter_node_gb_s": 4.0,
                "link_latency_us": 5.0, "allreduce": "ring", "samples_to_converge": 1000}
 
 
-def _small_cluster(tmp_path, clip: str, **run_changes):
-    data = descriptor(processes_per_node=2, global_batch_size=64, clip=clip, performance=PERFORMANCE,
-                      bucket_cap_mb=0.25, **run_changes,
-                      eval={"target_accuracy": 0.72, "samples": 256, "interval_samples": 256, "batch_size": 64})
-    data["system"]["number_of_nodes"] = "2"
-    return write_descriptor(tmp_path, f"small_{clip}{len(run_changes)}", data)
+def _small_cluster(clip: str, run: dict | None = None) -> System:
+    return load_system("cpu_micro").variant(
+        {"processes_per_node": 2, "global_batch_size": 64, "clip": clip, "performance": PERFORMANCE,
+         "bucket_cap_mb": 0.25, **(run or {}),
+         "eval": {"target_accuracy": 0.72, "samples": 256, "interval_samples": 256, "batch_size": 64}},
+        name="small_cluster", description={"number_of_nodes": "2"})
 
 
-def test_a_small_case_computed_by_hand(tmp_path):
-    system = load_system(_small_cluster(tmp_path, "before_allreduce"))
+def test_a_small_case_computed_by_hand():
+    system = _small_cluster("before_allreduce")
     equal_lengths = np.full(1000, 48)  # every rank gets the same work: the balance ratio is exactly 1
     p = predict(system, 1000, equal_lengths)
     params = model_parameters(system)
@@ -53,12 +51,12 @@ def test_a_small_case_computed_by_hand(tmp_path):
     assert p.time_to_train_s == pytest.approx(steps * step + evals * eval_s)
 
 
-def test_overlap_hides_the_allreduce_behind_backward_when_the_clip_mode_allows_it(tmp_path):
+def test_overlap_hides_the_allreduce_behind_backward_when_the_clip_mode_allows_it():
     equal = np.full(1000, 48)
-    before = predict(load_system(_small_cluster(tmp_path, "before_allreduce")), 1000, equal).step
-    bucketwise = predict(load_system(_small_cluster(tmp_path, "bucketwise_before_allreduce")), 1000, equal).step
-    after = predict(load_system(_small_cluster(tmp_path, "after_allreduce")), 1000, equal).step
-    system = load_system(_small_cluster(tmp_path, "after_allreduce"))
+    before = predict(_small_cluster("before_allreduce"), 1000, equal).step
+    bucketwise = predict(_small_cluster("bucketwise_before_allreduce"), 1000, equal).step
+    after = predict(_small_cluster("after_allreduce"), 1000, equal).step
+    system = _small_cluster("after_allreduce")
     buckets = math.ceil(model_parameters(system) * 4 / (0.25 * 2**20))
     # One coalesced message before the allreduce; one per bucket otherwise, each paying the latencies of the
     # ring inside the node (2 hops) and across the 2 nodes (2 hops) at 5 us.
@@ -71,22 +69,21 @@ def test_overlap_hides_the_allreduce_behind_backward_when_the_clip_mode_allows_i
     assert after.norm_s > 0 and bucketwise.norm_s == 0 and after.step_s > bucketwise.step_s
 
 
-def test_bf16_communication_and_the_compiled_update_are_what_the_descriptor_runs(tmp_path):
+def test_bf16_communication_and_the_compiled_update_are_what_the_descriptor_runs():
     equal = np.full(1000, 48)
-    base = predict(load_system(_small_cluster(tmp_path, "before_allreduce")), 1000, equal).step
-    fast = predict(load_system(_small_cluster(tmp_path, "before_allreduce", grad_comm_dtype="bf16",
-                                              optimizer={**descriptor()["run"]["optimizer"],
-                                                         "implementation": "compiled"})), 1000, equal).step
+    base = predict(_small_cluster("before_allreduce"), 1000, equal).step
+    fast = predict(_small_cluster("before_allreduce", {"grad_comm_dtype": "bf16",
+                                                       "optimizer.implementation": "compiled"}), 1000, equal).step
     assert (base.gradient_bytes, fast.gradient_bytes) == (4, 2)
     latency = 2 * 2 * 5e-6  # two hops inside the node and two across, paid once: the bytes halve, not these
     assert fast.allreduce_s - latency == pytest.approx((base.allreduce_s - latency) / 2)
     assert fast.optimizer_bytes == 40 and fast.optimizer_s == pytest.approx(base.optimizer_s * 40 / 128)
 
 
-def test_token_sizes_cost_the_compute_of_their_filler_tokens(tmp_path):
+def test_token_sizes_cost_the_compute_of_their_filler_tokens():
     equal = np.full(1000, 48)
-    base = predict(load_system(_small_cluster(tmp_path, "before_allreduce")), 1000, equal)
-    rounded = predict(load_system(_small_cluster(tmp_path, "before_allreduce", token_sizes=4)), 1000, equal)
+    base = predict(_small_cluster("before_allreduce"), 1000, equal)
+    rounded = predict(_small_cluster("before_allreduce", {"token_sizes": 4}), 1000, equal)
     # 16 sequences of 48 tokens a micro-batch (and 64 in an eval batch), each rounded up to its size.
     train_sizes, eval_sizes = (TokenSizes.spread(4, batch, 64) for batch in (16, 64))
     train_cost, eval_cost = (sizes.size_for(48 * batch, batch) / (48 * batch)
@@ -98,18 +95,16 @@ def test_token_sizes_cost_the_compute_of_their_filler_tokens(tmp_path):
     assert rounded.eval_s == pytest.approx(base.eval_s * eval_cost)
 
 
-def test_an_estimated_throughput_comes_from_the_model_flops_and_says_so(tmp_path):
+def test_an_estimated_throughput_comes_from_the_model_flops_and_says_so():
     performance = {**PERFORMANCE, "gpu_samples_per_s": None, "model_flops_utilization": 0.4, "peak_tflops": 2.0}
-    data = descriptor(performance=performance)
-    system = load_system(write_descriptor(tmp_path, "estimated", data))
+    system = load_system("cpu_micro").variant({"performance": performance})
     lengths = np.full(1000, 48)
     p = predict(system, 1000, lengths)
     expected = 0.4 * 2e12 / flops_per_sequence(system.model_config(), lengths, system.run.max_predictions_per_seq)
     assert p.throughput.estimate and p.throughput.samples_per_s == pytest.approx(expected)
     assert "ESTIMATE" in p.throughput.source
-    both = descriptor(performance={**performance, "gpu_samples_per_s": 5.0})
     with pytest.raises(ValueError, match="either gpu_samples_per_s"):
-        load_system(write_descriptor(tmp_path, "both", both))
+        system.variant({"performance.gpu_samples_per_s": 5.0})
 
 
 def test_the_run_stops_at_the_first_eval_past_the_convergence_point():
@@ -119,17 +114,15 @@ def test_the_run_stops_at_the_first_eval_past_the_convergence_point():
 
 
 def test_simulate_command_prints_the_breakdown_and_the_prediction_last(tmp_path):
-    path = _small_cluster(tmp_path, "after_allreduce")
-    result = CliRunner().invoke(main, ["simulate", "--system", str(path)])
+    system = _small_cluster("after_allreduce").write(tmp_path)
+    result = CliRunner().invoke(main, ["simulate", "--system", str(system.path)])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[-1].startswith("predicted_time_to_train_s=")
     assert any("allreduce exposed" in line for line in lines)
     value = float(lines[-1].split("=")[1])
-    expected = predict(load_system(path), 1000).time_to_train_s
+    expected = predict(system, 1000).time_to_train_s
     assert value == pytest.approx(expected, rel=1e-3)
-    bare = json.loads(path.read_text())
-    del bare["run"]["performance"]
-    path.write_text(json.dumps(bare))
-    refused = CliRunner().invoke(main, ["simulate", "--system", str(path)])
+    bare = system.variant({"performance": None}, name="bare").write(tmp_path)
+    refused = CliRunner().invoke(main, ["simulate", "--system", str(bare.path)])
     assert refused.exit_code == 1 and "run.performance is not set" in refused.output

@@ -8,4 +8,8 @@ source "$repo/bootstrap.sh" test
 ruff check .
 # Two workers: most tests wait on processes they start (ranks, launchers, a Slurm cluster), so a second
 # worker uses the time; on a 2-core machine the suite takes about 10 minutes instead of 14. TEST_WORKERS=0 runs them in this process.
+# One torch thread per worker and per process a test starts, unless asked otherwise: torch's default of a
+# thread per core, times two workers and their subprocesses, oversubscribes the cores, and spinning OpenMP
+# threads then stall steps for seconds (an e2e run took 224 s instead of 45, a SIGTERM outlived its 10 s grace).
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 pytest -q -n "${TEST_WORKERS:-2}" --durations=30 "$@"

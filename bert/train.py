@@ -174,6 +174,7 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
 
     wait_for_all(ctx)  # every rank starts the clock together, as MLPerf times the slowest
     log.run_start()
+    # Read again after run_start, even when the checkpoint eval read it: MLPerf times every touch of the data.
     eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits, eval_sizes)
     loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, request.seed,
                          system.per_process_batch, ctx.device, balance=balance, limits=limits,

@@ -44,6 +44,8 @@ from benchmarks.reference_peer import check_reference_dir, run_reference  # noqa
 SHAPE = ["--max-seq-length", "512", "--max-predictions", "76"]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
+WORK_MARK = ".data-pipeline-work"  # marks a --work folder as this benchmark's own
+
 
 def _run(args: list[str]) -> tuple[str, float, float]:
     """Runs `mlperf-bert data ARGS --quiet`; returns (stdout, wall seconds, peak RSS in MiB of the command and
@@ -230,7 +232,13 @@ def main() -> None:
     add_no_results_flag(parser)
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="data-pipeline-"))
+    # The benchmark replaces what it wrote in its work folder (shards, copies, resharded output): a folder it
+    # did not make is refused rather than written into.
+    if work.is_dir() and any(work.iterdir()) and not (work / WORK_MARK).is_file():
+        parser.error(f"--work {work}: not empty and not a folder of this benchmark (no {WORK_MARK}); give a new "
+                     "or empty folder")
     work.mkdir(parents=True, exist_ok=True)
+    (work / WORK_MARK).touch()
     try:
         lines = measure(args, work)
     finally:

@@ -7,6 +7,7 @@ at toy sizes, as the rehearsal (GPU_CHECK_DEVICE=cpu) that CI runs so that the s
     python benchmarks/gpu_check.py nosync      # the real step never waits for the GPU (bf16, then fp16)
     python benchmarks/gpu_check.py speed       # compiled layer and compiled LAMB update against their eager forms
     python benchmarks/gpu_check.py nccl        # DDP with the bucket-wise clip hook (bf16 gradient), a gloo group
+    python benchmarks/gpu_check.py graphs      # a static-shape compiled layer with and without CUDA graphs
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from bert.padding import TokenLayout
 from bert.simulate.load_balance import named_lengths
 from bert.step import TrainStep
 from bert.system import System, load_system
+from bert.token_rounding import TokenSizes
 from bert.varlen_attention import flash_kernel_usable
 
 SHORT_RUN_UPDATES, SHORT_RUN_EVALS = 60, 2
@@ -255,6 +257,56 @@ def speed_check(device: torch.device) -> bool:
     return ok
 
 
+def graphs_check(device: torch.device) -> bool:
+    """Issue 16 item 5: an encoder layer compiled for static shapes (run.token_sizes) against the same layer
+    recorded under CUDA graphs (run.cuda_graphs), forward and backward in train mode over micro-batches rounded
+    to one size, so that each side compiles once. On a CPU, reduce-overhead records no graph: the rehearsal runs
+    the code path only. Both sides must give the same gradient (the graph replays the same kernels)."""
+    sizes = SIZES[device.type]
+    config = named_config(sizes.model, hidden_dropout=0.0, attention_dropout=0.0)
+    torch.manual_seed(0)
+    static = EncoderLayer(config).to(device).train()
+    graphed = copy.deepcopy(static)
+    for p in (*static.parameters(), *graphed.parameters()):  # kept in place, as the step keeps them under graphs
+        p.grad = torch.zeros_like(p)
+    compile_layer(static, static=True)
+    compile_layer(graphed, static=True, cuda_graphs=True)
+    rounding = TokenSizes.spread(1, sizes.sequences, sizes.length)  # one size: every batch has one shape
+    batches = []
+    for k in range(3):
+        lengths = named_lengths("mlperf-wiki", sizes.sequences, seed=k, max_len=sizes.length)
+        layout = rounding.layout(lengths).to(device)
+        batches.append((torch.randn(layout.num_tokens, config.hidden_size, device=device, requires_grad=True),
+                        layout))
+
+    def layer_steps(module: torch.nn.Module, graphs: bool) -> Callable[[], None]:
+        def run() -> None:
+            for x, layout in batches:
+                if graphs:
+                    torch.compiler.cudagraph_mark_step_begin()
+                with torch.autocast(device.type, dtype=torch.bfloat16):
+                    module(x, layout, None).float().square().mean().backward()
+        return run
+
+    timings = {}
+    for name, module, graphs in (("static", static, False), ("graphs", graphed, True)):
+        for x, _ in batches:
+            x.grad = None
+        start = time.perf_counter()
+        layer_steps(module, graphs)()
+        compile_s = time.perf_counter() - start
+        timings[name] = (_seconds(layer_steps(module, graphs), device, 5), compile_s)
+    grads = [p.grad for p in static.parameters()], [p.grad for p in graphed.parameters()]
+    agree = all(torch.allclose(a, b, rtol=1e-2, atol=1e-3) for a, b in zip(*grads))
+    (static_s, static_compile), (graphs_s, graphs_compile) = timings["static"], timings["graphs"]
+    print(f"encoder layer forward + backward, 3 batches of {sizes.sequences} rounded to {rounding.sizes[0]} tokens, "
+          f"bf16: compiled {static_s * 1e3:.2f} ms (compiled in {static_compile:.1f} s), under CUDA graphs "
+          f"{graphs_s * 1e3:.2f} ms (in {graphs_compile:.1f} s): cuda_graphs_over_compiled_layer="
+          f"{graphs_s / static_s:.3f}")
+    print(f"graphs: {'ok' if agree else 'FAILED: the gradients differ'}")
+    return agree
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -304,7 +356,7 @@ def nccl_check(device: torch.device) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("check", choices=("descriptor", "layer", "nosync", "speed", "nccl"))
+    p.add_argument("check", choices=("descriptor", "layer", "nosync", "speed", "nccl", "graphs"))
     p.add_argument("paths", nargs="*", type=Path, help="descriptor: OUTDIR DATADIR")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     args = p.parse_args(argv)
@@ -316,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"torch {torch.__version__} sees no CUDA device; pass --device cpu for the rehearsal", file=sys.stderr)
         return 2
     device = torch.device(args.device, 0) if args.device == "cuda" else torch.device("cpu")
-    checks = {"layer": layer_check, "nosync": nosync_check, "speed": speed_check, "nccl": nccl_check}
+    checks = {"layer": layer_check, "nosync": nosync_check, "speed": speed_check, "nccl": nccl_check,
+              "graphs": graphs_check}
     return 0 if checks[args.check](device) else 1
 
 

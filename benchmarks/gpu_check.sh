@@ -23,6 +23,8 @@
 #                  corpus made on the CPU during stages 1-5, random weights)
 #   7. nccl        DDP with the bucket-wise clip hook over NCCL with the gradient sent in bf16 (item 4), a gloo
 #                  sub-group, the barrier before run_start
+#   8. graphs      a compiled encoder layer for static shapes with and without CUDA graphs (item 5; last, as
+#                  the stretch item: it runs when the budget has time left)
 # On the CPU cores, beside stages 2-3: the synthetic corpus (until stage 6), and benchmarks/loader.py (item 6:
 # every balance strategy's sequences per CPU second per rank on 8 ranks, with real pinning).
 # OUTDIR gets 8 files, the most a lend brings back: summary.md (also printed at the end), env.txt, checks.log
@@ -192,12 +194,13 @@ else
     failed=1
 fi
 stage nccl "$(limit 45)" "$out/checks.log" "${checks[@]}" nccl --device "$device" || failed=1
+stage graphs "$(limit 90)" "$out/checks.log" "${checks[@]}" graphs --device "$device" || failed=1
 
 {
     echo
     echo "## Figures"
     echo
-    grep -h -E "^(SDPA backend|attention path|layer output|bf16:|fp16:|encoder layer|LAMB update|gloo:|nccl:)" \
+    grep -h -E "^(SDPA backend|attention path|layer output|bf16:|fp16:|encoder layer|LAMB update|gloo:|nccl:|graphs:)" \
         "$out/checks.log" | sed 's/^/    /' || true
     grep -h -E "sequences per CPU second|^loader_seq_per_s_per_rank" "$out/checks.log" | sed 's/^ */    /' || true
     grep -h -A 11 -E "^one layer forward" "$out/checks.log" | sed 's/^/    /' || true

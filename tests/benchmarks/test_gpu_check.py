@@ -11,7 +11,7 @@ from tests.conftest import REPO
 FILES = {"summary.md", "env.txt", "checks.log", "throughput.log", "throughput_results.md", "gpu_check.json",
          "train.log", "result_0.txt"}
 STAGES = ("env", "descriptor", "data", "loader", "layer", "nosync", "cuda tests", "throughput", "speed", "train",
-          "nccl")
+          "nccl", "graphs")
 
 
 def test_the_gpu_check_rehearsal_passes_every_stage_on_the_cpu(tmp_path, cpu_env):
@@ -28,6 +28,7 @@ def test_the_gpu_check_rehearsal_passes_every_stage_on_the_cpu(tmp_path, cpu_env
     assert "layer output dtype torch.bfloat16" in summary and "nccl: ok" in summary
     assert "share matmul:" in summary and "peak resident memory" in summary
     assert "compiled_over_eager_layer=" in summary and "compiled_over_eager_lamb=" in summary
+    assert "cuda_graphs_over_compiled_layer=" in summary
     assert "attention path of the training step" in summary and "sent in bf16" in summary
     assert "loader_seq_per_s_per_rank=" in summary
     run = json.loads((out / "gpu_check.json").read_text())["run"]

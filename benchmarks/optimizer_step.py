@@ -95,8 +95,8 @@ def main(argv: list[str]) -> float:
     lines = [
         f"BERT-{args.model}: {parameters:,} parameters in {len(sides[0].params)} tensors, {args.threads} thread(s), "
         f"{args.rounds} rounds of {args.updates} updates per side",
-        f"eager LAMB (foreach): {eager * 1e3:.1f} ms of CPU time per update",
-        f"compiled LAMB: {compiled * 1e3:.1f} ms of CPU time per update (compiled in {compile_s:.1f} s)",
+        f"eager LAMB (foreach): {eager * 1e3:.3f} ms of CPU time per update",
+        f"compiled LAMB: {compiled * 1e3:.3f} ms of CPU time per update (compiled in {compile_s:.1f} s)",
         f"largest weight difference after {sides[0].updates + 1} updates: {difference:.3g} (weights up to {scale:.3g})",
         f"traffic per parameter: eager {eager_lamb_bytes_per_parameter(False):.0f} bytes counted, compiled "
         f"{FUSED_LAMB_TENSORS * FP32_BYTES} bytes modelled (two fused passes)",

@@ -9,8 +9,8 @@ micro-batch) as fast as the loader hands them over, with nothing else to do. Rea
 exchanging, collating and pinning all count: the CPU build of torch cannot pin memory, so each batch's tensors
 are copied into new ones where the loader would pin them (the copy a pin makes; marked). Per strategy:
 
-- sequences per CPU second of the rank's process (every thread: the reading thread, the exchange's, the
-  training thread's share), i.e. what one core sustains, and per wall second;
+- sequences per CPU second of the rank's process (every thread: the reading thread, the finisher that
+  exchanges, collates and pins, the training thread's share), i.e. what one core sustains, and per wall second;
 - the training thread's own CPU time per batch: what the training step would wait for.
 
 The peer is the consumer the loader must keep up with, quoted, not measured here: one H200 should train about

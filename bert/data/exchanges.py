@@ -1,12 +1,11 @@
 """What the loader asks of the ranks it balances with (run.balance): the two exchanges, as Protocols.
 
-The implementations live in bert.distributed (a gloo group of their own each); the loader only starts an
-exchange a step ahead and finishes it when the batch is due, so that the communication overlaps a step.
+The implementations live in bert.distributed (a gloo group of their own each); the loader calls them on its
+finisher thread a step ahead of the batch, so that the communication overlaps a step.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import Future
 from typing import Protocol
 
 import numpy as np
@@ -18,12 +17,9 @@ class SampleExchange(Protocol):
     """Presorting (bert.distributed.presort.PresortExchange): the ranks of a group gather their batches and each
     takes back an equal count of near-equal cost."""
 
-    def start(self, samples: Samples) -> Future:
-        """Sends this rank's batch; every rank of the group starts the same number of exchanges."""
-        ...
-
-    def finish(self, pending: Future) -> Samples:
-        """This rank's share of the group's sequences."""
+    def share(self, samples: Samples) -> Samples:
+        """Sends this rank's batch and returns its share of the group's sequences; every rank of the group
+        makes the same number of exchanges."""
         ...
 
 

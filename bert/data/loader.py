@@ -158,8 +158,7 @@ class TrainLoader:
             batch, epoch = next(self._packed), self._drawn_epoch
         else:
             epoch, samples = self._take()
-            exchange = self.balance.exchange
-            batch = self._collate(exchange.finish(exchange.start(samples)))
+            batch = self._collate(self.balance.exchange.share(samples))
         return epoch, batch.pin_memory() if self.pin else batch
 
     def __next__(self) -> Batch:

@@ -6,13 +6,12 @@ order of the sorted lengths), so that every rank gets as many sequences as it ga
 Local presorting (the seed paper) groups the ranks of one node of the launch shape: processes_per_node
 consecutive ranks, on the fast intra-node links; stratified sampling has already balanced the nodes. Global
 presorting (NVIDIA's exchange padding) groups all ranks. The exchange is one all-gather of fixed-size host
-tensors on a gloo group of its own, started a step ahead by the loader (bert.data.loader), so the step
-itself never waits for it and the device is not involved.
+tensors on a gloo group of its own, made a step ahead on the loader's finisher thread (bert.data.loader), so
+the step itself never waits for it and the device is not involved.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 
 import numpy as np
@@ -59,32 +58,22 @@ def decode(rows: torch.Tensor, row_len: int, predictions: int) -> Samples:
 
 class PresortExchange:
     """One rank's end of the exchange within its group (`members`, ranks in launch order): the loader's
-    bert.data.exchanges.SampleExchange. The deal runs on a thread of the exchange's own as soon as the gathered
-    batches arrive, so the training loop only collects its share."""
+    bert.data.exchanges.SampleExchange."""
 
     def __init__(self, group: dist.ProcessGroup, members: list[int], rank: int, row_len: int, predictions: int,
                  how: str = "balanced", attention_width: int = BERT_LARGE_ATTENTION_WIDTH):
         self.group, self.members, self.seat = group, members, members.index(rank)
         self.row_len, self.predictions = row_len, predictions
         self.how, self.attention_width = how, attention_width
-        self._dealer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"presort-{rank}")
 
-    def start(self, samples: Samples) -> Future:
+    def share(self, samples: Samples) -> Samples:
         mine = encode(samples, self.row_len, self.predictions)
         gathered = [torch.empty_like(mine) for _ in self.members]
-        work = dist.all_gather(gathered, mine, group=self.group, async_op=True)
-        return self._dealer.submit(self._share, work, gathered)
-
-    def _share(self, work: dist.Work, gathered: list[torch.Tensor]) -> Samples:
-        work.wait()
+        dist.all_gather(gathered, mine, group=self.group)
         everything = torch.cat(gathered)
         costs = sequence_cost(everything[:, 0].numpy(), self.attention_width)  # from the lengths alone
         mine = np.flatnonzero(deal(costs, len(self.members), self.how) == self.seat)
         return decode(everything[torch.from_numpy(mine)], self.row_len, self.predictions)  # only this rank's share
-
-    def finish(self, pending: Future) -> Samples:
-        """This rank's share of the group's sequences."""
-        return pending.result()
 
 
 def build_exchange(rank: int, world_size: int, ranks_per_node: int, strategy: str, row_len: int,

@@ -24,10 +24,8 @@ def _my_samples(rank: int):
 def presort_worker(rank: int, world_size: int, ranks_per_node: int, strategy: str) -> None:
     exchange = build_exchange(rank, world_size, ranks_per_node, strategy, ROW_LEN, PREDICTIONS, timeout_s=30)
     sent = _my_samples(rank)
-    first = exchange.start(sent)
-    second = exchange.start(sent)  # two in flight, as the loader keeps one a step ahead
-    got = exchange.finish(first)
-    assert len(exchange.finish(second)) == BATCH
+    got = exchange.share(sent)
+    assert len(exchange.share(sent)) == BATCH
     ids = got.tokens[got.offsets[:-1]].tolist()
     everyone = [None] * world_size
     dist.all_gather_object(everyone, (ids, int(got.lengths.sum()), got.tokens.tolist()))

@@ -35,7 +35,7 @@ from bert.interrupts import RunInterrupted, SignalGuard, exit_code
 from bert.mllog import ABORTED, SUCCESS, RunLog
 from bert.model import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
-from bert.step import TrainStep, autocast_for
+from bert.step import TrainStep
 from bert.system import System
 from bert.tf_names import tensor_names
 from bert.token_rounding import token_sizes
@@ -163,12 +163,11 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
     step_fn = TrainStep(system, ctx, model, build_optimizer(model, run_spec.optimizer),
                         build_schedule(run_spec.optimizer), request.nan_at_step)
     balance = loader_balance(system, ctx)
-    autocast = autocast_for(system, ctx)  # the eval runs the model as the step does
     eval_sizes = token_sizes(run_spec.token_sizes, run_spec.eval.batch_size, run_spec.max_seq_length)
     if checkpoint is not None:
         eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits,
                            eval_sizes)
-        _checkpoint_eval(ctx, system, eval_set.accuracy(model, run_spec.unpadded, autocast), log)
+        _checkpoint_eval(ctx, system, eval_set.accuracy(model, step_fn.unpadded, step_fn.autocast), log)
     seed_dropout(request.seed, ctx.rank)
     log.init_stop()
 
@@ -179,7 +178,7 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
     loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, request.seed,
                          system.per_process_batch, ctx.device, balance=balance, limits=limits,
                          sizes=token_sizes(run_spec.token_sizes, system.per_process_batch, run_spec.max_seq_length))
-    evaluate = functools.partial(eval_set.accuracy, model, run_spec.unpadded, autocast)
+    evaluate = functools.partial(eval_set.accuracy, model, step_fn.unpadded, step_fn.autocast)  # as the step runs it
     try:
         return _train(Training(system, ctx, log, step_fn, loader, evaluate, request.on_eval), progress)
     finally:

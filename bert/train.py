@@ -26,7 +26,14 @@ from bert.data.balance_plans import attention_width
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.loader import LoaderBalance, TrainLoader
 from bert.data.shards import SampleLimits
-from bert.distributed.launch import DistContext, init_distributed, rendezvous_store, shutdown, wait_for_all
+from bert.distributed.launch import (
+    DistContext,
+    init_distributed,
+    rank0_value,
+    rendezvous_store,
+    shutdown,
+    wait_for_all,
+)
 from bert.distributed.liveness import Heartbeat, describe_lost
 from bert.distributed.presort import PresortExchange, build_exchange
 from bert.distributed.row_exchange import RowExchange, build_row_exchange
@@ -141,10 +148,13 @@ def _leave(ctx: DistContext, heartbeat: Heartbeat | None) -> None:
 
 def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress) -> tuple[str, str | None]:
     system, run_spec = request.system, request.system.run
+    # Each process may have drawn a seed of its own (System.run_seed, when neither --seed nor run.seed gives
+    # one): the run's seed is rank 0's, which the log records.
+    seed = rank0_value(request.seed, ctx)
     log.cache_clear(request.cache_cleared)
     log.init_start()
     log.submission(system)
-    log.seed(request.seed)
+    log.seed(seed)
     log.hyperparameters(system)
     if ctx.world_size != system.world_size:
         raise RuntimeError(f"launched with {ctx.world_size} processes but {system.path} describes "
@@ -153,7 +163,7 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
     vocab = check_dataset(files, system)
     limits = SampleLimits(len(vocab), run_spec.max_seq_length)
     config = system.model_config()
-    torch.manual_seed(request.seed)  # the same initial weights on every rank
+    torch.manual_seed(seed)  # the same initial weights on every rank
     model = BertForPreTraining(config).to(ctx.device)
     checkpoint = system.init_checkpoint_path()
     if checkpoint is not None:
@@ -168,14 +178,14 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
         eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits,
                            eval_sizes)
         _checkpoint_eval(ctx, system, eval_set.accuracy(model, step_fn.unpadded, step_fn.autocast), log)
-    seed_dropout(request.seed, ctx.rank)
+    seed_dropout(seed, ctx.rank)
     log.init_stop()
 
     wait_for_all(ctx)  # every rank starts the clock together, as MLPerf times the slowest
     log.run_start()
     # Read again after run_start, even when the checkpoint eval read it: MLPerf times every touch of the data.
     eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits, eval_sizes)
-    loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, request.seed,
+    loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, seed,
                          system.per_process_batch, ctx.device, balance=balance, limits=limits,
                          sizes=token_sizes(run_spec.token_sizes, system.per_process_batch, run_spec.max_seq_length))
     evaluate = functools.partial(eval_set.accuracy, model, step_fn.unpadded, step_fn.autocast)  # as the step runs it

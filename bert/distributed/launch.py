@@ -108,6 +108,15 @@ def rendezvous_store(timeout_s: float) -> dist.Store:
                          timeout=timedelta(seconds=timeout_s))
 
 
+def rank0_value(value: int, ctx: DistContext) -> int:
+    """Rank 0's `value`, on every rank (a broadcast; alone, the value itself)."""
+    if not ctx.distributed:
+        return value
+    tensor = torch.tensor([value], dtype=torch.int64, device=ctx.device)
+    dist.broadcast(tensor, src=0)
+    return int(tensor.item())
+
+
 def all_reduce_sum(tensor: torch.Tensor, ctx: DistContext) -> torch.Tensor:
     if ctx.distributed:
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)

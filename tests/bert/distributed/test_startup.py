@@ -1,5 +1,6 @@
 """The start of a run on 2 gloo ranks (bert.train._run): the ranks start the clock together, each rank draws
-its own dropout stream while the data order stays the run seed's, and the log names the run seed once."""
+its own dropout stream while the data order stays the run seed's, and the log names the run seed once. Each
+rank is handed a seed of its own, as when every process draws one (System.run_seed): the run's is rank 0's."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def startup_worker(rank: int, world_size: int, system_path: Path, data_dir: Path
     seen: dict = {}
     _watch(rank, seen)
     log = RunLog(log_path, rank, echo=False)
-    status, reason = trainer._run(trainer.RunRequest(system, SEED, log_path, data_dir), ctx, log, trainer.Progress())
+    request = trainer.RunRequest(system, SEED + rank, log_path, data_dir)  # rank 1's own seed must not count
+    status, reason = trainer._run(request, ctx, log, trainer.Progress())
     log.close()
     assert "sample cap" in reason, (status, reason)
 

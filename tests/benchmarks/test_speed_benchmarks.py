@@ -28,4 +28,5 @@ def test_loader_benchmark_measures_every_strategy_and_prints_the_slowest(cpu_env
                  "--warmup", "2", "--batches", "4", env=cpu_env)
     rates = [float(m.group(1)) for line in lines if (m := re.match(r"  \S+ +([0-9]+) sequences per CPU second", line))]
     assert len(rates) == 5  # none, stratified, the two presorts, packed
+    assert "(1.00x none;" in next(line for line in lines if line.startswith("  none "))  # measured, same run
     assert lines[-1] == f"loader_seq_per_s_per_rank={min(rates):.0f}"

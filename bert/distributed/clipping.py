@@ -67,7 +67,7 @@ def start_allreduce_mean_(buffer: torch.Tensor, group: dist.ProcessGroup,
                           dtype: torch.dtype = torch.float32) -> torch.futures.Future[torch.Tensor]:
     """Starts averaging `buffer` in place over the ranks of `group`, sent in `dtype`; the future's value is
     `buffer`, averaged (its wait raises the collective's error, if it failed)."""
-    wire = buffer.div_(group.size()) if dtype == buffer.dtype else buffer.div(group.size()).to(dtype)
+    wire = buffer.div_(group.size()).to(dtype)  # buffer itself in its own dtype, else a copy copied back
     work = dist.all_reduce(wire, group=group, async_op=True)
     return work.get_future().then(functools.partial(_averaged_into, buffer, wire))
 

@@ -76,8 +76,7 @@ def create_instances(documents: Documents, spec: SampleSpec, special: SpecialIds
 
 def masked_counts(spec: SampleSpec) -> list[int]:
     """counts[c]: how many of an instance's c candidates (its tokens but [CLS] and [SEP]) the reference masks."""
-    return [min(c, spec.max_predictions, max(1, int(round((c + 3) * spec.masked_lm_prob))))
-            for c in range(spec.max_seq_length - 2)]
+    return spec.masked_count(np.arange(spec.max_seq_length - 2) + 3).tolist()
 
 
 def _compiled_replay(library, documents: Documents, spec: SampleSpec, special: SpecialIds, seed: int,

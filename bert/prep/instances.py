@@ -36,6 +36,13 @@ class SampleSpec:
     masked_lm_prob: float = 0.15
     short_seq_prob: float = 0.1
 
+    def masked_count(self, lengths: np.ndarray) -> np.ndarray:
+        """How many positions the reference masks in instances of `lengths` tokens ([CLS] A [SEP] B [SEP]): 15%,
+        rounded half to even, at least 1, at most max_predictions and the candidates (all but [CLS] and [SEP])."""
+        lengths = np.asarray(lengths, dtype=np.int64)
+        count = np.rint(lengths * self.masked_lm_prob).astype(np.int64)
+        return np.minimum(np.clip(count, 1, self.max_predictions), np.maximum(lengths - 3, 0))
+
     def check(self) -> None:
         """Raises ValueError naming the option that is out of range."""
         if self.max_seq_length < 5:
@@ -187,8 +194,7 @@ def _mask(tokens: np.ndarray, offsets: np.ndarray, a_len: np.ndarray, b_len: np.
     """Masks `tokens` in place; returns (positions, original ids), [N, max_predictions], sorted, 0-padded."""
     n, width = len(a_len), spec.max_predictions
     candidates = a_len + b_len
-    count = np.rint((candidates + 3) * spec.masked_lm_prob).astype(np.int64)
-    count = np.minimum(np.minimum(np.maximum(count, 1), width), candidates)
+    count = spec.masked_count(candidates + 3)
     # A uniform subset of `count` candidates: the candidates with the smallest random keys.
     keys = rng.random((n, int(candidates.max())), dtype=np.float32)
     keys[np.arange(keys.shape[1])[None, :] >= candidates[:, None]] = 2.0

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.prep.instances import Documents, SampleSpec, SpecialIds
+from bert.prep.instances import Documents, SampleSpec, SpecialIds, offsets_of
 from bert.prep.py_random import WordWindow, random_cut
 
 KEEP = -1  # replacement code: the masked position keeps its word
@@ -143,8 +143,7 @@ def compiled_samples(library: ctypes.CDLL, tokens: np.ndarray, spans: np.ndarray
     if len(rows) and np.diff(mask_offsets)[rows].max() > width:
         raise ValueError(f"an instance has more masked positions than max_predictions {width}")
     lengths = arrays[1][arrays[5]][:, [1, 3]].sum(1) + 3  # [CLS] A [SEP] B [SEP]
-    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
+    offsets = offsets_of(lengths)
     out = (np.empty(offsets[-1], dtype=np.int32), np.empty(offsets[-1], dtype=np.int8),
            np.zeros((len(rows), width), dtype=np.int32), np.zeros((len(rows), width), dtype=np.int32))
     library.build_samples(*(a.ctypes.data for a in arrays), len(rows), special.cls, special.sep, KEEP, width,

@@ -25,13 +25,7 @@ def training_flops(config: BertConfig, lengths: np.ndarray, masked: float) -> fl
     return 3 * (config.num_layers * layer + head)
 
 
-def masked_tokens(lengths: np.ndarray, max_predictions: int) -> np.ndarray:
-    """The masked positions of sequences of `lengths` under the reference's rule: 15%, at least 1, at most
-    max_predictions."""
-    share = np.rint(np.asarray(lengths, dtype=np.float64) * SampleSpec.masked_lm_prob)
-    return np.clip(share, 1, max_predictions)
-
-
 def flops_per_sequence(config: BertConfig, lengths: np.ndarray, max_predictions: int) -> float:
     """Mean training FLOPs per sequence of the length distribution `lengths`."""
-    return training_flops(config, lengths, float(masked_tokens(lengths, max_predictions).sum())) / len(lengths)
+    masked = SampleSpec(max_predictions=max_predictions).masked_count(lengths)  # the reference's rule
+    return training_flops(config, lengths, float(masked.sum())) / len(lengths)

@@ -179,9 +179,10 @@ def measure(args: argparse.Namespace, work: Path) -> list[str]:
         f"{fast_samples / fast_cpu:,.0f} samples/s per core, peak worker RSS {median('fast', 3):,.0f} MiB",
         f"every array of every sample equal to the reference's: {match}",
     ]
-    if len(rounds) > 1:
-        lines.append("per round, ratio to the reference (exact, varlen, fast): " + "; ".join(
-            f"{e:.2f}, {v:.2f}, {f:.2f}" for e, v, f in zip(ratios("exact"), ratios("varlen"), ratios("fast"))))
+    if len(rounds) > 1:  # the ratios below pair each round's sides (run back to back), not the medians above
+        per_round = zip(ratios("exact"), ratios("varlen"), ratios("fast"))
+        lines.append("per round, ratio to the reference (exact, varlen, fast; the ratios below are their medians): "
+                     + "; ".join(f"{e:.2f}, {v:.2f}, {f:.2f}" for e, v, f in per_round))
     shards = [work / "exact" / "part.hdf5"]
     double = work / "double"
     shutil.rmtree(double, ignore_errors=True)

@@ -61,7 +61,8 @@ if ((first_seed + nexp - 1 > MAX_SEED)); then
 fi
 logdir="${LOGDIR:-logs}/$SYSTEM_NAME"
 datadir="${DATADIR:-$DATASET_DIR}"
-plan_args=(--data-dir "$datadir" --node-rank "${NODE_RANK:-0}")
+node_rank=$(whole_number NODE_RANK "${NODE_RANK:-0}" 0 $((NODES - 1))) || exit 2  # 00 is node 0 too
+plan_args=(--data-dir "$datadir" --node-rank "$node_rank")
 if [[ -n "${SLURM_JOB_ID:-}" ]]; then
     # Refuses an allocation that cannot run the descriptor (one line); prints the first node's address.
     first_node=$(mlperf-bert system allocation "$system") || exit 2
@@ -78,7 +79,7 @@ else
 fi
 # Rank 0, which writes the log, runs on node 0; the wrappers of the other torchrun nodes claim no result file.
 logging_node=1
-if [[ -z "${SLURM_JOB_ID:-}" && "$NODES" != 1 && "$NODE_RANK" != 0 ]]; then logging_node=0; fi
+if [[ -z "${SLURM_JOB_ID:-}" && "$NODES" != 1 && "$node_rank" != 0 ]]; then logging_node=0; fi
 if [[ $dry_run == 1 ]]; then
     exec mlperf-bert system plan "$SYSTEM_PATH" --seed "$first_seed" --log-file "$logdir/result_<i>.txt" \
         "${plan_args[@]}"
@@ -155,7 +156,7 @@ for ((i = 0; i < nexp; i++)); do
         partial="$logdir/result_$index.txt.partial"
         where="log $logdir/result_$index.txt"
     else
-        partial=/dev/null where="node $NODE_RANK: node 0 keeps the log"  # no rank here writes one
+        partial=/dev/null where="node $node_rank: node 0 keeps the log"  # no rank here writes one
     fi
     seed=$((first_seed + i))
 
@@ -187,7 +188,7 @@ for ((i = 0; i < nexp; i++)); do
     if [[ $logging_node == 0 ]]; then
         ran=$((ran + 1))
         if [[ $status != 0 ]]; then
-            echo "run_and_time: run $((i + 1)) FAILED on node $NODE_RANK (launcher exit status $status)" >&2
+            echo "run_and_time: run $((i + 1)) FAILED on node $node_rank (launcher exit status $status)" >&2
             failed+=("run $((i + 1))")
         fi
         if [[ -n "$interrupted" ]]; then break; fi

@@ -21,6 +21,7 @@ from tests.faults.conftest import fake_launcher, single_line_error, wrapper
     ("SEED", "4294967295", "seeds 4294967295..4294967296 of NEXP=2 runs pass the largest seed 4294967295; use a "
                            "smaller SEED"),
     ("ON_EXISTING", "overwrite", "ON_EXISTING=overwrite must be next or refuse"),
+    ("NODE_RANK", "1", "NODE_RANK=1: must be a whole number from 0 to 0"),  # cpu_micro has one node
 ])
 def test_bad_numbers_and_choices_are_one_line_and_start_nothing(tmp_path, cpu_env, variable, value, message):
     env = {**cpu_env, "NEXP": "2", "LOGDIR": str(tmp_path / "logs"), "DATADIR": str(tmp_path / "data"),

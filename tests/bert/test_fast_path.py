@@ -20,6 +20,7 @@ from bert.system import load_system
 from bert.tf_names import torch_to_hf
 from bert.transformers_peer import peer_model, to_hf_batch
 from bert.typed_config import ConfigError
+from tests.helpers.compile import skip_unless_compile_works
 from tests.helpers.systems import cpu_variant
 
 CPU = DistContext(0, 1, 0, 1, torch.device("cpu"))
@@ -171,15 +172,8 @@ def test_gather_rows_gradient_equals_index_select():
     assert torch.autograd.gradcheck(lambda t: gather_rows(t, index), (x,))
 
 
-def _skip_unless_compile_works() -> None:
-    try:
-        torch.compile(lambda t: t * 2, dynamic=True)(torch.ones(3))
-    except Exception as e:  # inductor needs a working C++ compiler on CPU
-        pytest.skip(f"torch.compile does not work on this machine: {type(e).__name__}: {e}")
-
-
 def test_compile_switch_compiles_the_encoder_and_matches_eager(small_dataset):
-    _skip_unless_compile_works()
+    skip_unless_compile_works()
     assert load_system("cpu_micro").variant({"compile": True}).run.compile
     losses = []
     for compile_encoder in (False, True):

@@ -4,7 +4,6 @@ most a couple of times; with token sizes (run.token_sizes) the layer is compiled
 size. One inductor compilation of a small layer: about 20-60 s on a shared 2-core machine."""
 
 import numpy as np
-import pytest
 import torch
 import torch._dynamo
 from torch._dynamo.utils import counters
@@ -14,6 +13,7 @@ from bert.data.batch import collate
 from bert.model import BertForPreTraining, EncoderLayer, compile_encoder
 from bert.padding import TokenLayout
 from bert.token_rounding import TokenSizes
+from tests.helpers.compile import skip_unless_compile_works
 from tests.helpers.samples import make_samples
 
 CONFIG = named_config("micro", num_layers=3, hidden_dropout=0.1, attention_dropout=0.1)
@@ -39,10 +39,7 @@ def test_an_encoder_layer_traces_to_one_graph_without_a_break():
 
 
 def test_100_steps_of_changing_token_counts_compile_the_shared_layer_graph_at_most_twice():
-    try:
-        torch.compile(lambda t: t * 2)(torch.ones(3))
-    except Exception as e:  # inductor needs a working C++ compiler on CPU
-        pytest.skip(f"torch.compile does not work on this machine: {type(e).__name__}: {e}")
+    skip_unless_compile_works()
     torch._dynamo.reset()
     counters.clear()
     torch.manual_seed(0)
@@ -67,10 +64,7 @@ def test_100_steps_of_changing_token_counts_compile_the_shared_layer_graph_at_mo
 
 
 def test_with_token_sizes_100_steps_meet_at_most_k_shapes_and_compile_the_static_layer_at_most_k_times():
-    try:
-        torch.compile(lambda t: t * 2)(torch.ones(3))
-    except Exception as e:
-        pytest.skip(f"torch.compile does not work on this machine: {type(e).__name__}: {e}")
+    skip_unless_compile_works()
     torch._dynamo.reset()
     counters.clear()
     torch.manual_seed(0)

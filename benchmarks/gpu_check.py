@@ -18,7 +18,6 @@ import dataclasses
 import datetime
 import os
 import socket
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -182,52 +181,55 @@ def nosync_check(device: torch.device) -> bool:
     return ok
 
 
-def _seconds(work: Callable[[], object], device: torch.device, repeats: int) -> float:
-    """The median wall time of `work` over `repeats` calls, the device's work included."""
-    times = []
-    for _ in range(repeats):
-        _sync(device)
-        start = time.perf_counter()
-        work()
-        _sync(device)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+TIMED_REPEATS = 5  # calls timed per side, after the one that compiles
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+def _mlperf_batches(sizes: Sizes, hidden: int, device: torch.device, rounding: TokenSizes | None = None,
+                    dtype: torch.dtype = torch.float32) -> list[tuple[torch.Tensor, TokenLayout]]:
+    """Three layer inputs of `sizes.sequences` MLPerf-length sequences each (three token counts, or one when
+    `rounding` rounds them), with their layouts."""
+    batches = []
+    for k in range(3):
+        lengths = named_lengths("mlperf-wiki", sizes.sequences, seed=k, max_len=sizes.length)
+        layout = (TokenLayout.from_lengths(torch.from_numpy(lengths), sizes.length) if rounding is None
+                  else rounding.layout(lengths)).to(device)
+        batches.append((torch.randn(layout.num_tokens, hidden, device=device, dtype=dtype, requires_grad=True),
+                        layout))
+    return batches
+
+
+def _layer_steps(module: torch.nn.Module, batches: list, device: torch.device,
+                 graphs: bool = False) -> Callable[[], None]:
+    """Forward and backward of `module` over `batches` under bf16 autocast (a new CUDA graph round each, with
+    `graphs`)."""
+    def run() -> None:
+        for x, layout in batches:
+            if graphs:
+                torch.compiler.cudagraph_mark_step_begin()
+            with torch.autocast(device.type, dtype=torch.bfloat16):
+                module(x, layout, None).float().square().mean().backward()
+    return run
 
 
 def speed_check(device: torch.device) -> bool:
     """Issue 16's compiled forms against their eager ones, in one process: an encoder layer (regional
     compilation, dynamic token counts, dropout 0.1) over batches of MLPerf-length sequences, and the LAMB update
     of the whole model. Prints each one's time and the ratio; the update must equal the eager one."""
+    from profiling import median_seconds  # beside this script
+
     sizes = SIZES[device.type]
     config = named_config(sizes.model, hidden_dropout=0.1, attention_dropout=0.1)
     torch.manual_seed(0)
     layer = EncoderLayer(config).to(device).train()
     compiled_layer = copy.deepcopy(layer)
     compile_layer(compiled_layer)
-    batches = []
-    for k in range(3):  # three token counts: the compiled layer must not recompile for each
-        lengths = torch.from_numpy(named_lengths("mlperf-wiki", sizes.sequences, seed=k, max_len=sizes.length))
-        layout = TokenLayout.from_lengths(lengths, sizes.length).to(device)
-        batches.append((torch.randn(layout.num_tokens, config.hidden_size, device=device, dtype=torch.bfloat16,
-                                    requires_grad=True), layout))
-
-    def layer_steps(module: torch.nn.Module) -> Callable[[], None]:
-        def run() -> None:
-            for x, layout in batches:
-                with torch.autocast(device.type, dtype=torch.bfloat16):
-                    module(x, layout, None).float().square().mean().backward()
-        return run
-
+    # Three token counts: the compiled layer must not recompile for each.
+    batches = _mlperf_batches(sizes, config.hidden_size, device, dtype=torch.bfloat16)
     start = time.perf_counter()
-    layer_steps(compiled_layer)()
+    _layer_steps(compiled_layer, batches, device)()
     compile_s = time.perf_counter() - start
-    eager_s = _seconds(layer_steps(layer), device, 5)
-    compiled_s = _seconds(layer_steps(compiled_layer), device, 5)
+    eager_s = median_seconds(_layer_steps(layer, batches, device), device, TIMED_REPEATS)
+    compiled_s = median_seconds(_layer_steps(compiled_layer, batches, device), device, TIMED_REPEATS)
     tokens = sum(layout.num_tokens for _, layout in batches)
     print(f"encoder layer forward + backward, 3 batches of {sizes.sequences} MLPerf-length sequences ({tokens} "
           f"tokens), bf16, dropout 0.1: eager {eager_s * 1e3:.2f} ms, compiled {compiled_s * 1e3:.2f} ms (compiled "
@@ -245,13 +247,14 @@ def speed_check(device: torch.device) -> bool:
     optimizers[1].step()
     optimizers[0].step()
     lamb_compile_s = time.perf_counter() - start
-    eager_s, compiled_s = (_seconds(o.step, device, 5) for o in optimizers)
+    eager_s, compiled_s = (median_seconds(o.step, device, TIMED_REPEATS) for o in optimizers)
     with torch.no_grad():
         drift = max(float((a - b).abs().max()) for a, b in zip(model.parameters(), twin.parameters()))
     parameters = sum(p.numel() for p in model.parameters())
     print(f"LAMB update of BERT-{sizes.model} with {len(model.bert.encoder)} layers ({parameters:,} parameters): "
           f"eager {eager_s * 1e3:.2f} ms, compiled {compiled_s * 1e3:.2f} ms (compiled in {lamb_compile_s:.1f} s), "
-          f"largest difference after 6 updates {drift:.2g}: compiled_over_eager_lamb={compiled_s / eager_s:.3f}")
+          f"largest difference after {1 + TIMED_REPEATS} updates {drift:.2g}: "
+          f"compiled_over_eager_lamb={compiled_s / eager_s:.3f}")
     ok = drift < 1e-5 and all(x.grad is not None and x.grad.isfinite().all() for x, _ in batches)
     print(f"speed: {'ok' if ok else 'FAILED'}")
     return ok
@@ -262,6 +265,8 @@ def graphs_check(device: torch.device) -> bool:
     recorded under CUDA graphs (run.cuda_graphs), forward and backward in train mode over micro-batches rounded
     to one size, so that each side compiles once. On a CPU, reduce-overhead records no graph: the rehearsal runs
     the code path only. Both sides must give the same gradient (the graph replays the same kernels)."""
+    from profiling import median_seconds  # beside this script
+
     sizes = SIZES[device.type]
     config = named_config(sizes.model, hidden_dropout=0.0, attention_dropout=0.0)
     torch.manual_seed(0)
@@ -272,30 +277,16 @@ def graphs_check(device: torch.device) -> bool:
     compile_layer(static, static=True)
     compile_layer(graphed, static=True, cuda_graphs=True)
     rounding = TokenSizes.spread(1, sizes.sequences, sizes.length)  # one size: every batch has one shape
-    batches = []
-    for k in range(3):
-        lengths = named_lengths("mlperf-wiki", sizes.sequences, seed=k, max_len=sizes.length)
-        layout = rounding.layout(lengths).to(device)
-        batches.append((torch.randn(layout.num_tokens, config.hidden_size, device=device, requires_grad=True),
-                        layout))
-
-    def layer_steps(module: torch.nn.Module, graphs: bool) -> Callable[[], None]:
-        def run() -> None:
-            for x, layout in batches:
-                if graphs:
-                    torch.compiler.cudagraph_mark_step_begin()
-                with torch.autocast(device.type, dtype=torch.bfloat16):
-                    module(x, layout, None).float().square().mean().backward()
-        return run
-
+    batches = _mlperf_batches(sizes, config.hidden_size, device, rounding)
     timings = {}
     for name, module, graphs in (("static", static, False), ("graphs", graphed, True)):
         for x, _ in batches:
             x.grad = None
         start = time.perf_counter()
-        layer_steps(module, graphs)()
+        _layer_steps(module, batches, device, graphs)()
         compile_s = time.perf_counter() - start
-        timings[name] = (_seconds(layer_steps(module, graphs), device, 5), compile_s)
+        timings[name] = (median_seconds(_layer_steps(module, batches, device, graphs), device, TIMED_REPEATS),
+                         compile_s)
     grads = [p.grad for p in static.parameters()], [p.grad for p in graphed.parameters()]
     agree = all(torch.allclose(a, b, rtol=1e-2, atol=1e-3) for a, b in zip(*grads))
     (static_s, static_compile), (graphs_s, graphs_compile) = timings["static"], timings["graphs"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import resource
+import statistics
 import time
 from collections.abc import Callable
 
@@ -26,21 +27,33 @@ def category(name: str) -> str:
     return next((label for label, pattern in CATEGORIES if pattern.search(name)), OTHER)
 
 
-def _sync(device: torch.device) -> None:
+def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def median_seconds(work: Callable[[], object], device: torch.device, repeats: int) -> float:
+    """The median wall time of `work` over `repeats` calls, the device's work included."""
+    times = []
+    for _ in range(repeats):
+        sync(device)
+        start = time.perf_counter()
+        work()
+        sync(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def profile_once(work: Callable[[], object], device: torch.device) -> tuple[profile, float]:
     """Runs `work` once under torch.profiler; returns the profile and the wall seconds it took."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    _sync(device)
+    sync(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     with profile(activities=activities) as prof:
         start = time.perf_counter()
         work()
-        _sync(device)
+        sync(device)
         seconds = time.perf_counter() - start
     return prof, seconds
 

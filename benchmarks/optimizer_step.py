@@ -47,7 +47,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 class Side:
     def __init__(self, name: str, model: torch.nn.Module, compiled: bool):
-        self.name, self.model = name, model
+        self.name = name
         self.optimizer = Lamb(parameter_groups(model, 0.01), lr=1e-3, compiled=compiled)
         self.params = [p for group in self.optimizer.param_groups for p in group["params"]]
         self.cpu_seconds, self.updates = 0.0, 0

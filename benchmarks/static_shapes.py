@@ -50,8 +50,8 @@ def report(args: argparse.Namespace) -> tuple[list[str], int]:
     else:
         lengths, source = named_lengths("mlperf-wiki", count=1_000_000, max_len=args.max_len), "mlperf-wiki lengths"
     started = time.perf_counter()
-    train = epoch_shapes(lengths, args.samples, args.batch,
-                         [TokenSizes.spread(k, args.batch, args.max_len) for k in COUNTS])
+    rounding = [TokenSizes.spread(k, args.batch, args.max_len) for k in COUNTS]
+    train = epoch_shapes(lengths, args.samples, args.batch, rounding)
     evals = epoch_shapes(lengths, args.eval_samples, args.eval_batch,
                          [TokenSizes.spread(k, args.eval_batch, args.max_len) for k in COUNTS])
     lines = [f"epoch of {args.samples:,} sequences in {train[0].micro_batches:,} micro-batches of {args.batch} "
@@ -60,8 +60,7 @@ def report(args: argparse.Namespace) -> tuple[list[str], int]:
              f"  unrounded (peer): {train[0].distinct_tokens:,} distinct token counts in training, "
              f"{evals[0].distinct_tokens} in eval",
              "  sizes  step (tokens)  training shapes  filler tokens  eval shapes  eval fillers  shapes/unrounded"]
-    for k, ours, ev in zip(COUNTS, train, evals):
-        sizes = TokenSizes.spread(k, args.batch, args.max_len)
+    for k, sizes, ours, ev in zip(COUNTS, rounding, train, evals):
         lines.append(f"  {k:>5}  {sizes.sizes[0]:>13,}  {ours.distinct_rounded:>15}  {ours.padding:>13.2%}  "
                      f"{ev.distinct_rounded:>11}  {ev.padding:>12.2%}  "
                      f"{ours.distinct_rounded / ours.distinct_tokens:>16.4f}")

@@ -38,11 +38,11 @@ def text_corpus(tmp_path_factory) -> Path:
     return root
 
 
-def unchecked_descriptor(run: Mapping[str, object] | None = None, base: str = "cpu_micro") -> dict:
-    """The JSON of systems/<base>.json with run fields set by dotted path (`optimizer.beta_1`) and nothing
+def unchecked_descriptor(run: Mapping[str, object] | None = None) -> dict:
+    """The JSON of systems/cpu_micro.json with run fields set by dotted path (`optimizer.beta_1`) and nothing
     checked: the input of the tests of what the loader refuses, to break further by hand and write with
     write_unchecked. Every valid variant is made with System.variant (and System.write)."""
-    return with_run_values(json.loads((REPO / "systems" / f"{base}.json").read_text()), run or {})
+    return with_run_values(json.loads((REPO / "systems" / "cpu_micro.json").read_text()), run or {})
 
 
 def write_unchecked(folder: Path, name: str, data: dict) -> Path:

@@ -112,20 +112,25 @@ def build_plan(system: System, args: TrainArgs, launcher: str, num_shards: int,
                       rank_slots(system, num_shards, args.seed))
 
 
-def gradient_buckets(system: System) -> tuple[int, int]:
-    """(parameters, DDP gradient buckets) of the descriptor's model at its bucket_cap_mb."""
+def model_parameters(system: System) -> int:
+    """The parameters of the descriptor's model (counted on the meta device: nothing is allocated)."""
     import torch
 
     from bert.model import BertForPreTraining
 
     with torch.device("meta"):
-        params = sum(p.numel() for p in BertForPreTraining(system.model_config()).parameters())
-    return params, max(1, math.ceil(params * _FP32_BYTES / (system.run.bucket_cap_mb * 2**20)))
+        return sum(p.numel() for p in BertForPreTraining(system.model_config()).parameters())
+
+
+def gradient_buckets(parameters: int, system: System) -> int:
+    """DDP's gradient buckets for `parameters` at the descriptor's bucket_cap_mb."""
+    return max(1, math.ceil(parameters * _FP32_BYTES / (system.run.bucket_cap_mb * 2**20)))
 
 
 def _clip_line(system: System) -> str:
     run = system.run
-    params, buckets = gradient_buckets(system)
+    params = model_parameters(system)
+    buckets = gradient_buckets(params, system)
     if run.clip == "bucketwise_before_allreduce":
         return (f"clip: bucketwise_before_allreduce: DDP communication hook BucketwiseBeforeAllreduce, "
                 f"{buckets} bucket(s) of <= {run.bucket_cap_mb:g} MB for {params:,} parameters, each clipped to "

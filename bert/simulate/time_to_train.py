@@ -38,7 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from bert.data.balance_plans import attention_width
-from bert.optim.traffic import optimizer_bytes_per_parameter
+from bert.distributed.clipping import COMM_DTYPES
+from bert.distributed.plan import gradient_buckets, model_parameters
+from bert.optim.traffic import FP32_BYTES, optimizer_bytes_per_parameter
 from bert.simulate.flops import flops_per_sequence
 from bert.simulate.load_balance import named_lengths, simulate_balance
 from bert.simulate.static_shapes import epoch_shapes
@@ -46,8 +48,6 @@ from bert.system import System
 from bert.token_rounding import token_sizes
 
 BACKWARD_SHARE = 2 / 3  # backward does twice the forward's matmul work
-_FP32_BYTES = 4
-GRADIENT_BYTES = {"fp32": 4, "bf16": 2}  # per parameter on the wire, by run.grad_comm_dtype
 ROUNDED_BATCHES = 4096  # micro-batches drawn to measure the fillers' share
 
 
@@ -110,15 +110,6 @@ class Prediction:
         return self.train_s + self.evals * self.eval_s
 
 
-def model_parameters(system: System) -> int:
-    import torch
-
-    from bert.model import BertForPreTraining
-
-    with torch.device("meta"):
-        return sum(p.numel() for p in BertForPreTraining(system.model_config()).parameters())
-
-
 def allreduce_seconds(nbytes: float, nodes: int, gpus_per_node: int, system: System, messages: int = 1) -> float:
     """Hierarchical allreduce of `nbytes` per GPU in `messages` equal parts: a ring inside each node, then
     across nodes per shard."""
@@ -137,20 +128,16 @@ def allreduce_seconds(nbytes: float, nodes: int, gpus_per_node: int, system: Sys
     return seconds
 
 
-def _buckets(parameters: int, system: System) -> int:
-    return max(1, math.ceil(parameters * _FP32_BYTES / (system.run.bucket_cap_mb * 2**20)))
-
-
 def step_breakdown(system: System, parameters: int, balance_ratio: float, samples_per_s: float,
                    token_cost: float = 1.0) -> StepBreakdown:
     run, perf = system.run, system.run.performance
     micro_s = system.per_process_batch / samples_per_s * balance_ratio * token_cost
     compute = micro_s * run.gradient_accumulation_steps
-    buckets = _buckets(parameters, system)
+    buckets = gradient_buckets(parameters, system)
     messages = 1 if run.clip == "before_allreduce" else buckets
     allreduce = 0.0
     if system.world_size > 1:
-        allreduce = allreduce_seconds(parameters * GRADIENT_BYTES[run.grad_comm_dtype], system.nodes,
+        allreduce = allreduce_seconds(parameters * COMM_DTYPES[run.grad_comm_dtype].itemsize, system.nodes,
                                       run.processes_per_node, system, messages)
     hbm = perf.hbm_gb_s * 1e9
     norm = 0.0
@@ -159,10 +146,10 @@ def step_breakdown(system: System, parameters: int, balance_ratio: float, sample
     else:
         exposed = max(allreduce - BACKWARD_SHARE * micro_s, allreduce / buckets)
         if run.clip == "after_allreduce":
-            norm = parameters * _FP32_BYTES / hbm
+            norm = parameters * FP32_BYTES / hbm
     optimizer_bytes = optimizer_bytes_per_parameter(run.optimizer, run.precision)
     return StepBreakdown(compute, balance_ratio, allreduce, exposed if allreduce else 0.0, norm,
-                         parameters * optimizer_bytes / hbm, GRADIENT_BYTES[run.grad_comm_dtype], optimizer_bytes,
+                         parameters * optimizer_bytes / hbm, COMM_DTYPES[run.grad_comm_dtype].itemsize, optimizer_bytes,
                          token_cost)
 
 

@@ -9,9 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from bert.cli import main
+from bert.distributed.plan import model_parameters
 from bert.optim.traffic import eager_lamb_bytes_per_parameter
 from bert.simulate.flops import flops_per_sequence
-from bert.simulate.time_to_train import converging_eval, model_parameters, predict
+from bert.simulate.time_to_train import converging_eval, predict
 from bert.system import System, load_system
 from bert.token_rounding import TokenSizes
 

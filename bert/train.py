@@ -136,7 +136,7 @@ def _with_lost_ranks(reason: str, heartbeat: Heartbeat, ctx: DistContext) -> str
     """The reason of a failed distributed run, naming the ranks that were lost (a collective's error does not)."""
     lost = heartbeat.lost_ranks()
     if lost:
-        return f"{describe_lost(lost, ctx.local_world_size)}; {reason}"
+        return f"{describe_lost(lost, ctx.local_world_size, heartbeat.lost_after_s)}; {reason}"
     return reason
 
 

@@ -7,13 +7,13 @@ import time
 from tests.cluster.nodes import kill_node, micro_system, start_node
 from tests.faults.conftest import DIST_TIMEOUT_S, alive, assert_log_aborted, descendants, finish, wait_for_training
 
-# After the failure: the lost-rank check (bert.distributed.liveness.LOST_AFTER_S, 3 s), torchrun ending the
+# After the failure: the lost-rank check (bert.distributed.liveness.LOST_AFTER_BEATS of 1 s), torchrun ending the
 # node's ranks, sealing and publishing the log, with room for a loaded 2-core machine.
 NODE_LOSS_BOUND_S = 20
 
 
 def test_a_lost_node_ends_the_run_naming_its_ranks(tmp_path, fault_data, cpu_env):
-    # torchrun's own grace (30 s) for the ranks left after one failed: rank 0 needs LOST_AFTER_S of it.
+    # torchrun's own grace (30 s) for the ranks left after one failed: rank 0 needs 3 s of it.
     env = dict(cpu_env, PYTHONUNBUFFERED="1")
     system = micro_system(tmp_path, "micro_2x2_long", nodes=2, per_node=2, dist_timeout_s=DIST_TIMEOUT_S,
                           max_samples=10**7, print_interval_steps=2, **{"eval.target_accuracy": 0.99})

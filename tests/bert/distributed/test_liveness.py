@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import torch.distributed as dist
 
-from bert.distributed.liveness import Heartbeat, describe_lost
+from bert.distributed.liveness import Heartbeat, beat_seconds, describe_lost
 from tests.cluster.nodes import free_port
 
 
@@ -27,5 +27,12 @@ def test_a_rank_that_stops_beating_is_lost_and_one_that_ends_is_not():
 
 
 def test_the_reason_names_ranks_and_nodes():
-    assert describe_lost([2, 3], 2).startswith("rank(s) 2, 3 (node(s) 1) lost: no heartbeat for 3 s")
-    assert describe_lost([1, 8], 8).startswith("rank(s) 1, 8 (node(s) 0, 1) lost")
+    assert describe_lost([2, 3], 2, 3.0).startswith("rank(s) 2, 3 (node(s) 1) lost: no heartbeat for 3 s")
+    assert describe_lost([1, 8], 8, 3.0).startswith("rank(s) 1, 8 (node(s) 0, 1) lost")
+
+
+def test_the_beat_slows_at_scale_so_the_store_serves_at_most_512_beats_a_second():
+    assert beat_seconds(2) == beat_seconds(512) == 1.0  # the lost-rank check of small runs waits 3 s
+    for world_size in (1024, 4096, 8192):
+        assert world_size / beat_seconds(world_size) <= 512
+    assert beat_seconds(4096) == 8.0

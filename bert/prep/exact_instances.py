@@ -261,7 +261,7 @@ def build_samples(tokens: np.ndarray, instances: ExactInstances, rows: np.ndarra
         return Samples(tokens, segments, offsets, positions, labels, instances.nsp[rows])
     a_start, a_len, b_start, b_len = instances.spans[rows].T
     assembled, segments, offsets = assemble_pairs(tokens, a_start, a_len, b_start, b_len, special)
-    counts = np.diff(instances.mask_offsets)[rows]
+    counts = instances.mask_offsets[rows + 1] - instances.mask_offsets[rows]  # this block's rows only
     picks = concat_ranges(instances.mask_offsets[rows], counts)
     owner = np.repeat(np.arange(len(rows)), counts)
     column = np.arange(len(picks)) - np.repeat(offsets_of(counts)[:-1], counts)

@@ -17,7 +17,6 @@ import copy
 import dataclasses
 import datetime
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -298,19 +297,15 @@ def graphs_check(device: torch.device) -> bool:
     return agree
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def nccl_check(device: torch.device) -> bool:
     """One process, one GPU: the NCCL group (gloo on a CPU) with DDP and the bucket-wise clip hook, the gradient
     sent in bf16 (run.grad_comm_dtype), for 2 steps,
     a gloo sub-group with run.dist_timeout_s as the presort exchange makes one, and the barrier before
     run_start. (Several ranks on one GPU are refused by NCCL; tests/bert/distributed covers several gloo ranks.)"""
+    from clipping_overlap import free_port  # beside this script
+
     backend = "nccl" if device.type == "cuda" else "gloo"
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     dist.init_process_group(backend, rank=0, world_size=1, timeout=datetime.timedelta(seconds=60),
                             device_id=device if device.type == "cuda" else None)
     try:

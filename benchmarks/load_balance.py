@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
 import tempfile
 import time
@@ -263,12 +262,12 @@ def rank_main(rank: int, args: argparse.Namespace, port: int, paths: list[Path],
 
 
 def measured(args: argparse.Namespace) -> list[str]:
+    from clipping_overlap import free_port  # beside this script
+
     with tempfile.TemporaryDirectory() as tmp, mp.Manager() as manager:
         paths = write_dataset(Path(tmp), args.seq, 16384, 8)  # 2,048 a shard: the first one sets the bins
         results = manager.dict()
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         mp.spawn(rank_main, args=(args, port, paths, results), nprocs=RANKS)
         results = dict(results)
     base = results["none (unpadded)"][0]

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
 import tempfile
 import time
@@ -138,7 +137,8 @@ def report(args: argparse.Namespace, results: dict) -> tuple[list[str], float]:
 
 
 def main(argv: list[str]) -> float:
-    from load_balance import write_dataset  # beside this script
+    from clipping_overlap import free_port  # beside this script
+    from load_balance import write_dataset
 
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="loader-bench-") as tmp:
@@ -146,9 +146,7 @@ def main(argv: list[str]) -> float:
         paths = write_dataset(Path(tmp), args.seq, args.samples, args.shards, form="varlen")
         print(f"wrote {args.samples} samples in {args.shards} varlen shards in {time.perf_counter() - started:.1f} s",
               flush=True)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         with mp.Manager() as manager:
             shared = manager.dict()
             mp.spawn(rank_main, args=(args, port, paths, shared), nprocs=args.ranks, join=True)

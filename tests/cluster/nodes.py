@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -16,18 +15,13 @@ from pathlib import Path
 from bert.system import System, load_system
 from tests.conftest import REPO
 from tests.faults.conftest import descendants
+from tests.helpers.ports import free_port
 
 MICRO = REPO / "systems" / "cpu_micro.json"
 
 _PLAN_RANK = re.compile(r"\s+rank (\d+) node (\d+) local (\d+) group (\d+) device \S+ shards (\S+)")
 _RANK_REPORT = re.compile(r"rank (\d+) of (\d+): node (\d+), local rank (\d+) of (\d+), presort group (\S+); "
                           r"training shards read \(indices in sorted name order\): (.*)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def micro_system(folder: Path, name: str, nodes: int, per_node: int, **run: object) -> System:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ from mlperf_logging.compliance_checker.mlp_parser.ruleset_500 import parse_gener
 
 from bert.system import load_system
 from tests.conftest import REPO, copy_dataset
+from tests.helpers.ports import free_port
 from tests.helpers.runs import torchrun_command, train_command
 
 # Every case must end well within this; a hang fails the test instead of stalling the suite.
@@ -53,9 +53,7 @@ def torchrun(system: Path, data: Path, log: Path, env: dict, seed: int = 1) -> s
 def start_ranks(system: Path, data: Path, log: Path, env: dict, out: Path) -> list[subprocess.Popen]:
     """The ranks alone, with the environment torchrun would give them: for faults whose end the launcher
     would decide (torchrun kills the ranks left 30 s after one failed, whatever --shutdown-timeout says)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     procs = []
     for rank in range(RANKS):
         rank_env = dict(env, RANK=str(rank), WORLD_SIZE=str(RANKS), LOCAL_RANK=str(rank),

@@ -5,7 +5,6 @@ rank's traceback when one raises, or when they run past the timeout."""
 from __future__ import annotations
 
 import os
-import socket
 import time
 from datetime import timedelta
 
@@ -15,12 +14,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from tests.conftest import REPO
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.helpers.ports import free_port
 
 
 def _rank_main(rank: int, fn, world_size: int, port: int, args: tuple) -> None:
@@ -43,7 +37,7 @@ def spawn_ranks(monkeypatch):
     monkeypatch.syspath_prepend(str(REPO))
 
     def run(fn, world_size: int, *args, timeout: float = 90.0) -> None:
-        context = mp.start_processes(_rank_main, args=(fn, world_size, _free_port(), args), nprocs=world_size,
+        context = mp.start_processes(_rank_main, args=(fn, world_size, free_port(), args), nprocs=world_size,
                                      join=False, start_method="spawn")
         deadline = time.monotonic() + timeout
         while not context.join(timeout=1.0):

@@ -6,7 +6,7 @@ from datetime import timedelta
 import torch.distributed as dist
 
 from bert.distributed.liveness import Heartbeat, beat_seconds, describe_lost
-from tests.cluster.nodes import free_port
+from tests.helpers.ports import free_port
 
 
 def _store(port: int, master: bool) -> dist.TCPStore:

@@ -84,8 +84,10 @@ if [[ $dry_run == 1 ]]; then
     exec mlperf-bert system plan "$SYSTEM_PATH" --seed "$first_seed" --log-file "$logdir/result_<i>.txt" \
         "${plan_args[@]}"
 fi
-if [[ $logging_node == 1 ]]; then mkdir -p "$logdir" 2>/dev/null || refuse "cannot create the results folder $logdir; set LOGDIR to a folder you" \
-                                          "can write"; fi
+if [[ $logging_node == 1 ]]; then
+    mkdir -p "$logdir" 2>/dev/null || refuse "cannot create the results folder $logdir; set LOGDIR to a folder" \
+                                             "you can write"
+fi
 lock=""
 release_lock() {  # only the lock this wrapper made
     if [[ -n "$lock" ]]; then rm -f "$lock/pid"; rmdir "$lock" 2>/dev/null || true; fi
@@ -159,6 +161,9 @@ for ((i = 0; i < nexp; i++)); do
         partial=/dev/null where="node $node_rank: node 0 keeps the log"  # no rank here writes one
     fi
     seed=$((first_seed + i))
+    said_seed="seed $seed"
+    # Without SEED or run.seed each host draws its own; the ranks take rank 0's (bert.train), node 0's.
+    if [[ $logging_node == 0 && -z "${SEED:-}" ]]; then said_seed="node 0's seed"; fi
 
     cleared=--no-cache-cleared
     if [[ "${DROP_CACHES:-0}" == 1 ]]; then
@@ -175,7 +180,7 @@ for ((i = 0; i < nexp; i++)); do
             "$cleared")
     [[ ${#launch[@]} -gt 0 ]] || { echo "run_and_time: no launch command for $SYSTEM_NAME" >&2; exit 2; }
 
-    echo "run_and_time: run $((i + 1))/$nexp of $SYSTEM_NAME, seed $seed, $where"
+    echo "run_and_time: run $((i + 1))/$nexp of $SYSTEM_NAME, $said_seed, $where"
     start=$(date +%s.%N)
     # In the background, so that a signal to this script is served (passed on) while the run goes on.
     "${launch[@]}" &

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -34,6 +35,14 @@ def system_check(systems: tuple[str, ...]) -> None:
             raise click.ClickException(str(e)) from None
         click.echo(f"{s.path}: ok ({s.nodes} node(s) x {s.run.processes_per_node} process(es), "
                    f"global batch {s.run.global_batch_size}, model {s.run.model})")
+
+
+@system_group.command(name="show")
+@click.argument("system")
+def system_show(system: str) -> None:
+    """Print a descriptor as the trainer reads it: its bases merged in, every value stated."""
+    s = load_descriptor(system)
+    click.echo(json.dumps(s.data, indent=2))
 
 
 @system_group.command(name="env")

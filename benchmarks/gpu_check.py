@@ -123,8 +123,11 @@ def _step_system(device: torch.device, precision: str, world_size: int = 1, **ru
     """h200_1x1 as the no-sync and NCCL checks run it: 2 micro-batches a step (with dropout 0.1 everywhere),
     with the `run` changes given. On a CPU it is the rehearsal of that CUDA run (fp16 included)."""
     sizes = SIZES[device.type]
-    overrides = {} if sizes.model == "large" else {"hidden_dropout": 0.1, "attention_dropout": 0.1}
-    system = load_system("h200_1x1").variant(
+    base = load_system("h200_1x1")
+    overrides = {"gelu": base.model_config().gelu}  # the descriptor's, whatever the size
+    if sizes.model != "large":
+        overrides |= {"hidden_dropout": 0.1, "attention_dropout": 0.1}
+    system = base.variant(
         {"model": sizes.model, "model_overrides": overrides, "processes_per_node": world_size,
          "global_batch_size": 2 * sizes.sequences * world_size, "gradient_accumulation_steps": 2,
          "max_seq_length": sizes.length, "init_checkpoint": None, "precision": precision,

@@ -75,7 +75,10 @@ class OptimizerSpec:
     weight_decay_rate: float = ranged(0, default=0.01)
     end_learning_rate: float = ranged(0, default=0.0)
     warmup_steps: int = ranged(0, default=0)
-    start_warmup_step: int = ranged(default=0)  # negative: the warmup began before the first step
+    # Negative: the warmup began before the first step (the reference's phase-2 flags: -76). A positive start
+    # would give the reference a negative learning rate until then, so it is refused.
+    start_warmup_step: int = ranged(high=0, default=0, note="a positive start gives the reference a negative "
+                                    "learning rate before it; start the warm-up at 0 or before")
     training_steps: int = ranged(1)  # the decay horizon, logged as opt_learning_rate_training_steps
     poly_power: float = ranged(0, low_open=True, default=1.0)
     # How LAMB's update runs (bert.optim.lamb): eager, in foreach kernels (apex's FusedLAMB instead where apex is
@@ -148,7 +151,8 @@ MAX_TOKEN_SIZES = 64
 @dataclass(frozen=True, kw_only=True)
 class RunSpec:
     model: str = "large"
-    model_overrides: dict[str, int | float] = field(default_factory=dict)
+    # Fields of bert.config.BertConfig to change, e.g. {"gelu": "erf"} (the reference's is "tanh").
+    model_overrides: dict[str, int | float | str] = field(default_factory=dict)
     device: Literal["cpu", "cuda"]
     processes_per_node: int = ranged(1)
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"

@@ -164,8 +164,9 @@ class RunSpec:
     max_seq_length: int = ranged(5, default=512, note="[CLS] A [SEP] B [SEP] with a token in each segment")
     max_predictions_per_seq: int = ranged(1, default=76)
     optimizer: OptimizerSpec
-    # Where the gradient is clipped to clip_norm (bert.distributed.clipping): the reference global norm after
-    # DDP's allreduce, each rank's whole gradient before one allreduce, or each DDP bucket before its own.
+    # Where the gradient is clipped to clip_norm (bert.distributed.clipping): the global norm after DDP's
+    # allreduce (NVIDIA's), each rank's whole gradient before one allreduce (the reference's), or each DDP bucket
+    # before its own (the seed paper's).
     clip: Literal["after_allreduce", "before_allreduce", "bucketwise_before_allreduce"] = "after_allreduce"
     clip_norm: float = ranged(0, low_open=True, default=1.0)
     # DDP's gradient bucket size, the unit of bucket-wise clipping

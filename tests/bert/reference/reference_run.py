@@ -5,7 +5,9 @@ bert/train.py builds it, build_optimizer/build_schedule, TrainStep and EvalSet.a
 TensorFlow is not installed for the tests. Its checkpoint reader is replaced by one that hands over exactly
 what the real one returned for the reference's checkpoint (fixtures: the names, the values, and their Python
 types: numpy scalars for the 0-d counters and beta powers), so the converter's own work (names, skipped slots,
-scalars, transposes) runs on what TensorFlow really gives it.
+scalars, transposes) runs on what TensorFlow really gives it. The other way, a reader of TensorFlow's
+checkpoint format written here, would be a second implementation of that format to prove (table blocks,
+protocol buffers, checksums over gigabytes, sliced variables), where convert only ever uses TensorFlow's.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from bert.config import BertConfig, named_config
+from bert.config import NAMED_CONFIGS, BertConfig, named_config
 from bert.mlperf_rules import MLPERF_TARGET_ACCURACY, STATUSES, description_problems, mlperf_eval_interval
 from bert.typed_config import ConfigError, checked, from_dict, ranged
 
@@ -334,7 +334,8 @@ def _check_run(where: str, system: System) -> None:
     try:
         config = system.model_config()
     except (ValueError, TypeError) as e:
-        raise ConfigError(where, "run.model_overrides" if run.model_overrides else "run.model", str(e)) from None
+        field_name = "run.model_overrides" if run.model in NAMED_CONFIGS and run.model_overrides else "run.model"
+        raise ConfigError(where, field_name, str(e)) from None
     # Cross-field rules; each field's own range was checked when the run block was read (typed_config), so
     # nothing here divides by zero.
     checks = [

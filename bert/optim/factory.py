@@ -23,7 +23,8 @@ from bert.system import OptimizerSpec
 
 def excluded_from_weight_decay(name: str) -> bool:
     """The reference excludes LayerNorm parameters and all biases from weight decay and layer adaptation, by
-    name ("LayerNorm", "layer_norm", "bias" in the TF name), whatever the decay rate."""
+    name ("LayerNorm", "layer_norm" or "bias" in the TF name), whatever the decay rate. This model's names say
+    the same: "layer_norm" where TF says LayerNorm, and every TF bias (output_bias too) ends in "bias"."""
     return "layer_norm" in name or name.endswith("bias")
 
 

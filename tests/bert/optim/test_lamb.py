@@ -70,6 +70,18 @@ def test_bias_and_layer_norm_are_excluded_from_decay():
         assert len(no_decay["params"]) == 3 and no_decay["weight_decay"] == 0.0 and not no_decay["layer_adaptation"]
 
 
+def test_the_exclusions_are_the_references_rule_on_its_tf_names():
+    """lamb_optimizer_v1 excludes a variable when re.search finds LayerNorm, layer_norm or bias in its name."""
+    import re
+
+    from bert.config import named_config
+    from bert.tf_names import tensor_names
+
+    for entry in tensor_names(named_config("large")):
+        reference = any(re.search(p, entry.tf) for p in ("LayerNorm", "layer_norm", "bias"))
+        assert excluded_from_weight_decay(entry.torch) == reference, entry
+
+
 def test_schedule_at_chosen_steps():
     s = LrSchedule(base_lr=1.0, decay_steps=100, warmup_steps=20, start_warmup_step=-10, end_lr=0.1)
     assert s(0) == pytest.approx(10 / 20)  # a negative start: step 0 is already half-way through warmup

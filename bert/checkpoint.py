@@ -17,16 +17,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from bert.config import BertConfig
 from bert.tf_names import HF_TIED, TensorName, hf_name, tensor_names
 
 TF_INSTALL_HINT = "pip install -e '.[tf]'  (or: pip install tensorflow-cpu)"
-# Present in published checkpoints but not model parameters: TF optimizer slots and counters, transformers'
-# tied decoder and its position-id buffer. They are listed by inspect and skipped by convert.
-_IGNORED_SUFFIXES = ("/adam_m", "/adam_v", "/lamb_m", "/lamb_v", "/Momentum", ".position_ids")
-_IGNORED_NAMES = frozenset({"global_step", "bad_steps", "loss_scale", "good_steps", *HF_TIED})
+# Present in published checkpoints but not model parameters; listed by inspect and skipped by convert. The
+# reference's TF1 checkpoints (its LAMB: model.ckpt-28252) hold a slot pair per variable, `<var>/LAMB` and
+# `<var>/LAMB_1`, and the 0-d `global_step`, `beta1_power`, `beta2_power`. google-research/bert's AdamWeightDecay
+# writes `<var>/adam_m`, `<var>/adam_v`; NVIDIA's TF LAMB `lamb_m`/`lamb_v`, tf.train.AdamOptimizer `Adam`/
+# `Adam_1`, momentum `Momentum`; NVIDIA's loss scaling `loss_scale`, `current_loss_scale`, `good_steps`,
+# `bad_steps`. transformers lists its tied decoder and its position-id buffer.
+_IGNORED_SUFFIXES = ("/LAMB", "/LAMB_1", "/adam_m", "/adam_v", "/lamb_m", "/lamb_v", "/Adam", "/Adam_1",
+                     "/Momentum", ".position_ids")
+_IGNORED_NAMES = frozenset({"global_step", "beta1_power", "beta2_power", "bad_steps", "good_steps", "loss_scale",
+                            "current_loss_scale", *HF_TIED})
 _SAFETENSORS_DTYPES = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
     "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
@@ -128,7 +135,8 @@ def _read_tensorflow(prefix: Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"{prefix}: reading a TensorFlow checkpoint needs TensorFlow: "
                               f"{TF_INSTALL_HINT}") from None
     reader = tf.train.load_checkpoint(str(prefix))
-    return {name: torch.from_numpy(reader.get_tensor(name).copy())
+    # A 0-d variable (global_step, the beta powers) comes back as a numpy scalar, not an array.
+    return {name: torch.from_numpy(np.array(reader.get_tensor(name)))
             for name in sorted(reader.get_variable_to_shape_map())}
 
 

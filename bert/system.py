@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from bert.config import BertConfig, named_config
+from bert.config import NAMED_CONFIGS, BertConfig, named_config
 from bert.mlperf_rules import MLPERF_TARGET_ACCURACY, STATUSES, description_problems, mlperf_eval_interval
 from bert.typed_config import ConfigError, checked, from_dict, ranged
 
@@ -75,7 +75,10 @@ class OptimizerSpec:
     weight_decay_rate: float = ranged(0, default=0.01)
     end_learning_rate: float = ranged(0, default=0.0)
     warmup_steps: int = ranged(0, default=0)
-    start_warmup_step: int = ranged(default=0)  # negative: the warmup began before the first step
+    # Negative: the warmup began before the first step (the reference's phase-2 flags: -76). A positive start
+    # would give the reference a negative learning rate until then, so it is refused.
+    start_warmup_step: int = ranged(high=0, default=0, note="a positive start gives the reference a negative "
+                                    "learning rate before it; start the warm-up at 0 or before")
     training_steps: int = ranged(1)  # the decay horizon, logged as opt_learning_rate_training_steps
     poly_power: float = ranged(0, low_open=True, default=1.0)
     # How LAMB's update runs (bert.optim.lamb): eager, in foreach kernels (apex's FusedLAMB instead where apex is
@@ -148,7 +151,8 @@ MAX_TOKEN_SIZES = 64
 @dataclass(frozen=True, kw_only=True)
 class RunSpec:
     model: str = "large"
-    model_overrides: dict[str, int | float] = field(default_factory=dict)
+    # Fields of bert.config.BertConfig to change, e.g. {"gelu": "erf"} (the reference's is "tanh").
+    model_overrides: dict[str, int | float | str] = field(default_factory=dict)
     device: Literal["cpu", "cuda"]
     processes_per_node: int = ranged(1)
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
@@ -160,8 +164,9 @@ class RunSpec:
     max_seq_length: int = ranged(5, default=512, note="[CLS] A [SEP] B [SEP] with a token in each segment")
     max_predictions_per_seq: int = ranged(1, default=76)
     optimizer: OptimizerSpec
-    # Where the gradient is clipped to clip_norm (bert.distributed.clipping): the reference global norm after
-    # DDP's allreduce, each rank's whole gradient before one allreduce, or each DDP bucket before its own.
+    # Where the gradient is clipped to clip_norm (bert.distributed.clipping): the global norm after DDP's
+    # allreduce (NVIDIA's), each rank's whole gradient before one allreduce (the reference's), or each DDP bucket
+    # before its own (the seed paper's).
     clip: Literal["after_allreduce", "before_allreduce", "bucketwise_before_allreduce"] = "after_allreduce"
     clip_norm: float = ranged(0, low_open=True, default=1.0)
     # DDP's gradient bucket size, the unit of bucket-wise clipping
@@ -329,7 +334,8 @@ def _check_run(where: str, system: System) -> None:
     try:
         config = system.model_config()
     except (ValueError, TypeError) as e:
-        raise ConfigError(where, "run.model_overrides" if run.model_overrides else "run.model", str(e)) from None
+        field_name = "run.model_overrides" if run.model in NAMED_CONFIGS and run.model_overrides else "run.model"
+        raise ConfigError(where, field_name, str(e)) from None
     # Cross-field rules; each field's own range was checked when the run block was read (typed_config), so
     # nothing here divides by zero.
     checks = [

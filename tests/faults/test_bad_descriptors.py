@@ -34,6 +34,9 @@ BAD_VALUES = [
     ("launch.master_port", 70000, "must be at least 1 and at most 65535, got 70000"),
     ("dataset.synthetic.shards", 0, "must be at least 1, got 0"),
     ("model_overrides", {"num_heads": 0}, "num_heads must be a whole number, at least 1, got 0"),
+    ("model_overrides", {"gelu": "relu"}, "gelu must be one of 'tanh', 'erf', got 'relu'"),
+    ("optimizer.start_warmup_step", 5, "must be at most 0, got 5 (a positive start gives the reference a negative "
+     "learning rate before it; start the warm-up at 0 or before)"),
 ]
 
 

@@ -34,13 +34,15 @@ def test_sbatch_runs_cpu_micro_to_a_compliant_log(slurm, tmp_path, small_dataset
     assert "rank 0 of 1: node 0, local rank 0 of 1," in output
 
 
-def test_a_two_node_job_on_hosts_of_their_own_places_its_ranks_with_srun(hosts, tmp_path, small_dataset):
+def test_a_two_node_job_on_hosts_of_their_own_places_its_ranks_with_srun(hosts, tmp_path, tmp_path_factory,
+                                                                         small_dataset):
     """slurmctld and two slurmd each on a host of its own, each node's NodeAddr its host's address; 2 nodes x 2
     ranks submitted by ./run_and_time.sbatch with the descriptor's shape: the pre-flight runs on both nodes (one
     srun task each) with the rendezvous at the first node's NodeAddr, and srun's SLURM_PROCID, SLURM_LOCALID,
     SLURM_NTASKS and node list place every rank where the launch plan says, with its shards."""
     network = hosts(3, ["ctl", "node0", "node1"])
-    with slurm_cluster(tmp_path / "slurm", network=network) as slurm:
+    # A short folder: slurmstepd's sockets below it must fit a Unix socket path (108 bytes).
+    with slurm_cluster(tmp_path_factory.mktemp("slurm"), network=network) as slurm:
         system = micro_system(tmp_path, "micro_2x2", nodes=2, per_node=2)
         out = tmp_path / "job.out"
         job = slurm.submit(str(REPO / "run_and_time.sbatch"), str(system.path), f"--output={out}",

@@ -387,6 +387,8 @@ def preflight(system: System, node: int, master_addr: str, data_dir: Path | None
     facts = node_facts(system, node, master_addr, data_dir, log_dir)
     if node == 0:
         problems, agreed = _collect(facts, system.nodes, master_addr, launch.master_port, launch.preflight_timeout_s)
+        interface = launch_env(system, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")
+        agreed.append(f"interface {interface}" if interface else "gloo on the address of each host's name")
         return Outcome(problems, f"{system.nodes} node(s) ready: {', '.join(agreed)}")
     problems = _report(facts, master_addr, launch.master_port, launch.preflight_timeout_s)
     mine = [p for p in problems if p.startswith(f"node {node} ")]

@@ -108,12 +108,36 @@ class SearchParam:
     choices: list[str | int | float] | None = None
 
 
+# The variables through which gloo and NCCL are told the network interface between the nodes.
+SOCKET_IFNAME_VARS = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+_INTERFACE_NAME = re.compile(r"[^\s/:,]{1,15}")  # Linux: at most 15 bytes, no '/', ':' or white space
+
+
+def interface_names_problem(value: str) -> str | None:
+    """What is wrong with run.launch.socket_ifname: comma-separated network interface names, which gloo and NCCL
+    both read (gloo takes exact names, so NCCL's '^' and '=' forms are refused)."""
+    bad = [name for name in value.split(",") if not _INTERFACE_NAME.fullmatch(name) or name[0] in "^="]
+    if not bad:
+        return None
+    return (f"{bad[0]!r} is not a network interface name; give one or more names separated by commas, each of "
+            "at most 15 characters without '/', ':' or spaces (e.g. \"eth0\" or \"ib0,ib1\")")
+
+
 @dataclass(frozen=True, kw_only=True)
 class LaunchSpec:
     """How run_and_time.sh starts the ranks (srun under Slurm, torchrun elsewhere); see bert.distributed.plan."""
 
     env: dict[str, str] = checked(env_names_problem, default_factory=dict)  # exported to every rank, e.g. NCCL_*
     master_port: int = ranged(1, 65535, default=29500)
+    # The network interface(s) between the nodes, the GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME of every rank; null:
+    # gloo binds to the address of the host's name, NCCL picks an interface of its own.
+    socket_ifname: str | None = checked(interface_names_problem, default=None)
+    # How long the multi-node pre-flight (bert.distributed.preflight) waits: node 0 for every node's report, each
+    # node for node 0; a node that cannot reach node 0 gives up after it.
+    preflight_timeout_s: float = ranged(1, 600, default=30.0)
+
+    def socket_env(self) -> dict[str, str]:
+        return dict.fromkeys(SOCKET_IFNAME_VARS, self.socket_ifname) if self.socket_ifname else {}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -363,6 +387,9 @@ def _check_run(where: str, system: System) -> None:
          "cuda_graphs to false"),
         (not run.cuda_graphs or run.compile, "run.cuda_graphs",
          "captures the compiled encoder layers: set run.compile to true, or cuda_graphs to false"),
+        (not run.launch.socket_ifname or not set(SOCKET_IFNAME_VARS) & set(run.launch.env), "run.launch.env",
+         f"sets {' or '.join(sorted(set(SOCKET_IFNAME_VARS) & set(run.launch.env)))} beside run.launch.socket_ifname, "
+         "which sets both: remove it from run.launch.env"),
     ]
     perf = run.performance
     if perf is not None:

@@ -160,14 +160,17 @@ def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out:
     """Learn an uncased WordPiece vocab.txt from text ([PAD] on the first line, then [UNK] [CLS] [SEP]
     [MASK]); the same text gives the same vocabulary. Real MLPerf runs use the MLPerf vocab.txt instead.
     Paths after the options are more text parts."""
+    from bert.ownership import claim_file
     from bert.prep.vocab_learning import train_vocab
 
     paths = _paths(texts, more_texts, "--text")
-    if out.exists() and not overwrite:
-        raise _DataError(f"{out}: already exists; pass --overwrite to replace it")
-    learnt = _data_errors(lambda: train_vocab(paths, size, min_frequency, show_progress=not quiet))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    learnt.write(out)
+
+    def learn():
+        with claim_file(out, "data vocab", paths, replace=overwrite):
+            learnt = train_vocab(paths, size, min_frequency, show_progress=not quiet)
+            learnt.write(out)
+        return learnt
+    learnt = _data_errors(learn)
     click.echo(f"wrote {len(learnt)} word pieces to {out}")
 
 

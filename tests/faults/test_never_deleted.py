@@ -8,8 +8,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from bert.cli import main
-from bert.prep.synthetic.hdf5_corpus import COMPLETE_MARKER, LEGACY_OWNER_MARKER, is_complete, synthesize
 from bert.ownership import RECORD_FILE
+from bert.prep.synthetic.hdf5_corpus import COMPLETE_MARKER, LEGACY_OWNER_MARKER, is_complete, synthesize
 from bert.system import load_system
 from tests.compliance.fakes import write_package
 from tests.conftest import SMALL_SYNTH

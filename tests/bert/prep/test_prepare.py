@@ -74,7 +74,8 @@ def test_fixed_and_varlen_shards_decode_to_the_same_samples(text_corpus, tmp_pat
 
 def test_an_output_holding_shards_is_refused_unless_overwrite_or_resume(text_corpus, tmp_path):
     _prepare(text_corpus, tmp_path / "out")
-    with pytest.raises(FileExistsError, match=r"out: already holds 4 file\(s\) that `mlperf-bert data prepare` wrote .* pass --resume .* or --overwrite"):
+    with pytest.raises(FileExistsError, match=r"out: already holds 4 file\(s\) that `mlperf-bert data prepare` "
+                                              r"wrote .* pass --resume .* or --overwrite"):
         _prepare(text_corpus, tmp_path / "out")
     assert _prepare(text_corpus, tmp_path / "out", mode="resume") == []
     with pytest.raises(ValueError, match=r"prepare\.json: .* made with other settings: seed; run with the same"):

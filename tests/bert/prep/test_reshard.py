@@ -86,7 +86,8 @@ def test_varlen_input_to_fixed_output(small_dataset, tmp_path):
 def test_refusals(small_dataset, tmp_path):
     inputs = _inputs(small_dataset)
     reshard(inputs, tmp_path / "out", 2, seed=0, shape=SHAPE, show_progress=False)
-    with pytest.raises(FileExistsError, match=r"out: already holds 2 file\(s\) that `mlperf-bert data reshard` wrote .* pass --overwrite"):
+    with pytest.raises(FileExistsError, match=r"out: already holds 2 file\(s\) that `mlperf-bert data reshard` "
+                                              r"wrote .* pass --overwrite"):
         reshard(inputs, tmp_path / "out", 2, seed=0, shape=SHAPE, show_progress=False)
     with pytest.raises(FileExistsError, match="an input lies inside the output folder"):
         reshard(sorted((tmp_path / "out").glob("*.hdf5")), tmp_path, 2, seed=0, overwrite=True, show_progress=False)

@@ -70,6 +70,9 @@ def _entry(**changes) -> bytes:
 
 @pytest.mark.parametrize("header, message", [
     (_entry(data_offsets=[-16, 0]), "tensor w: data_offsets [-16, 0] are not two whole numbers"),
+    (_entry(shape=[-1, 0], data_offsets=[0, 0]), "tensor w: shape [-1, 0] is not a list of whole numbers"),
+    (json.dumps({"w": {"dtype": "F32", "shape": [2, 2]}}).encode(),
+     "tensor w: data_offsets None are not two whole numbers"),
     (_entry(data_offsets=[0.0, 16.0]), "tensor w: data_offsets [0.0, 16.0] are not two whole numbers"),
     (json.dumps([1, 2]).encode(), "safetensors header is a JSON list, not an object of tensors"),
     (_entry(shape="2x2"), "tensor w: shape '2x2' is not a list of whole numbers"),

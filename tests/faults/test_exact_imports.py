@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 
 from bert.data.manifest import MANIFEST_FILE
-from bert.data.shards import read_shard, write_shard
+from bert.data.shards import read_shard
 from bert.prep.official_inputs import MD5_LIST
 from tests.compliance.conftest import cli
-from tests.helpers.samples import make_samples
 from tests.helpers.tfrecords import SEQ, sample_features, write_records
 
 
@@ -61,15 +60,16 @@ def test_verify_never_signs_off_an_id_its_reader_would_wrap(tmp_path, small_data
     (data / "train").mkdir(parents=True)
     (data / "vocab.txt").write_bytes((small_dataset / "vocab.txt").read_bytes())
     shard = data / "train" / "part-0.hdf5"
-    write_shard(shard, make_samples([12] * 4, vocab=100), "fixed", 16, 4)
-    with h5py.File(shard, "r+") as f:  # a 64-bit copy of the ids, one of them 2**32 + 54
+    shard.write_bytes(sorted((small_dataset / "train").glob("*.hdf5"))[0].read_bytes())
+    with h5py.File(shard, "r+") as f:  # 64-bit ids, one of them 2**32 more than a good id: 32 bits would wrap it
         ids = f["input_ids"][:].astype(np.int64)
-        ids[2, 3] = 2**32 + 54
+        ids[2, 3] += 2**32
+        wrapped = int(ids[2, 3])
         del f["input_ids"]
         f["input_ids"] = ids
     result = cli("data", "verify", data, "--workers", 1, "--quiet")
     assert result.exit_code == 1
-    assert f"{shard}: input_ids holds 4294967350, which int32 cannot hold" in result.output
+    assert f"{shard}: input_ids holds {wrapped}, which int32 cannot hold" in result.output
     assert not (data / MANIFEST_FILE).exists()
 
 

@@ -224,10 +224,11 @@ class OwnedFolder:
         _write_record(self.path, self.files)
 
     def settle_temporaries(self) -> None:
-        """Removes this writer's temporaries whose writer is gone; refuses while one's writer still runs."""
+        """Removes this writer's temporaries (and the record's) whose writer is gone; refuses while one's writer
+        still runs."""
         for entry in sorted(self.path.iterdir()):
             found = temporary_of(entry.name)
-            if found is None or _is_bookkeeping(entry.name) or not self._mine(found[0]):
+            if found is None or not (found[0] == RECORD_FILE or self._mine(found[0])):
                 continue
             name, pid = found
             if pid != os.getpid() and not process_gone(pid):

@@ -5,7 +5,6 @@ refused. Each refusal is one line naming the file."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -16,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bert.prep.official_inputs import MD5_LIST
 from tests.compliance.conftest import cli
+from tests.helpers.downloads import official_download
 
 SHAPE = ("--max-seq-length", 64, "--max-predictions", 10)
 
@@ -33,24 +32,12 @@ def _prepare(corpus: Path, out: Path, *extra):
                "--dupe-factor", 1, "--workers", 1, "--quiet", *extra)
 
 
-def _download(root: Path, corpus: Path) -> Path:
-    """The MLCommons download's layout (results4/ with the parts and eval.txt, vocab.txt, the md5 list)."""
-    (root / "results4").mkdir(parents=True)
-    for i, part in enumerate(sorted((corpus / "train").glob("part-*"))):
-        shutil.copyfile(part, root / "results4" / f"part-{i:05d}-of-00003")
-    shutil.copyfile(corpus / "eval.txt", root / "results4" / "eval.txt")
-    shutil.copyfile(corpus / "vocab.txt", root / "vocab.txt")
-    md5s = [f"{p.name}\t{hashlib.md5(p.read_bytes()).hexdigest()}" for p in sorted((root / "results4").iterdir())]
-    (root / MD5_LIST).write_text("\n".join(md5s) + "\n")
-    return root
-
-
 @pytest.mark.parametrize("users_file", ["train/ablation_run7.hdf5", "eval.hdf5"])
 def test_mlperf_never_deletes_nor_adopts_a_users_file_in_its_output(tmp_path, text_corpus, users_file):
     out = tmp_path / "out"
     (out / users_file).parent.mkdir(parents=True, exist_ok=True)
     (out / users_file).write_bytes(b"a user's shard")
-    result = cli("data", "mlperf", _download(tmp_path / "download", text_corpus), "--out", out, *SHAPE,
+    result = cli("data", "mlperf", official_download(tmp_path / "download", text_corpus), "--out", out, *SHAPE,
                  "--dupe-factor", 1, "--shards", 2, "--eval-samples", 10, "--workers", 1, "--quiet")
     first = users_file.split("/")[0]
     assert _one_line(result) == (f"Error: {out}: holds files that `mlperf-bert data mlperf` did not write ({first}); "

@@ -96,9 +96,11 @@ def test_outputs_equal_to_or_inside_an_input_are_refused(tmp_path, text_corpus, 
     kept = {p: p.read_bytes() for p in parts.iterdir()}
     result = cli("data", "prepare", "--text", parts, "--vocab", text_corpus / "vocab.txt", "--out", parts, *SHAPE,
                  "--overwrite", "--quiet")
-    part = sorted(parts.glob("part-*"))[0]
-    assert _one_line(result) == (f"Error: {part}: an input lies inside the output folder {parts}; write the output "
-                                 "elsewhere")
+    assert _one_line(result) == f"Error: {parts}: is the input {parts}; write the output elsewhere"
+    assert {p: p.read_bytes() for p in parts.iterdir()} == kept
+    inside = cli("data", "prepare", "--text", parts, "--vocab", text_corpus / "vocab.txt", "--out", parts / "shards",
+                 *SHAPE, "--quiet")
+    assert _one_line(inside) == f"Error: {parts / 'shards'}: lies inside the input {parts}; write the output elsewhere"
     assert {p: p.read_bytes() for p in parts.iterdir()} == kept
     shard = tmp_path / "shards" / "part-0.hdf5"
     shard.parent.mkdir()

@@ -156,7 +156,10 @@ def folder_lock(folder: Path, writer: str) -> Iterator[None]:
             os.close(fd)
             if e.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
-            holder = path.read_text().strip() if path.is_file() else "another process"
+            try:
+                holder = path.read_text().strip()
+            except OSError:  # it ended and removed its lock meanwhile
+                holder = ""
             raise OwnershipError(f"{folder}: {holder or 'another process'} is writing here; wait for it to end, "
                                  "or choose another folder") from None
         try:
@@ -230,7 +233,7 @@ class OwnedFolder:
             found = temporary_of(entry.name)
             if found is None or not (found[0] == RECORD_FILE or self._mine(found[0])):
                 continue
-            name, pid = found
+            pid = found[1]
             if pid != os.getpid() and not process_gone(pid):
                 raise OwnershipError(f"{entry}: being written by process {pid}, which still runs; wait for it to "
                                      "end")

@@ -56,8 +56,7 @@ def is_complete(out_dir: str | os.PathLike) -> bool:
     out = Path(out_dir)
     if not (out / COMPLETE_MARKER).is_file():
         return False
-    owned = OwnedFolder(out, WRITER, legacy=_written_before_records)
-    return owned.files.get(COMPLETE_MARKER) == WRITER and owned.foreign() is None
+    return OwnedFolder(out, WRITER, legacy=_written_before_records).files.get(COMPLETE_MARKER) == WRITER
 
 
 def _written_before_records(out: Path) -> bool:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Launch and time MLPerf BERT runs of one system: ./run_and_time.sh [--dry-run] [SYSTEM]   (default: cpu_tiny)
+# ./run_and_time.sh --help prints this text.
 #
 # --dry-run prints the launch plan (exact commands, environment, per-rank shards) and starts nothing; for several
 # nodes it then runs the pre-flight alone (started on every node as the run would be).
@@ -21,10 +22,14 @@
 # host alone, or started on every host with NODE_RANK and MASTER_ADDR set. run.launch.env (NCCL settings)
 # reaches every rank. A failed run is reported and the next one starts; SIGTERM or SIGINT is passed on to the
 # run in progress (a second one ends it at once) and no further run starts.
-# Exit status: 0 every run reached the target and its log is published; 1 some run did not (aborted, crashed,
-# or its log could not be finished); 2 nothing was started (bad input or environment, said in one line);
-# 128+N stopped by signal N.
+# Exit status: 0 every run reached the target and its log is published (or --help); 1 some run did not
+# (aborted, crashed, or its log could not be finished); 2 nothing was started (bad input or environment, an
+# unknown system, said in one line); 128+N stopped by signal N.
 set -euo pipefail
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then  # the comment above, as the usage text
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
+    exit 0
+fi
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$repo"
 # shellcheck source=bootstrap.sh

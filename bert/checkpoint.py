@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from bert.config import BertConfig
+from bert.ownership import OwnershipError, claim_file, temporary_path
 from bert.tf_names import HF_TIED, TensorName, hf_name, tensor_names
 
 TF_INSTALL_HINT = "pip install -e '.[tf]'  (or: pip install tensorflow-cpu)"
@@ -83,16 +84,17 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
         header = json.loads(data[8:8 + header_len])
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{path}: safetensors header is not valid JSON: {e}") from None
+    except RecursionError:
+        raise CheckpointError(f"{path}: safetensors header is nested too deeply to be one") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path}: safetensors header is a JSON {type(header).__name__}, not an object of "
+                              "tensors")
     body = memoryview(data)[8 + header_len:]
     tensors = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        dtype = _SAFETENSORS_DTYPES.get(info.get("dtype"))
-        if dtype is None:
-            raise CheckpointError(f"{path}: tensor {name}: unsupported dtype {info.get('dtype')!r}")
-        begin, end = info["data_offsets"]
-        shape = info["shape"]
+        dtype, shape, begin, end = _header_entry(path, name, info)
         expected = dtype.itemsize * _numel(shape)
         if not 0 <= begin <= end <= len(body) or end - begin != expected:
             raise CheckpointError(f"{path}: tensor {name}: data offsets {begin}..{end} do not hold "
@@ -102,6 +104,27 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
     if sys.byteorder != "little":
         tensors = {k: _from_little_endian(v) for k, v in tensors.items()}
     return tensors
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _header_entry(path: Path, name: str, info: object) -> tuple[torch.dtype, list[int], int, int]:
+    """(dtype, shape, begin, end) of one tensor of a safetensors header; CheckpointError for a malformed entry."""
+    where = f"{path}: tensor {name}"
+    if not isinstance(info, dict):
+        raise CheckpointError(f"{where}: its header entry is {type(info).__name__}, not an object with dtype, "
+                              "shape and data_offsets")
+    dtype = _SAFETENSORS_DTYPES.get(info.get("dtype")) if isinstance(info.get("dtype"), str) else None
+    if dtype is None:
+        raise CheckpointError(f"{where}: unsupported dtype {info.get('dtype')!r}")
+    shape, offsets = info.get("shape"), info.get("data_offsets")
+    if not isinstance(shape, list) or not all(_whole(d) for d in shape):
+        raise CheckpointError(f"{where}: shape {shape!r} is not a list of whole numbers")
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(_whole(o) for o in offsets):
+        raise CheckpointError(f"{where}: data_offsets {offsets!r} are not two whole numbers")
+    return dtype, shape, offsets[0], offsets[1]
 
 
 def _numel(shape: list[int]) -> int:
@@ -249,23 +272,39 @@ def load_state(path: str | os.PathLike, config: BertConfig) -> dict[str, torch.T
     return mapping.state
 
 
-def convert(src: str | os.PathLike, out: str | os.PathLike, config: BertConfig) -> CheckpointFit:
+def _refuse_unusable(where: Path, mapping: CheckpointFit) -> None:
+    """Weights are floating point and finite: anything else is not a model to start from (one line)."""
+    for name, tensor in mapping.state.items():
+        if not tensor.is_floating_point():
+            raise CheckpointError(f"{where}: tensor for {name} holds {str(tensor.dtype).removeprefix('torch.')}, "
+                                  "not floating-point weights; this is not a model checkpoint")
+        if not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"{where}: tensor for {name} holds NaN or infinite values; the checkpoint is "
+                                  "damaged (or saved from a diverged run)")
+
+
+def convert(src: str | os.PathLike, out: str | os.PathLike, config: BertConfig, force: bool = False) -> CheckpointFit:
     """Writes the checkpoint at `src` as this model's state dict in NVIDIA's `{'model': ...}` layout.
 
-    Written to a temporary name and renamed, so `out` is either complete or absent.
+    Written to a temporary name and renamed, so `out` is either complete or absent. An existing `out` is
+    replaced only when convert wrote it (bert.ownership), or with `force`.
     """
     source = read_source(src)
     mapping = map_to_model(source, config, model_shapes(config))
     if not mapping.fits:
         raise fit_error(source.path, mapping)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    _refuse_unusable(source.path, mapping)
     try:
-        torch.save({"model": mapping.state, "converted_from": str(source.path)}, tmp)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+        with claim_file(out, "checkpoint convert", [source.path], replace=True, force=force,
+                        foreign_hint="pass --force to replace it, or choose another OUT") as out:
+            tmp = temporary_path(out)
+            try:
+                torch.save({"model": mapping.state, "converted_from": str(source.path)}, tmp)
+                os.replace(tmp, out)
+            finally:
+                tmp.unlink(missing_ok=True)
+    except OwnershipError as e:
+        raise CheckpointError(str(e)) from None
     return mapping
 
 

@@ -474,6 +474,9 @@ def load_system(path: str | os.PathLike) -> System:
     if path.is_dir():
         raise ConfigError(where, "", "is a folder, not a descriptor; give a descriptor file (e.g. "
                           "systems/cpu_tiny.json) or the name of one in systems/")
+    if path.exists() and not path.is_file():
+        raise ConfigError(where, "", "is not a regular file (a pipe, a device or a socket); give a descriptor file "
+                          "(e.g. systems/cpu_tiny.json) or the name of one in systems/")
     if not path.is_file():
         available = sorted(p.stem for p in path.parent.glob("*.json")) if path.parent.is_dir() else []
         raise ConfigError(where, "", "no such descriptor" + (f"; available: {', '.join(available)}"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Launch and time MLPerf BERT runs of one system: ./run_and_time.sh [--dry-run] [SYSTEM]   (default: cpu_tiny)
+# ./run_and_time.sh --help prints this text.
 #
-# --dry-run prints the launch plan (exact commands, environment, per-rank shards) and starts nothing.
+# --dry-run prints the launch plan (exact commands, environment, per-rank shards) and starts nothing; for several
+# nodes it then runs the pre-flight alone (started on every node as the run would be).
 # SYSTEM is a descriptor name in systems/ or a path to one. Environment:
 #   NEXP=N          number of runs (default 1, at least 1); each gets a distinct seed and its own result file
 #   SEED=S          seed of the first run (a whole number; default: drawn at random); run i uses S+i
@@ -20,10 +22,14 @@
 # host alone, or started on every host with NODE_RANK and MASTER_ADDR set. run.launch.env (NCCL settings)
 # reaches every rank. A failed run is reported and the next one starts; SIGTERM or SIGINT is passed on to the
 # run in progress (a second one ends it at once) and no further run starts.
-# Exit status: 0 every run reached the target and its log is published; 1 some run did not (aborted, crashed,
-# or its log could not be finished); 2 nothing was started (bad input or environment, said in one line);
-# 128+N stopped by signal N.
+# Exit status: 0 every run reached the target and its log is published (or --help); 1 some run did not
+# (aborted, crashed, or its log could not be finished); 2 nothing was started (bad input or environment, an
+# unknown system, said in one line); 128+N stopped by signal N.
 set -euo pipefail
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then  # the comment above, as the usage text
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
+    exit 0
+fi
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$repo"
 # shellcheck source=bootstrap.sh
@@ -80,9 +86,27 @@ fi
 # Rank 0, which writes the log, runs on node 0; the wrappers of the other torchrun nodes claim no result file.
 logging_node=1
 if [[ -z "${SLURM_JOB_ID:-}" && "$NODES" != 1 && "$node_rank" != 0 ]]; then logging_node=0; fi
+# Several nodes: each checks what the start needs and reports to node 0, which refuses it in one line per problem;
+# a node that cannot reach node 0 gives up after run.launch.preflight_timeout_s (bert.distributed.preflight).
+preflight() {
+    local args=(-m bert.cli system preflight "$SYSTEM_PATH" --data-dir "$datadir" --log-dir "$logdir")
+    if [[ -n "${SLURM_JOB_ID:-}" ]]; then  # one task on every node of the allocation; node 0 is its first
+        srun --nodes="$NODES" --ntasks="$NODES" --ntasks-per-node=1 python "${args[@]}" \
+            --master-addr "${MASTER_ADDR:-$first_node}"
+    else
+        python "${args[@]}" --master-addr "$MASTER_ADDR" --node-rank "$node_rank"
+    fi
+}
 if [[ $dry_run == 1 ]]; then
-    exec mlperf-bert system plan "$SYSTEM_PATH" --seed "$first_seed" --log-file "$logdir/result_<i>.txt" \
-        "${plan_args[@]}"
+    mlperf-bert system plan "$SYSTEM_PATH" --seed "$first_seed" --log-file "$logdir/result_<i>.txt" \
+        "${plan_args[@]}" || exit 2
+    if [[ "$NODES" != 1 && -n "${SLURM_JOB_ID:-}" && -z "${SLURM_JOB_NODELIST:-}" ]]; then
+        echo "run_and_time: pre-flight not run: no Slurm allocation here; run the dry run inside one" \
+             "(salloc) to check its nodes" >&2
+    elif [[ "$NODES" != 1 ]]; then
+        preflight || exit 2
+    fi
+    exit 0
 fi
 if [[ $logging_node == 1 ]]; then
     mkdir -p "$logdir" 2>/dev/null || refuse "cannot create the results folder $logdir; set LOGDIR to a folder" \
@@ -149,6 +173,9 @@ trap 'on_signal INT' INT
 
 if [[ "$SYNTHETIC" == 1 ]]; then  # it refuses, in one line, a folder that holds anything but its own corpus
     mlperf-bert data synth --system "$SYSTEM_PATH" --out "$datadir" --if-missing || exit 2
+fi
+if [[ "$NODES" != 1 ]]; then
+    preflight || exit 2
 fi
 
 failed=() ran=0

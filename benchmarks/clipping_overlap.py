@@ -45,8 +45,10 @@ RESULTS = Path(__file__).with_name("clipping_overlap_results.md")
 
 
 def bench_system(args: argparse.Namespace, world_size: int, mode: str) -> System:
-    return load_system("cpu_tiny").variant({
-        "model": args.model, "model_overrides": {"num_layers": args.layers} if args.layers else {},
+    base = load_system("cpu_tiny")
+    layers = {"num_layers": args.layers} if args.layers else {}
+    return base.variant({
+        "model": args.model, "model_overrides": {"gelu": base.model_config().gelu, **layers},
         "processes_per_node": world_size, "global_batch_size": args.batch * world_size,
         "gradient_accumulation_steps": 1, "max_seq_length": args.seq, "max_predictions_per_seq": args.seq // 7,
         "clip": mode, "bucket_cap_mb": args.bucket_cap_mb,

@@ -103,7 +103,7 @@ def _text(args: argparse.Namespace, work: Path) -> tuple[Path, str]:
     else:
         _run(["synth-text", "--out", str(work / "synth"), "--megabytes", str(args.megabytes), "--parts", "1",
               "--eval-megabytes", "0", "--overwrite"])
-        shutil.copyfile(next((work / "synth" / "train").iterdir()), full)
+        shutil.copyfile(next((work / "synth" / "train").glob("part-*")), full)
         what = "synthetic text (data synth-text)"
     part = work / "text" / "part.txt"
     part.parent.mkdir(exist_ok=True)

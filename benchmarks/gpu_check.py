@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 
 from bert.attention import attention_mask
-from bert.config import named_config
+from bert.config import BertConfig, named_config
 from bert.data.batch import collate
 from bert.distributed.launch import DistContext, wait_for_all
 from bert.host_sync import host_reads_fail
@@ -79,12 +79,17 @@ def short_run_descriptor(out: Path, data: Path, device: str) -> System:
     return base.variant(changes, name="gpu_check", description={"division": "open"}).write(out)
 
 
+def descriptor_config(model: str, **overrides: object) -> BertConfig:
+    """The named model with h200_1x1's choices (its GELU), as the checked runs compute it."""
+    return named_config(model, gelu=load_system("h200_1x1").model_config().gelu, **overrides)
+
+
 def layer_check(device: torch.device) -> bool:
     """One encoder layer of BERT-large in train mode (dropout 0.1) on the unpadded tokens of full-length
     sequences, bf16 autocast: which SDPA backend torch picks for its attention, the kernels of a forward and
     backward, the dtype it hands to the next layer."""
     sizes = SIZES[device.type]
-    config = named_config("large")
+    config = descriptor_config("large")
     torch.manual_seed(0)
     layer = EncoderLayer(config).to(device).train()
     layout = TokenLayout.from_lengths(torch.full((sizes.sequences,), sizes.length), sizes.length).to(device)
@@ -123,8 +128,11 @@ def _step_system(device: torch.device, precision: str, world_size: int = 1, **ru
     """h200_1x1 as the no-sync and NCCL checks run it: 2 micro-batches a step (with dropout 0.1 everywhere),
     with the `run` changes given. On a CPU it is the rehearsal of that CUDA run (fp16 included)."""
     sizes = SIZES[device.type]
-    overrides = {} if sizes.model == "large" else {"hidden_dropout": 0.1, "attention_dropout": 0.1}
-    system = load_system("h200_1x1").variant(
+    base = load_system("h200_1x1")
+    overrides = {"gelu": base.model_config().gelu}  # the descriptor's, whatever the size
+    if sizes.model != "large":
+        overrides |= {"hidden_dropout": 0.1, "attention_dropout": 0.1}
+    system = base.variant(
         {"model": sizes.model, "model_overrides": overrides, "processes_per_node": world_size,
          "global_batch_size": 2 * sizes.sequences * world_size, "gradient_accumulation_steps": 2,
          "max_seq_length": sizes.length, "init_checkpoint": None, "precision": precision,
@@ -217,7 +225,7 @@ def speed_check(device: torch.device) -> bool:
     from profiling import median_seconds  # beside this script
 
     sizes = SIZES[device.type]
-    config = named_config(sizes.model, hidden_dropout=0.1, attention_dropout=0.1)
+    config = descriptor_config(sizes.model, hidden_dropout=0.1, attention_dropout=0.1)
     torch.manual_seed(0)
     layer = EncoderLayer(config).to(device).train()
     compiled_layer = copy.deepcopy(layer)
@@ -235,7 +243,7 @@ def speed_check(device: torch.device) -> bool:
           f"in {compile_s:.1f} s): compiled_over_eager_layer={compiled_s / eager_s:.3f}")
 
     with torch.device(device):  # 4 of the layers: the bytes per parameter are the same, the compilation shorter
-        model = BertForPreTraining(named_config(sizes.model, num_layers=min(4, config.num_layers)))
+        model = BertForPreTraining(descriptor_config(sizes.model, num_layers=min(4, config.num_layers)))
     twin = copy.deepcopy(model)
     optimizers = [Lamb(parameter_groups(m, 0.01), lr=1e-3, compiled=compiled) for m, compiled in
                   ((model, False), (twin, True))]
@@ -267,7 +275,7 @@ def graphs_check(device: torch.device) -> bool:
     from profiling import median_seconds  # beside this script
 
     sizes = SIZES[device.type]
-    config = named_config(sizes.model, hidden_dropout=0.0, attention_dropout=0.0)
+    config = descriptor_config(sizes.model, hidden_dropout=0.0, attention_dropout=0.0)
     torch.manual_seed(0)
     static = EncoderLayer(config).to(device).train()
     graphed = copy.deepcopy(static)

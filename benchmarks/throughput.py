@@ -105,9 +105,11 @@ def benchmark_system(preset: Preset, args: argparse.Namespace) -> System:
     rehearsal of the CUDA run (bert.system.System.cpu_rehearsal), as --device cpu always could."""
     precision = args.precision or preset.precision
     rehearsal = preset.device == "cpu" and precision == "fp16"
-    system = load_system(preset.system).variant(
-        {"model": preset.model, "model_overrides": {}, "device": "cuda" if rehearsal else preset.device,
-         "processes_per_node": 1, "precision": precision, "global_batch_size": args.batch_size or preset.batch_size,
+    base = load_system(preset.system)
+    system = base.variant(  # the preset's model size, with the descriptor's GELU
+        {"model": preset.model, "model_overrides": {"gelu": base.model_config().gelu},
+         "device": "cuda" if rehearsal else preset.device, "processes_per_node": 1, "precision": precision,
+         "global_batch_size": args.batch_size or preset.batch_size,
          "gradient_accumulation_steps": 1, "max_seq_length": preset.seq_len, "unpadded": True,
          "compile": args.compile},
         description={"number_of_nodes": "1"})
@@ -120,7 +122,8 @@ def hf_parameter_groups(hf_model: torch.nn.Module, config: BertConfig, weight_de
     decay, no_decay = [], []
     for name, p in hf_model.named_parameters():
         (no_decay if excluded_from_weight_decay(ours[name]) else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return [{"params": decay, "weight_decay": weight_decay, "layer_adaptation": True},
+            {"params": no_decay, "weight_decay": 0.0, "layer_adaptation": False}]
 
 
 def build_steps(system: System, config: BertConfig, ctx: DistContext) -> tuple[TrainStep, TrainStep]:

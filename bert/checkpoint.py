@@ -17,16 +17,24 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from bert.config import BertConfig
+from bert.ownership import OwnershipError, claim_file, temporary_path
 from bert.tf_names import HF_TIED, TensorName, hf_name, tensor_names
 
 TF_INSTALL_HINT = "pip install -e '.[tf]'  (or: pip install tensorflow-cpu)"
-# Present in published checkpoints but not model parameters: TF optimizer slots and counters, transformers'
-# tied decoder and its position-id buffer. They are listed by inspect and skipped by convert.
-_IGNORED_SUFFIXES = ("/adam_m", "/adam_v", "/lamb_m", "/lamb_v", "/Momentum", ".position_ids")
-_IGNORED_NAMES = frozenset({"global_step", "bad_steps", "loss_scale", "good_steps", *HF_TIED})
+# Present in published checkpoints but not model parameters; listed by inspect and skipped by convert. The
+# reference's TF1 checkpoints (its LAMB: model.ckpt-28252) hold a slot pair per variable, `<var>/LAMB` and
+# `<var>/LAMB_1`, and the 0-d `global_step`, `beta1_power`, `beta2_power`. google-research/bert's AdamWeightDecay
+# writes `<var>/adam_m`, `<var>/adam_v`; NVIDIA's TF LAMB `lamb_m`/`lamb_v`, tf.train.AdamOptimizer `Adam`/
+# `Adam_1`, momentum `Momentum`; NVIDIA's loss scaling `loss_scale`, `current_loss_scale`, `good_steps`,
+# `bad_steps`. transformers lists its tied decoder and its position-id buffer.
+_IGNORED_SUFFIXES = ("/LAMB", "/LAMB_1", "/adam_m", "/adam_v", "/lamb_m", "/lamb_v", "/Adam", "/Adam_1",
+                     "/Momentum", ".position_ids")
+_IGNORED_NAMES = frozenset({"global_step", "beta1_power", "beta2_power", "bad_steps", "good_steps", "loss_scale",
+                            "current_loss_scale", *HF_TIED})
 _SAFETENSORS_DTYPES = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
     "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
@@ -76,16 +84,17 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
         header = json.loads(data[8:8 + header_len])
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{path}: safetensors header is not valid JSON: {e}") from None
+    except RecursionError:
+        raise CheckpointError(f"{path}: safetensors header is nested too deeply to be one") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path}: safetensors header is a JSON {type(header).__name__}, not an object of "
+                              "tensors")
     body = memoryview(data)[8 + header_len:]
     tensors = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        dtype = _SAFETENSORS_DTYPES.get(info.get("dtype"))
-        if dtype is None:
-            raise CheckpointError(f"{path}: tensor {name}: unsupported dtype {info.get('dtype')!r}")
-        begin, end = info["data_offsets"]
-        shape = info["shape"]
+        dtype, shape, begin, end = _header_entry(path, name, info)
         expected = dtype.itemsize * _numel(shape)
         if not 0 <= begin <= end <= len(body) or end - begin != expected:
             raise CheckpointError(f"{path}: tensor {name}: data offsets {begin}..{end} do not hold "
@@ -95,6 +104,27 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
     if sys.byteorder != "little":
         tensors = {k: _from_little_endian(v) for k, v in tensors.items()}
     return tensors
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _header_entry(path: Path, name: str, info: object) -> tuple[torch.dtype, list[int], int, int]:
+    """(dtype, shape, begin, end) of one tensor of a safetensors header; CheckpointError for a malformed entry."""
+    where = f"{path}: tensor {name}"
+    if not isinstance(info, dict):
+        raise CheckpointError(f"{where}: its header entry is {type(info).__name__}, not an object with dtype, "
+                              "shape and data_offsets")
+    dtype = _SAFETENSORS_DTYPES.get(info.get("dtype")) if isinstance(info.get("dtype"), str) else None
+    if dtype is None:
+        raise CheckpointError(f"{where}: unsupported dtype {info.get('dtype')!r}")
+    shape, offsets = info.get("shape"), info.get("data_offsets")
+    if not isinstance(shape, list) or not all(_whole(d) for d in shape):
+        raise CheckpointError(f"{where}: shape {shape!r} is not a list of whole numbers")
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(_whole(o) for o in offsets):
+        raise CheckpointError(f"{where}: data_offsets {offsets!r} are not two whole numbers")
+    return dtype, shape, offsets[0], offsets[1]
 
 
 def _numel(shape: list[int]) -> int:
@@ -128,7 +158,8 @@ def _read_tensorflow(prefix: Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"{prefix}: reading a TensorFlow checkpoint needs TensorFlow: "
                               f"{TF_INSTALL_HINT}") from None
     reader = tf.train.load_checkpoint(str(prefix))
-    return {name: torch.from_numpy(reader.get_tensor(name).copy())
+    # A 0-d variable (global_step, the beta powers) comes back as a numpy scalar, not an array.
+    return {name: torch.from_numpy(np.array(reader.get_tensor(name)))
             for name in sorted(reader.get_variable_to_shape_map())}
 
 
@@ -241,23 +272,39 @@ def load_state(path: str | os.PathLike, config: BertConfig) -> dict[str, torch.T
     return mapping.state
 
 
-def convert(src: str | os.PathLike, out: str | os.PathLike, config: BertConfig) -> CheckpointFit:
+def _refuse_unusable(where: Path, mapping: CheckpointFit) -> None:
+    """Weights are floating point and finite: anything else is not a model to start from (one line)."""
+    for name, tensor in mapping.state.items():
+        if not tensor.is_floating_point():
+            raise CheckpointError(f"{where}: tensor for {name} holds {str(tensor.dtype).removeprefix('torch.')}, "
+                                  "not floating-point weights; this is not a model checkpoint")
+        if not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"{where}: tensor for {name} holds NaN or infinite values; the checkpoint is "
+                                  "damaged (or saved from a diverged run)")
+
+
+def convert(src: str | os.PathLike, out: str | os.PathLike, config: BertConfig, force: bool = False) -> CheckpointFit:
     """Writes the checkpoint at `src` as this model's state dict in NVIDIA's `{'model': ...}` layout.
 
-    Written to a temporary name and renamed, so `out` is either complete or absent.
+    Written to a temporary name and renamed, so `out` is either complete or absent. An existing `out` is
+    replaced only when convert wrote it (bert.ownership), or with `force`.
     """
     source = read_source(src)
     mapping = map_to_model(source, config, model_shapes(config))
     if not mapping.fits:
         raise fit_error(source.path, mapping)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    _refuse_unusable(source.path, mapping)
     try:
-        torch.save({"model": mapping.state, "converted_from": str(source.path)}, tmp)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+        with claim_file(out, "checkpoint convert", [source.path], replace=True, force=force,
+                        foreign_hint="pass --force to replace it, or choose another OUT") as out:
+            tmp = temporary_path(out)
+            try:
+                torch.save({"model": mapping.state, "converted_from": str(source.path)}, tmp)
+                os.replace(tmp, out)
+            finally:
+                tmp.unlink(missing_ok=True)
+    except OwnershipError as e:
+        raise CheckpointError(str(e)) from None
     return mapping
 
 

@@ -28,6 +28,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from bert.mllog import ADAM_KEYS_NOTE
+from bert.ownership import OwnershipError, claim_file, temporary_path
 from bert.prep.synthetic.hdf5_corpus import synthesize_if_missing
 from bert.search_space import check_search_space, run_field_type
 from bert.system import SearchParam, System
@@ -210,17 +211,20 @@ def tuned_notes(system: System, study: optuna.Study, best: FrozenTrial, adam: bo
 
 def write_best(study: optuna.Study, system: System, out: Path) -> Path:
     """Writes the descriptor with the best trial's values (the descriptor's own launch shape kept),
-    validated before it replaces anything at `out`."""
+    validated before it replaces anything at `out`, and only a file that hpo wrote (bert.ownership)."""
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if not complete:
         raise StudyError(f"study {study.study_name} has no complete trial yet; run some with --trials N")
     best = min(complete, key=lambda t: t.value)
     tuned = system.variant(best.params)  # validated: an invalid descriptor never reaches `out`
     tuned = tuned.variant({"notes": tuned_notes(system, study, best, tuned.run.optimizer.name == "adam")})
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")
-    partial.write_text(json.dumps(tuned.data, indent=2) + "\n")
-    os.replace(partial, out)
+    try:
+        with claim_file(out, "hpo", replace=True, foreign_hint="pass another --out"):
+            partial = temporary_path(out)
+            partial.write_text(json.dumps(tuned.data, indent=2) + "\n")
+            os.replace(partial, out)
+    except OwnershipError as e:
+        raise StudyError(str(e)) from None
     return out
 
 

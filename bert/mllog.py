@@ -30,6 +30,9 @@ MAX_PREDICTIONS_PER_SEQ = "max_predictions_per_seq"  # no constant in mlperf_log
 # The init checkpoint's accuracy, measured before run_start; a key of its own, since an eval_accuracy line
 # before run_start would count as an eval of the run.
 INIT_CHECKPOINT_EVAL_ACCURACY = "init_checkpoint_eval_accuracy"
+# The eval accuracy at which the run stops as a success (run.eval.target_accuracy), logged before run_start: a
+# log then says itself what its `success` must be backed by (compliance.judgement); no mlperf_logging key exists.
+TARGET_ACCURACY = "target_accuracy"
 # Free disk a log needs at start-up: a BERT-large log is well under 1 MiB, so this leaves room for what else
 # the run and the launcher write beside it.
 LOG_FREE_BYTES = 64 << 20
@@ -46,7 +49,7 @@ HYPERPARAMETER_KEYS = (C.GLOBAL_BATCH_SIZE, C.GRADIENT_ACCUMULATION_STEPS, C.OPT
                        C.OPT_LAMB_BETA_1, C.OPT_LAMB_BETA_2, C.OPT_LAMB_WEIGHT_DECAY, MAX_PREDICTIONS_PER_SEQ)
 # What every log of a system states about its submission: all runs of one system state the same, and what the
 # descriptor says (compliance.precheck holds the logs of a submission to that).
-STATED_KEYS = SUBMISSION_KEYS + HYPERPARAMETER_KEYS
+STATED_KEYS = SUBMISSION_KEYS + HYPERPARAMETER_KEYS + (TARGET_ACCURACY,)
 
 
 def submission_values(system: System) -> dict[str, object]:
@@ -72,7 +75,7 @@ def hyperparameters(system: System) -> dict[str, object]:
 
 def stated_values(system: System) -> dict[str, object]:
     """Every STATED_KEYS key and the value a run of `system` logs for it."""
-    return submission_values(system) | hyperparameters(system)
+    return submission_values(system) | hyperparameters(system) | {TARGET_ACCURACY: system.run.eval.target_accuracy}
 
 
 class LogError(RuntimeError):
@@ -205,6 +208,9 @@ class RunLog:
     def hyperparameters(self, system: System) -> None:
         for key, value in hyperparameters(system).items():
             self._event(key, value)
+
+    def target(self, system: System) -> None:
+        self._event(TARGET_ACCURACY, system.run.eval.target_accuracy)
 
     def weights_initialization(self, names: list[TensorName]) -> None:
         for entry in names:

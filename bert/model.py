@@ -98,10 +98,16 @@ class EncoderLayer(nn.Module):
         self.output = nn.Linear(config.intermediate_size, config.hidden_size)
         self.layer_norm = layer_norm(config.hidden_size, config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
+        self.gelu = gelu_of(config)
 
     def forward(self, x: torch.Tensor, layout: TokenLayout, mask: torch.Tensor | None) -> torch.Tensor:
         x = self.attention(x, layout, mask)
-        return norm_into(self.layer_norm, x + self.dropout(self.output(F.gelu(self.intermediate(x)))), x.dtype)
+        return norm_into(self.layer_norm, x + self.dropout(self.output(self.gelu(self.intermediate(x)))), x.dtype)
+
+
+def gelu_of(config: BertConfig) -> nn.GELU:
+    """The model's GELU (config.gelu): the reference's tanh approximation or the exact erf form."""
+    return nn.GELU(approximate="tanh" if config.gelu == "tanh" else "none")
 
 
 class BertModel(nn.Module):
@@ -145,10 +151,11 @@ class MaskedLMHead(nn.Module):
         self.layer_norm = layer_norm(config.hidden_size, config.layer_norm_eps)
         self.bias = nn.Parameter(torch.zeros(config.padded_vocab_size))
         self.vocab_size = config.vocab_size
+        self.gelu = gelu_of(config)  # the reference's transform uses the encoder's activation
 
     def forward(self, states: torch.Tensor, decoder_weight: torch.Tensor) -> torch.Tensor:
         """decoder_weight: the word embeddings, tied as in the reference."""
-        h = self.layer_norm(F.gelu(self.transform(states)))
+        h = self.layer_norm(self.gelu(self.transform(states)))
         # The rows past vocab_size only pad the matrix for tensor cores; they are not tokens.
         return F.linear(h, decoder_weight, self.bias)[:, : self.vocab_size]
 
@@ -189,6 +196,8 @@ class BertForPreTraining(nn.Module):
         decoder_weight = self.bert.embeddings.word_embeddings.weight
         mlm_logits = self.mlm(gather_rows(tokens, mlm_index), decoder_weight)
         nsp_logits = self.nsp(pooled)
+        # The mean over the masked tokens; the reference divides their sum by their count + 1e-5: 1e-5/count
+        # relative, below float32's resolution of the loss from about 100 masked tokens a batch.
         mlm_loss = F.cross_entropy(mlm_logits.float(), mlm_labels)
         nsp_loss = F.cross_entropy(nsp_logits.float(), nsp_labels)
         with torch.no_grad():

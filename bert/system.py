@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from bert.config import BertConfig, named_config
+from bert.config import NAMED_CONFIGS, BertConfig, named_config
 from bert.mlperf_rules import MLPERF_TARGET_ACCURACY, STATUSES, description_problems, mlperf_eval_interval
 from bert.typed_config import ConfigError, checked, from_dict, ranged
 
@@ -76,7 +76,10 @@ class OptimizerSpec:
     weight_decay_rate: float = ranged(0, default=0.01)
     end_learning_rate: float = ranged(0, default=0.0)
     warmup_steps: int = ranged(0, default=0)
-    start_warmup_step: int = ranged(default=0)  # negative: the warmup began before the first step
+    # Negative: the warmup began before the first step (the reference's phase-2 flags: -76). A positive start
+    # would give the reference a negative learning rate until then, so it is refused.
+    start_warmup_step: int = ranged(high=0, default=0, note="a positive start gives the reference a negative "
+                                    "learning rate before it; start the warm-up at 0 or before")
     training_steps: int = ranged(1)  # the decay horizon, logged as opt_learning_rate_training_steps
     poly_power: float = ranged(0, low_open=True, default=1.0)
     # How LAMB's update runs (bert.optim.lamb): eager, in foreach kernels (apex's FusedLAMB instead where apex is
@@ -106,12 +109,36 @@ class SearchParam:
     choices: list[str | int | float] | None = None
 
 
+# The variables through which gloo and NCCL are told the network interface between the nodes.
+SOCKET_IFNAME_VARS = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+_INTERFACE_NAME = re.compile(r"[^\s/:,]{1,15}")  # Linux: at most 15 bytes, no '/', ':' or white space
+
+
+def interface_names_problem(value: str) -> str | None:
+    """What is wrong with run.launch.socket_ifname: comma-separated network interface names, which gloo and NCCL
+    both read (gloo takes exact names, so NCCL's '^' and '=' forms are refused)."""
+    bad = [name for name in value.split(",") if not _INTERFACE_NAME.fullmatch(name) or name[0] in "^="]
+    if not bad:
+        return None
+    return (f"{bad[0]!r} is not a network interface name; give one or more names separated by commas, each of "
+            "at most 15 characters without '/', ':' or spaces (e.g. \"eth0\" or \"ib0,ib1\")")
+
+
 @dataclass(frozen=True, kw_only=True)
 class LaunchSpec:
     """How run_and_time.sh starts the ranks (srun under Slurm, torchrun elsewhere); see bert.distributed.plan."""
 
     env: dict[str, str] = checked(env_names_problem, default_factory=dict)  # exported to every rank, e.g. NCCL_*
     master_port: int = ranged(1, 65535, default=29500)
+    # The network interface(s) between the nodes, the GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME of every rank; null:
+    # gloo binds to the address of the host's name, NCCL picks an interface of its own.
+    socket_ifname: str | None = checked(interface_names_problem, default=None)
+    # How long the multi-node pre-flight (bert.distributed.preflight) waits: node 0 for every node's report, each
+    # node for node 0; a node that cannot reach node 0 gives up after it.
+    preflight_timeout_s: float = ranged(1, 600, default=30.0)
+
+    def socket_env(self) -> dict[str, str]:
+        return dict.fromkeys(SOCKET_IFNAME_VARS, self.socket_ifname) if self.socket_ifname else {}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,7 +176,8 @@ MAX_TOKEN_SIZES = 64
 @dataclass(frozen=True, kw_only=True)
 class RunSpec:
     model: str = "large"
-    model_overrides: dict[str, int | float] = field(default_factory=dict)
+    # Fields of bert.config.BertConfig to change, e.g. {"gelu": "erf"} (the reference's is "tanh").
+    model_overrides: dict[str, int | float | str] = field(default_factory=dict)
     device: Literal["cpu", "cuda"]
     processes_per_node: int = ranged(1)
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
@@ -161,8 +189,9 @@ class RunSpec:
     max_seq_length: int = ranged(5, default=512, note="[CLS] A [SEP] B [SEP] with a token in each segment")
     max_predictions_per_seq: int = ranged(1, default=76)
     optimizer: OptimizerSpec
-    # Where the gradient is clipped to clip_norm (bert.distributed.clipping): the reference global norm after
-    # DDP's allreduce, each rank's whole gradient before one allreduce, or each DDP bucket before its own.
+    # Where the gradient is clipped to clip_norm (bert.distributed.clipping): the global norm after DDP's
+    # allreduce (NVIDIA's), each rank's whole gradient before one allreduce (the reference's), or each DDP bucket
+    # before its own (the seed paper's).
     clip: Literal["after_allreduce", "before_allreduce", "bucketwise_before_allreduce"] = "after_allreduce"
     clip_norm: float = ranged(0, low_open=True, default=1.0)
     # DDP's gradient bucket size, the unit of bucket-wise clipping
@@ -330,7 +359,8 @@ def _check_run(where: str, system: System) -> None:
     try:
         config = system.model_config()
     except (ValueError, TypeError) as e:
-        raise ConfigError(where, "run.model_overrides" if run.model_overrides else "run.model", str(e)) from None
+        field_name = "run.model_overrides" if run.model in NAMED_CONFIGS and run.model_overrides else "run.model"
+        raise ConfigError(where, field_name, str(e)) from None
     # Cross-field rules; each field's own range was checked when the run block was read (typed_config), so
     # nothing here divides by zero.
     checks = [
@@ -358,6 +388,9 @@ def _check_run(where: str, system: System) -> None:
          "cuda_graphs to false"),
         (not run.cuda_graphs or run.compile, "run.cuda_graphs",
          "captures the compiled encoder layers: set run.compile to true, or cuda_graphs to false"),
+        (not run.launch.socket_ifname or not set(SOCKET_IFNAME_VARS) & set(run.launch.env), "run.launch.env",
+         f"sets {' or '.join(sorted(set(SOCKET_IFNAME_VARS) & set(run.launch.env)))} beside run.launch.socket_ifname, "
+         "which sets both: remove it from run.launch.env"),
     ]
     perf = run.performance
     if perf is not None:
@@ -438,6 +471,9 @@ def _read_descriptor_json(path: Path) -> object:
     if path.is_dir():
         raise ConfigError(where, "", "is a folder, not a descriptor; give a descriptor file (e.g. "
                           "systems/cpu_tiny.json) or the name of one in systems/")
+    if path.exists() and not path.is_file():
+        raise ConfigError(where, "", "is not a regular file (a pipe, a device or a socket); give a descriptor file "
+                          "(e.g. systems/cpu_tiny.json) or the name of one in systems/")
     if not path.is_file():
         available = sorted(p.stem for p in path.parent.glob("*.json")) if path.parent.is_dir() else []
         raise ConfigError(where, "", "no such descriptor" + (f"; available: {', '.join(available)}"

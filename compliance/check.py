@@ -2,7 +2,8 @@
 reviewers check it, after the plain-words checks of precheck.py.
 
 The verdict passes only when no plain-words check finds an error, every official tool that applies ran and
-passed, and (for a folder or a package) at most one run does not count, as olympic scoring allows.
+passed, and (for a folder or a package) at most one run does not count, as olympic scoring allows, and that
+one is the sound log of a run that did not converge (compliance.judgement).
 """
 
 from __future__ import annotations
@@ -24,16 +25,9 @@ from compliance.checkers import (
     system_desc_check,
 )
 from compliance.errors import UsageError
-from compliance.precheck import (
-    ERROR,
-    Finding,
-    dropped_runs,
-    folder_findings,
-    log_findings,
-    package_findings,
-    system_json_findings,
-    why_run_does_not_count,
-)
+from compliance.findings import ERROR, Finding
+from compliance.judgement import RunCount, count_run, dropped_runs
+from compliance.precheck import folder_findings, log_findings, package_findings, system_json_findings
 from compliance.result_log import ResultLog, read_result_log, result_logs_in
 
 Progress = Callable[[str], None]
@@ -51,13 +45,15 @@ class LogRow:
     compliance: CheckResult | None  # None: not run, the tool would crash on this log
 
     @property
+    def count(self) -> RunCount:
+        counted = count_run(self.log, list(self.findings), self.compliance)
+        if counted.reason is None and self.compliance is None:
+            return RunCount("not checked")
+        return counted
+
+    @property
     def why_not_counted(self) -> str | None:
-        reason = why_run_does_not_count(self.log, list(self.findings))
-        if reason is None and self.compliance is None:
-            return "not checked"
-        if reason is None and not self.compliance.passed:
-            return "fails the compliance checker"
-        return reason
+        return self.count.reason
 
 
 @dataclass(frozen=True)
@@ -133,7 +129,7 @@ def _check_runs(report: CheckReport, folder: Path, division: str | None, label_p
     division = division or _logged_division(logs)
     rows = _check_logs(logs, [label_prefix + log.path.name for log in logs], division, report.ruleset, progress)
     found = folder_findings(folder, logs, division, report.ruleset)
-    failing = {row.label: row.why_not_counted for row in rows if row.why_not_counted is not None}
+    failing = {row.label: row.count for row in rows if row.count.reason is not None}
     report.rows += rows
     report.findings += found + dropped_runs(folder, failing)
     if division == "open":

@@ -25,16 +25,10 @@ from bert.typed_config import ConfigError
 from compliance.check import CheckReport, Progress, check
 from compliance.checkers import require_ruleset
 from compliance.errors import InputError
+from compliance.findings import ERROR, Finding
 from compliance.folders import build_in_place
-from compliance.precheck import (
-    ERROR,
-    Finding,
-    descriptor_findings,
-    dropped_runs,
-    folder_findings,
-    log_findings,
-    why_run_does_not_count,
-)
+from compliance.judgement import count_run, dropped_runs
+from compliance.precheck import descriptor_findings, folder_findings, log_findings
 from compliance.result_log import read_result_log, result_logs_in
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
@@ -84,9 +78,9 @@ def _refusals(system: System, logs_dir: Path, ruleset: str) -> list[Finding]:
     for log in logs:
         own = log_findings(log, system.division)
         found += own
-        reason = why_run_does_not_count(log, own)
-        if reason is not None:
-            failing[log.path.name] = reason
+        counted = count_run(log, own)
+        if counted.reason is not None:
+            failing[log.path.name] = counted
     found += dropped_runs(logs_dir, failing)
     # A log's own errors are allowed in the one run olympic scoring drops; dropped_runs judges them together.
     return [f for f in found if f.level == ERROR and (f.blocks or Path(f.where) == logs_dir)]

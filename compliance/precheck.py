@@ -9,30 +9,19 @@ Findings about one log belong to that log's row; the others are about the folder
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from bert.mllog import STATED_KEYS, stated_values
-from bert.mlperf_rules import BENCHMARK, DIVISIONS, MLPERF_TARGET_ACCURACY, description_problems
+from bert.mlperf_rules import BENCHMARK, DIVISIONS, description_problems
 from bert.system import System
 from compliance.checkers import rcp_batch_sizes, rcp_reference
+from compliance.findings import ERROR, WARNING, Finding
+from compliance.judgement import judge_run
 from compliance.result_log import ResultLog, number
 
-ERROR, WARNING = "error", "warning"
 RUNS = 10  # result logs in a BERT submission
 # System-description problems the official tools crash on (or, for division, silently misread).
 _BLOCKING_FIELDS = ("division", "number_of_nodes", "accelerators_per_node")
-
-
-@dataclass(frozen=True)
-class Finding:
-    where: str
-    message: str
-    level: str = ERROR  # an error fails the verdict; a warning is shown and does not
-    blocks: bool = False  # the official tools are not run on this input
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.message}"
 
 
 def _malformed(log: ResultLog) -> list[Finding]:
@@ -75,33 +64,10 @@ def _run_fields(log: ResultLog, division: str | None) -> list[Finding]:
         problem = "no seed line" if not seeds else f"seed logged as {seeds!r}, not an integer"
         found.append(Finding(where, f"{problem}; the seed checker requires an integer seed per run",
                              ERROR if division == "closed" else WARNING))
-    accuracies = [v for v in log.values("eval_accuracy") if number(v) is not None]
-    if division == "closed" and not any(MLPERF_TARGET_ACCURACY <= v < 1.0 for v in accuracies):
-        best = f"{max(accuracies):.4f}" if accuracies else "none"
-        found.append(Finding(where, f"no eval_accuracy reached the MLPerf target {MLPERF_TARGET_ACCURACY:.3f} "
-                             f"(best: {best}); the closed division needs it"))
     if any("epoch_num" not in e.metadata for e in log.all("eval_accuracy")):
         found.append(Finding(where, "an eval_accuracy line has no epoch_num (samples seen); the RCP checker "
                              "crashes on it", blocks=True))
     return found
-
-
-def _run_end(log: ResultLog) -> list[Finding]:
-    where = str(log.path)
-    if log.first("run_start") is None:
-        return [Finding(where, "no run_start line: the run never started timing, so it has no time to score")]
-    if len(log.all("run_start")) > 1:
-        return [Finding(where, f"{len(log.all('run_start'))} run_start lines: the file holds several runs (a log "
-                        "written to twice?); keep one run per result file")]
-    if log.first("run_stop") is None:
-        return [Finding(where, "no run_stop line: the log is truncated (the run crashed, was killed or is still "
-                        "running) and counts as a run that did not converge; rerun it")]
-    if not log.converged:
-        reason = log.first("run_stop").metadata.get("reason")
-        return [Finding(where, f"did not converge (run_stop status {log.status!r}{f': {reason}' if reason else ''});"
-                        " under olympic scoring one such run can be the dropped slowest, two invalidate the "
-                        "submission", WARNING)]
-    return []
 
 
 def log_findings(log: ResultLog, division: str | None = None) -> list[Finding]:
@@ -110,7 +76,7 @@ def log_findings(log: ResultLog, division: str | None = None) -> list[Finding]:
         return [Finding(str(log.path), "no :::MLLOG lines: not an MLPerf result log (the trainer writes one with "
                         "--log-file)", blocks=True)]
     found = _malformed(log) + _division(log, division)
-    return found + _run_fields(log, division or log.division) + _run_end(log)
+    return found + _run_fields(log, division or log.division) + judge_run(log)
 
 
 def _comparable(value: object) -> object:
@@ -215,26 +181,6 @@ def descriptor_findings(folder: Path, logs: list[ResultLog], system: System) -> 
         return []
     return [Finding(str(folder), f"the logs are not runs of {system.path} ({_shown(wrong)}); package the logs of "
                     "this descriptor's runs, or give the descriptor they were run with", blocks=True)]
-
-
-def dropped_runs(folder: Path, failing: dict[str, str]) -> list[Finding]:
-    """Olympic scoring drops one failing or non-converged run (as the slowest); two invalidate the submission."""
-    if len(failing) == 1:
-        (name, reason), = failing.items()
-        return [Finding(str(folder), f"1 run does not count ({name}: {reason}); olympic scoring accepts it as the "
-                        "dropped slowest run", WARNING)]
-    if len(failing) > 1:
-        return [Finding(str(folder), f"{len(failing)} runs do not count ({', '.join(failing)}: see each log's "
-                        "problems); olympic scoring drops at most one")]
-    return []
-
-
-def why_run_does_not_count(log: ResultLog, findings: list[Finding]) -> str | None:
-    """The first error of a run's own findings, or its missing convergence; None for a run that counts."""
-    errors = [f.message for f in findings if f.level == ERROR]
-    if errors:
-        return errors[0]
-    return None if log.converged else "did not converge"
 
 
 def _rcp_range(folder: Path, batch_size: int, ruleset: str) -> list[Finding]:

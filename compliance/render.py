@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from compliance.check import CheckReport, LogRow, ToolRun
-from compliance.precheck import ERROR, Finding
+from compliance.findings import ERROR, Finding
 from compliance.score import ScoreReport
 
 MAX_TOOL_LINES = 12  # of a failing tool's own messages; its full output is in the check's report object

@@ -1,13 +1,15 @@
-"""Fixtures every test folder shares (small synthetic datasets, a subprocess environment), the repository root,
+"""Fixtures every test folder shares (small synthetic datasets, a subprocess environment, hosts with addresses of
+their own), the repository root,
 and the raw descriptor JSON of the tests of what the loader refuses. Helper functions that several test modules
 import live in tests/helpers/ (and the faults' and compliance tests' own in their conftest.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from bert.prep.synthetic.hdf5_corpus import synthesize
 from bert.prep.synthetic.text_corpus import TextCorpusSpec, write_text_corpus
 from bert.prep.vocab_learning import train_vocab
 from bert.system import SyntheticDataSpec, with_run_values
+from tests.cluster.netns import HostNetwork, NamespacesUnavailable, host_network
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL_SYNTH = SyntheticDataSpec(train_samples=2048, eval_samples=256, shards=4, vocab_size=4096,
@@ -34,7 +37,7 @@ def text_corpus(tmp_path_factory) -> Path:
     shared by the whole session; do not modify it."""
     root = tmp_path_factory.mktemp("text_corpus")
     write_text_corpus(root, TextCorpusSpec(megabytes=0.6, parts=3, eval_megabytes=0.15, seed=3))
-    train_vocab(sorted((root / "train").iterdir()), 1500, show_progress=False).write(root / "vocab.txt")
+    train_vocab(sorted((root / "train").glob("part-*")), 1500, show_progress=False).write(root / "vocab.txt")
     return root
 
 
@@ -71,3 +74,17 @@ def mllog_line(key: str, **metadata) -> str:
 def copy_dataset(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
+
+
+@pytest.fixture
+def hosts() -> Callable[..., HostNetwork]:
+    """hosts(n, names=None): n hosts on one bridge, each with its own address and host name (tests/cluster/netns.py),
+    removed with every process on them after the test; the test is skipped where this machine cannot make them."""
+    with contextlib.ExitStack() as networks:
+        def make(count: int, names: list[str] | None = None) -> HostNetwork:
+            try:
+                return networks.enter_context(host_network(count, names))
+            except NamespacesUnavailable as e:
+                pytest.skip(f"no hosts of their own on this machine: {e}")
+
+        yield make

@@ -35,16 +35,18 @@ def checkpoint_group() -> None:
 
 
 @checkpoint_group.command(name="convert", help=f"Convert SRC to OUT, this model's state dict in NVIDIA's "
-                          f"{{'model': ...}} layout (what run.init_checkpoint loads). {_SOURCES}")
+                          f"{{'model': ...}} layout (what run.init_checkpoint loads); an existing OUT is replaced "
+                          f"only when convert wrote it, or with --force. {_SOURCES}")
 @click.argument("src", type=click.Path(path_type=Path))
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
 @_model_options
-def convert(src: Path, out: Path, system: str | None, model: str) -> None:
+@click.option("--force", is_flag=True, help="Replace OUT even when it is a file that convert did not write.")
+def convert(src: Path, out: Path, system: str | None, model: str, force: bool) -> None:
     from bert.checkpoint import CheckpointError
     from bert.checkpoint import convert as run_convert
 
     try:
-        fit = run_convert(src, out, _config(system, model))
+        fit = run_convert(src, out, _config(system, model), force)
     except CheckpointError as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"wrote {out}: {len(fit.state)} tensors from {fit.naming} names "

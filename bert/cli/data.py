@@ -58,21 +58,24 @@ def _data_errors(call):
         raise _DataError(str(e)) from None
 
 
-def _paths(option: tuple[Path, ...], more: tuple[Path, ...], name: str) -> list[Path]:
-    """The paths given to a repeatable option plus the ones listed after it (`--text parts/*`)."""
+def _paths(option: tuple[Path, ...], more: tuple[Path, ...], out: Path, missing: str,
+           suffixes: tuple[str, ...] = ()) -> list[Path]:
+    """The files given to a repeatable option plus the ones listed after it (`--text parts/*`), folders expanded;
+    an `out` equal to or inside one of the paths as given is refused (bert.ownership)."""
+    from bert.ownership import refuse_overlap
     from bert.prep.text_parts import expand_inputs
 
     if not option and not more:
-        raise click.UsageError(f"give at least one path with {name}")
-    return _data_errors(lambda: expand_inputs([*option, *more]))
+        raise click.UsageError(missing)
+
+    def expand() -> list[Path]:
+        refuse_overlap(out, [*option, *more])
+        return expand_inputs([*option, *more], suffixes)
+    return _data_errors(expand)
 
 
-def _shard_paths(option: tuple[Path, ...], more: tuple[Path, ...]) -> list[Path]:
-    from bert.prep.text_parts import expand_inputs
-
-    if not option and not more:
-        raise click.UsageError("give at least one shard or folder of shards with --input")
-    return _data_errors(lambda: expand_inputs([*option, *more], suffixes=(".hdf5", ".h5")))
+def _shard_paths(option: tuple[Path, ...], more: tuple[Path, ...], out: Path) -> list[Path]:
+    return _paths(option, more, out, "give at least one shard or folder of shards with --input", (".hdf5", ".h5"))
 
 
 def _text_options(help_text: str):
@@ -160,14 +163,17 @@ def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out:
     """Learn an uncased WordPiece vocab.txt from text ([PAD] on the first line, then [UNK] [CLS] [SEP]
     [MASK]); the same text gives the same vocabulary. Real MLPerf runs use the MLPerf vocab.txt instead.
     Paths after the options are more text parts."""
+    from bert.ownership import claim_file
     from bert.prep.vocab_learning import train_vocab
 
-    paths = _paths(texts, more_texts, "--text")
-    if out.exists() and not overwrite:
-        raise _DataError(f"{out}: already exists; pass --overwrite to replace it")
-    learnt = _data_errors(lambda: train_vocab(paths, size, min_frequency, show_progress=not quiet))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    learnt.write(out)
+    paths = _paths(texts, more_texts, out, "give at least one path with --text")
+
+    def learn():
+        with claim_file(out, "data vocab", paths, replace=overwrite):
+            learnt = train_vocab(paths, size, min_frequency, show_progress=not quiet)
+            learnt.write(out)
+        return learnt
+    learnt = _data_errors(learn)
     click.echo(f"wrote {len(learnt)} word pieces to {out}")
 
 
@@ -215,7 +221,7 @@ def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: P
         raise click.UsageError("--overwrite and --resume exclude each other")
     # One process per core: the tokenizer must not start a thread pool of its own in every worker.
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    paths = _paths(texts, more_texts, "--text")
+    paths = _paths(texts, more_texts, out, "give at least one path with --text")
     spec = SampleSpec(max_seq_length, max_predictions, masked_lm_prob, short_seq_prob)
     options = PrepareOptions(vocab_path, out, spec, form, dupe_factor, seed, exact=not fast)
     mode = "overwrite" if overwrite else "resume" if resume else "new"
@@ -246,7 +252,7 @@ def eval_set(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
     after the options are more inputs."""
     from bert.prep.reshard import OutputShape, pick_eval_set
 
-    paths = _shard_paths(inputs, more_inputs)
+    paths = _shard_paths(inputs, more_inputs, out)
     shape = OutputShape(form, max_seq_length, max_predictions)
     count = _data_errors(lambda: pick_eval_set(paths, out, samples, shape, overwrite, not quiet))
     click.echo(f"wrote {count:,} eval samples to {out}")
@@ -270,7 +276,7 @@ def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
     from bert.prep.reshard import OutputShape
     from bert.prep.reshard import reshard as run_reshard
 
-    paths = _shard_paths(inputs, more_inputs)
+    paths = _shard_paths(inputs, more_inputs, out)
     shape = OutputShape(form, max_seq_length, max_predictions)
     written = _data_errors(lambda: run_reshard(paths, out, shards, seed, shape, workers, overwrite, tmp_dir,
                                                not quiet))
@@ -302,7 +308,7 @@ def stratify(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
     from bert.prep.stratify import stratify as run_stratify
 
     edges = parse_length_bins(bins_text, max_seq_length)
-    paths = _shard_paths(inputs, more_inputs)
+    paths = _shard_paths(inputs, more_inputs, out)
     shape = OutputShape(form, max_seq_length, max_predictions)
     written = _data_errors(lambda: run_stratify(paths, out, edges, shards, seed, shape, workers, overwrite, tmp_dir,
                                                 not quiet, bin_count))
@@ -330,12 +336,9 @@ def import_(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
     into HDF5 shards, without TensorFlow; every record's checksums are verified, and a truncated or corrupt
     record stops the import naming the file and the record. Paths after the options are more inputs."""
     from bert.data.vocab import load_vocab
-    from bert.prep.text_parts import expand_inputs
     from bert.prep.tfrecord_import import SUFFIXES, import_tfrecords
 
-    if not inputs and not more_inputs:
-        raise click.UsageError("give at least one TFRecord file or folder with --input")
-    paths = _data_errors(lambda: expand_inputs([*inputs, *more_inputs], suffixes=SUFFIXES))
+    paths = _paths(inputs, more_inputs, out, "give at least one TFRecord file or folder with --input", SUFFIXES)
     vocab_size = len(_data_errors(lambda: load_vocab(vocab_path))) if vocab_path else None
     results = _data_errors(lambda: import_tfrecords(paths, out, form, vocab_size, workers, overwrite, not quiet))
     click.echo(f"imported {sum(r.samples for r in results):,} samples from {len(results)} file(s) into {out}")

@@ -136,4 +136,34 @@ def system_allocation(system: str) -> None:
                                        f"{(getattr(e, 'stderr', None) or str(e)).strip()}") from None
 
 
+@system_group.command(name="preflight")
+@click.argument("system")
+@click.option("--master-addr", required=True, help="Node 0's address (MASTER_ADDR), where every node reports.")
+@click.option("--node-rank", type=int, default=None,
+              help="This host's node [default: $SLURM_NODEID inside a Slurm job step].")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Dataset directory [default: run.dataset.dir].")
+@click.option("--log-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("logs"), show_default=True,
+              help="Where node 0 writes the result logs (its free space is checked).")
+def system_preflight(system: str, master_addr: str, node_rank: int | None, data_dir: Path | None,
+                     log_dir: Path) -> None:
+    """Multi-node pre-flight (run on every node): each node reports to node 0, which refuses the start in one
+    line per problem. Exit status 0: the start goes on; 2: refused (the lines say why)."""
+    from bert.distributed.preflight import preflight
+
+    s = load_descriptor(system)
+    if node_rank is None:
+        if not os.environ.get("SLURM_NODEID", "").isdigit():
+            raise click.UsageError("give --node-rank (outside a Slurm job step, which sets SLURM_NODEID)")
+        node_rank = int(os.environ["SLURM_NODEID"])
+    if not 0 <= node_rank < s.nodes:
+        raise click.UsageError(f"--node-rank {node_rank}: {s.name} has nodes 0..{s.nodes - 1}")
+    outcome = preflight(s, node_rank, master_addr, data_dir, log_dir)
+    for problem in outcome.problems:
+        click.echo(f"pre-flight: {problem}", err=True)
+    if outcome.problems:
+        sys.exit(2)
+    click.echo(f"pre-flight: {outcome.ready}")
+
+
 COMMANDS = [system_group]

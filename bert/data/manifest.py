@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bert.data.shards import ShardError, shard_header
+from bert.ownership import temporary_path
 
 MANIFEST_FILE = "manifest.json"
 
@@ -50,7 +51,7 @@ def sha256_of(path: Path) -> str:
 
 def write_manifest(root: Path, entries: list[ManifestEntry]) -> Path:
     path = root / MANIFEST_FILE
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp = temporary_path(path)
     data = {"files": [asdict(e) for e in entries], "samples": sum(e.samples or 0 for e in entries)}
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     os.replace(tmp, path)

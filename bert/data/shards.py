@@ -19,11 +19,16 @@ import h5py
 import numpy as np
 
 from bert.data.shard_chunks import ChunkedColumn, create_fixed_column
+from bert.ownership import temporary_path
 
 FIXED_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
               "next_sentence_labels")
 FORMS = ("fixed", "varlen")
 VARLEN_KEYS = ("input_ids", "segment_ids", "masked_lm_positions", "masked_lm_ids", "next_sentence_labels")
+# The dtype of each key once read (Samples), as the fixed form stores it: a stored value that does not fit is
+# an error, never wrapped (a 64-bit id of 2**32 + 54 is not id 54).
+READ_DTYPES = {"input_ids": np.int32, "input_mask": np.int8, "segment_ids": np.int8, "masked_lm_positions": np.int32,
+               "masked_lm_ids": np.int32, "next_sentence_labels": np.int8}
 
 
 class ShardError(ValueError):
@@ -114,6 +119,19 @@ def _check_keys(path: Path, f: h5py.File, keys: tuple[str, ...], form: str) -> N
                          f"a shard needs {', '.join(keys)}")
 
 
+def exact(path: Path, key: str, values: np.ndarray, dtype: type) -> np.ndarray:
+    """`values` as the integer `dtype`; raises ShardError naming the file and the key when one does not fit."""
+    values = np.asarray(values)
+    if values.size and values.dtype.kind in "iu" and not np.can_cast(values.dtype, dtype):
+        info = np.iinfo(dtype)
+        low, high = values.min(), values.max()
+        if low < info.min or high > info.max:
+            raise ShardError(f"{path}: {key} holds {high if high > info.max else low}, which {np.dtype(dtype).name} "
+                             "cannot hold: not a value of an MLPerf BERT shard (a corrupt or wrapped value); "
+                             "rewrite the shard from its source")
+    return values.astype(dtype)
+
+
 def _is_varlen(dataset: h5py.Dataset) -> bool:
     return h5py.check_vlen_dtype(dataset.dtype) is not None
 
@@ -168,8 +186,10 @@ def _read_fixed(path: Path, arrays: dict[str, np.ndarray]) -> Samples:
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     # input_mask marks a prefix of each row, so boolean selection keeps the per-row token order.
-    return Samples(ids[real].astype(np.int32), seg[real].astype(np.int8), offsets,
-                   positions.astype(np.int32), mlm_ids.astype(np.int32), nsp.reshape(n).astype(np.int8))
+    return Samples(exact(path, "input_ids", ids[real], np.int32), exact(path, "segment_ids", seg[real], np.int8),
+                   offsets, exact(path, "masked_lm_positions", positions, np.int32),
+                   exact(path, "masked_lm_ids", mlm_ids, np.int32),
+                   exact(path, "next_sentence_labels", nsp.reshape(n), np.int8))
 
 
 def _read_varlen(path: Path, arrays: dict[str, np.ndarray]) -> Samples:
@@ -186,19 +206,21 @@ def _read_varlen(path: Path, arrays: dict[str, np.ndarray]) -> Samples:
     listed = np.arange(width)[None, :] < counts[:, None]
     pos = np.zeros((n, width), dtype=np.int32)
     mid = np.zeros((n, width), dtype=np.int32)
-    pos[listed], mid[listed] = _flat(positions, np.int32), _flat(mlm_ids, np.int32)
+    pos[listed] = _flat(path, "masked_lm_positions", positions, np.int32)
+    mid[listed] = _flat(path, "masked_lm_ids", mlm_ids, np.int32)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    nsp = np.asarray(arrays["next_sentence_labels"]).reshape(n).astype(np.int8)
-    return Samples(_flat(ids, np.int32), _flat(seg, np.int8), offsets, pos, mid, nsp)
+    nsp = exact(path, "next_sentence_labels", np.asarray(arrays["next_sentence_labels"]).reshape(n), np.int8)
+    return Samples(_flat(path, "input_ids", ids, np.int32), _flat(path, "segment_ids", seg, np.int8), offsets, pos,
+                   mid, nsp)
 
 
 def _row_lengths(rows: np.ndarray) -> np.ndarray:
     return np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
 
 
-def _flat(rows: np.ndarray, dtype: type) -> np.ndarray:
-    return np.concatenate(list(rows)).astype(dtype) if len(rows) else np.zeros(0, dtype)
+def _flat(path: Path, key: str, rows: np.ndarray, dtype: type) -> np.ndarray:
+    return exact(path, key, np.concatenate(list(rows)), dtype) if len(rows) else np.zeros(0, dtype)
 
 
 @dataclass(frozen=True)
@@ -326,7 +348,7 @@ class ShardWriter:
         self.path, self.form = Path(path), form
         self.max_seq_length, self.max_predictions = max_seq_length, max_predictions
         self.rows = 0
-        self._tmp = self.path.with_name(f".{self.path.name}.tmp{os.getpid()}")
+        self._tmp = temporary_path(self.path)
         self._file = h5py.File(self._tmp, "w")
         self._id_type = np.int16 if vocab_size is not None and vocab_size <= 2**15 else np.int32
         self._chunked: dict[str, ChunkedColumn] = {}  # the fixed form's columns
@@ -348,9 +370,9 @@ class ShardWriter:
         """(key, dtype, row width or 0 for a scalar per sample); varlen rows are cut to their length."""
         length, width = self.max_seq_length, self.max_predictions
         if self.form == "fixed":
-            return [("input_ids", np.int32, length), ("input_mask", np.int8, length),
-                    ("segment_ids", np.int8, length), ("masked_lm_positions", np.int32, width),
-                    ("masked_lm_ids", np.int32, width), ("next_sentence_labels", np.int8, 0)]
+            widths = {"input_ids": length, "input_mask": length, "segment_ids": length,
+                      "masked_lm_positions": width, "masked_lm_ids": width, "next_sentence_labels": 0}
+            return [(key, READ_DTYPES[key], widths[key]) for key in FIXED_KEYS]
         return [("input_ids", self._id_type, length), ("segment_ids", np.int8, length),
                 ("masked_lm_positions", np.int16, width), ("masked_lm_ids", self._id_type, width),
                 ("next_sentence_labels", np.int8, 0)]
@@ -389,10 +411,12 @@ class ShardWriter:
 
         listed = np.arange(s.max_predictions)[None, :] < counts[:, None]
         mask_offsets = np.concatenate([[0], np.cumsum(counts)])
-        return {"input_ids": rows(s.tokens.astype(self._id_type), s.offsets),
+        return {"input_ids": rows(exact(self.path, "input_ids", s.tokens, self._id_type), s.offsets),
                 "segment_ids": rows(s.segments, s.offsets),
-                "masked_lm_positions": rows(s.masked_positions[listed].astype(np.int16), mask_offsets),
-                "masked_lm_ids": rows(s.masked_ids[listed].astype(self._id_type), mask_offsets),
+                "masked_lm_positions": rows(exact(self.path, "masked_lm_positions", s.masked_positions[listed],
+                                                  np.int16), mask_offsets),
+                "masked_lm_ids": rows(exact(self.path, "masked_lm_ids", s.masked_ids[listed], self._id_type),
+                                      mask_offsets),
                 "next_sentence_labels": s.nsp_labels}
 
     def close(self) -> Path:

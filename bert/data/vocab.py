@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from bert.ownership import temporary_path
+
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -58,7 +60,7 @@ class Vocab:
 
     def write(self, path: str | os.PathLike) -> None:
         path = Path(path)
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+        tmp = temporary_path(path)
         tmp.write_text("".join(p + "\n" for p in self.pieces), encoding="utf-8")
         os.replace(tmp, path)
 

@@ -1,12 +1,18 @@
-"""Gradient clipping to clip_norm in the three places a descriptor can choose (`run.clip`).
+"""Gradient clipping to clip_norm in the three places a descriptor can choose (`run.clip`). The MLPerf rules allow
+clipping before or after the allreduce.
 
-- `after_allreduce` (the reference): DDP averages the gradients after the last micro-batch's backward;
-  the global norm of the average is clipped. The update waits for all communication.
-- `before_allreduce`: the micro-batches accumulate locally (DDP `no_sync`), each rank clips its whole
-  local gradient, then one coalesced allreduce averages. The average of vectors within the clip_norm ball
-  is within it too.
-- `bucketwise_before_allreduce` (bert.distributed.clip_hook): each DDP bucket is clipped as soon as it is
-  ready and its allreduce starts at once, overlapping the rest of the backward pass.
+- `after_allreduce` (NVIDIA's): DDP averages the gradients after the last micro-batch's backward; the global
+  norm of the average is clipped. NVIDIA's PyTorch submissions clip there (apex FusedLAMB's max_grad_norm on the
+  allreduced gradient), as does the reference with its `clip_by_global_norm_after_gradient_allreduce` flag
+  (off by default). The update waits for all communication.
+- `before_allreduce` (the reference's default): the micro-batches accumulate locally (DDP `no_sync`), each rank
+  clips its whole local gradient, then one coalesced allreduce averages. The reference's
+  optimization.create_optimizer clips each replica's gradient with tf.clip_by_global_norm before the
+  cross-replica sum (and, with gradient accumulation, each micro-batch's, where this clips their sum); it sums
+  where this averages, which changes LAMB's update only through epsilon's relative weight. The average of
+  vectors within the clip_norm ball is within it too.
+- `bucketwise_before_allreduce` (the seed paper's; bert.distributed.clip_hook): each DDP bucket is clipped as soon
+  as it is ready and its allreduce starts at once, overlapping the rest of the backward pass.
 
 Under fp16 loss scaling the two "before" modes clip the scaled gradient against scale x bound, which is
 clipping the unscaled gradient, and unscale only after the allreduce: the GradScaler then looks for inf/NaN
@@ -104,7 +110,7 @@ def local_accumulation(ddp: DistributedDataParallel | None, local: bool) -> Abst
 
 
 class AfterAllreduce:
-    """The reference: DDP reduces after the last micro-batch, then the averaged gradient is clipped."""
+    """NVIDIA's: DDP reduces after the last micro-batch, then the averaged gradient is clipped."""
 
     def __init__(self, ddp: DistributedDataParallel | None, params: list[nn.Parameter], clip_norm: float,
                  scaler: torch.amp.GradScaler, comm_dtype: torch.dtype = torch.float32):
@@ -123,7 +129,7 @@ class AfterAllreduce:
 
 
 class BeforeAllreduce:
-    """Each rank clips its whole local (accumulated) gradient, then one allreduce averages it."""
+    """The reference's: each rank clips its whole local (accumulated) gradient, then one allreduce averages it."""
 
     def __init__(self, ddp: DistributedDataParallel | None, params: list[nn.Parameter], clip_norm: float,
                  scaler: torch.amp.GradScaler, comm_dtype: torch.dtype = torch.float32):

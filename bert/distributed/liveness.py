@@ -47,15 +47,17 @@ class Heartbeat:
             except Exception:  # the store is gone (node 0 ended or died): nobody is left to read the beat
                 return
             self._stop.wait(self.beat_s)
-
-    def end(self) -> None:
-        """This rank leaves in order (success or its error path): it must not be reported lost."""
-        self._stop.set()
-        self._thread.join(timeout=2 * self.beat_s)
         try:
             self.store.set(f"{_PREFIX}/ended/{self.rank}", "1")
         except Exception:
             pass  # the store is gone: rank 0, the only reader, has ended too
+
+    def end(self) -> None:
+        """This rank leaves in order (success or its error path): it must not be reported lost. The beat thread
+        says so; a store that does not answer (its node's link cut: a store operation then waits on TCP, with no
+        timeout of its own) keeps that thread, not the rank, which leaves after 2 beats."""
+        self._stop.set()
+        self._thread.join(timeout=2 * self.beat_s)
 
     def _counts(self, ranks: list[int]) -> list[int]:
         return [self.store.add(f"{_PREFIX}/beat/{r}", 0) for r in ranks]

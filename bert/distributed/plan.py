@@ -75,7 +75,7 @@ def launch_command(system: System, args: TrainArgs, launcher: str, node_rank: in
 
 def launch_env(system: System, launcher: str, master_addr: str) -> dict[str, str]:
     """The variables every rank gets besides the launcher's own (rank, world size, local rank)."""
-    env = dict(system.run.launch.env)
+    env = dict(system.run.launch.env) | system.run.launch.socket_env()
     if launcher == "slurm":
         env |= {"MASTER_ADDR": master_addr, "MASTER_PORT": str(system.run.launch.master_port)}
     return env

@@ -22,16 +22,27 @@ from bert.system import OptimizerSpec
 
 
 def excluded_from_weight_decay(name: str) -> bool:
-    """The reference excludes LayerNorm parameters and all biases from weight decay and layer adaptation."""
+    """The reference excludes LayerNorm parameters and all biases from weight decay and layer adaptation, by
+    name ("LayerNorm", "layer_norm" or "bias" in the TF name), whatever the decay rate. This model's names say
+    the same: "layer_norm" where TF says LayerNorm, and every TF bias (output_bias too) ends in "bias"."""
     return "layer_norm" in name or name.endswith("bias")
 
 
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """Two groups: decayed and adapted (LAMB's trust ratio), and neither. Adaptation follows the name alone, as
+    in the reference, so a decay rate of 0 keeps it (AdamW ignores `layer_adaptation`)."""
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         if p.requires_grad:
             (no_decay if excluded_from_weight_decay(name) else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return [{"params": decay, "weight_decay": weight_decay, "layer_adaptation": True},
+            {"params": no_decay, "weight_decay": 0.0, "layer_adaptation": False}]
+
+
+FUSED_LAMB_WITHOUT_DECAY = (
+    "run.optimizer.weight_decay_rate 0 with apex's FusedLAMB: apex applies the trust ratio only to tensors with "
+    "weight decay, the reference to every tensor but biases and LayerNorm; set run.optimizer.implementation "
+    "to \"compiled\" (this harness's LAMB, the reference's update) or use a positive weight_decay_rate")
 
 
 def apex_optimizers() -> ModuleType | None:
@@ -56,7 +67,10 @@ def build_optimizer(model: nn.Module, spec: OptimizerSpec, apex: ModuleType | No
             return Lamb(groups, **settings, compiled=spec.implementation == "compiled")
         # FusedLAMB clips by the global norm itself (by norm / max_grad_norm when the norm is larger); an
         # infinite maximum turns that off, so the step's clipping mode is the only clipping. use_nvlamb=False
-        # keeps the reference: no trust ratio for the tensors without weight decay.
+        # keeps the reference's groups: no trust ratio for the tensors without weight decay. But apex ties the
+        # trust ratio to a non-zero decay, so at 0 it would leave out the reference's adaptation of the rest.
+        if spec.weight_decay_rate == 0:
+            raise ValueError(FUSED_LAMB_WITHOUT_DECAY)
         return apex.FusedLAMB(groups, **settings, max_grad_norm=math.inf, use_nvlamb=False)
     if apex is not None:
         return apex.FusedAdam(groups, **settings, adam_w_mode=True)

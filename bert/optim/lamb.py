@@ -5,13 +5,17 @@ Per tensor, with bias-corrected moments:
     update = (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) + weight_decay * w     (eps inside the Adam step)
     ratio = ||w|| / ||update|| if both norms are positive else 1                  (the trust ratio)
     w = w - lr * ratio * update
-Tensors in a group with weight_decay 0 (bias and LayerNorm, see bert.optim.factory) get neither decay nor
-the trust ratio, as the reference excludes them from both. `lamb_update_` is the update of one group, in
-foreach kernels: one launch per operation for all tensors of a group, about 13 passes over memory, and no host
-synchronisation. `Lamb(..., compiled=True)` runs the same function through torch.compile, as torch compiles
-its own optimizers: inductor fuses the passes into a few kernels over all tensors (benchmarks/optimizer_step.py
-measures it). The compiled update takes the learning rate as a device tensor, so that a new rate each step
-does not recompile it: one compilation per parameter group.
+A group's `layer_adaptation` (default True) says whether its tensors get the trust ratio, whatever its weight
+decay, as the reference decides adaptation by name alone: bert.optim.factory puts the bias and LayerNorm
+tensors in a group with neither decay nor adaptation, and the rest in one with both, even at a decay of 0
+(where the update without the trust ratio would be plain Adam's, many times the reference's).
+
+`lamb_update_` is the update of one group, in foreach kernels: one launch per operation for all tensors of a
+group, about 13 passes over memory, and no host synchronisation. `Lamb(..., compiled=True)` runs the same
+function through torch.compile, as torch compiles its own optimizers: inductor fuses the passes into a few
+kernels over all tensors (benchmarks/optimizer_step.py measures it). The compiled update takes the learning
+rate as a device tensor, so that a new rate each step does not recompile it: one compilation per parameter
+group.
 
 fp16 loss scaling: the optimizer takes GradScaler's overflow flag itself (`_step_supports_amp_scaling`), so
 the scaler never reads it back to the host to decide whether to call step(). An overflowed step changes
@@ -36,7 +40,8 @@ class Lamb(torch.optim.Optimizer):
         if lr < 0 or eps < 0 or not (0 <= betas[0] < 1 and 0 <= betas[1] < 1) or weight_decay < 0:
             raise ValueError(f"invalid LAMB settings: lr={lr}, betas={betas}, eps={eps}, "
                              f"weight_decay={weight_decay}")
-        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay})
+        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                                  "layer_adaptation": True})
         self.compiled = compiled
         self._update = torch.compile(lamb_update_, fullgraph=True) if compiled else lamb_update_
         self._lr: dict[int, torch.Tensor] = {}  # compiled: each group's learning rate on its device
@@ -63,16 +68,17 @@ class Lamb(torch.optim.Optimizer):
             self._update(params, [p.grad for p in params], [s["exp_avg"] for s in states],
                          [s["exp_avg_sq"] for s in states], [s["step"] for s in states], lr=lr,
                          beta1=beta1, beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
-                         found_inf=found_inf, grad_scale=grad_scale)
+                         layer_adaptation=group["layer_adaptation"], found_inf=found_inf, grad_scale=grad_scale)
         return loss
 
 
 def lamb_update_(params: list[torch.Tensor], grads: list[torch.Tensor], exp_avgs: list[torch.Tensor],
                  exp_avg_sqs: list[torch.Tensor], steps: list[torch.Tensor], *, lr: float | torch.Tensor, beta1: float,
-                 beta2: float, eps: float, weight_decay: float, found_inf: torch.Tensor | None = None,
-                 grad_scale: torch.Tensor | None = None) -> None:
+                 beta2: float, eps: float, weight_decay: float, layer_adaptation: bool = True,
+                 found_inf: torch.Tensor | None = None, grad_scale: torch.Tensor | None = None) -> None:
     """One LAMB update of a parameter group, in place: the parameters, their moments and step counts (the
-    gradients too: unscaled, and zeroed on an overflow). `found_inf`/`grad_scale`: GradScaler's."""
+    gradients too: unscaled, and zeroed on an overflow). `layer_adaptation`: the trust ratio, or none.
+    `found_inf`/`grad_scale`: GradScaler's."""
     if grad_scale is not None:
         torch._foreach_div_(grads, grad_scale)
     # keep: 1 for a step that counts, 0 for an overflowed one (a device tensor, or 1 without loss scaling).
@@ -100,6 +106,7 @@ def lamb_update_(params: list[torch.Tensor], grads: list[torch.Tensor], exp_avgs
 
     if weight_decay != 0:
         torch._foreach_add_(update, params, alpha=weight_decay)
+    if layer_adaptation:
         w_norms = torch.stack(torch._foreach_norm(params))
         u_norms = torch.stack(torch._foreach_norm(update))
         ratio = torch.where((w_norms > 0) & (u_norms > 0), w_norms / u_norms, torch.ones_like(w_norms))

@@ -6,7 +6,8 @@ prepares the eval text the same way and picks the reference's 10,000 eval sample
 4,320 shuffled shards, writes both HDF5 forms of the training shards and of the eval set, and verifies the
 tree (DATA/manifest.json). Intermediate results live in DATA/.work; each step skips what is complete, so the
 same command after an interruption goes on where it stopped: a finished part is never prepared again and a
-half-written one (a temporary file) is started afresh.
+half-written one (a temporary file) is started afresh. DATA and every folder in it are claimed for this
+command (bert.ownership): a DATA that holds anything it did not write is refused, never taken as its work.
 
     DATA/train/part-00000-of-04320.hdf5 ...         fixed-length form
     DATA/train_varlen/part-00000-of-04320.hdf5 ...  variable-length form, the same samples
@@ -19,23 +20,28 @@ from __future__ import annotations
 
 import filecmp
 import json
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bert.data.manifest import sha256_of
+from bert.data.manifest import MANIFEST_FILE, sha256_of
 from bert.data.shards import read_shard, shard_header
 from bert.data.vocab import load_vocab
+from bert.ownership import OwnedFolder, claim_folder, temporary_path
 from bert.prep.instances import SampleSpec
 from bert.prep.official_inputs import OfficialInputs, find_inputs, read_md5_list, verify_inputs
 from bert.prep.prepare import PrepareOptions, prepare
 from bert.prep.progress import Advance, progress_bar
-from bert.prep.reshard import OutputShape, pick_eval_set, reshard, write_samples
+from bert.prep.reshard import BUCKETS, OutputShape, pick_eval_set, reshard, write_samples
 from bert.prep.verify import Limits, VerifyReport, verify_dataset
 from bert.prep.worker_pool import run_parallel
 
+WRITER = "data mlperf"
 WORK = ".work"
+MD5_CACHE = "md5.json"  # in WORK: the inputs verified, by size and time
+PROVENANCE = "provenance.json"
 
 
 @dataclass(frozen=True)
@@ -51,39 +57,48 @@ class MlperfOptions:
 
 def build_mlperf_dataset(root: Path, out: Path, options: MlperfOptions = MlperfOptions(), show_progress: bool = True,
                          log: Callable[[str], None] = print) -> VerifyReport:
-    """Makes (or completes) the tree in `out`; returns the verification report (its manifest is written)."""
+    """Makes (or completes) the tree in `out`; returns the verification report (its manifest is written).
+    `out` is claimed first (bert.ownership): a folder holding anything this command did not write is refused."""
     inputs = find_inputs(root)
-    work = out / WORK
+    with claim_folder(out, WRITER, [root], mode="resume") as tree:
+        tree.record(WORK, "vocab.txt", "eval.hdf5", "eval_varlen.hdf5", "train", "train_varlen", PROVENANCE,
+                    MANIFEST_FILE)
+        with tree.subfolder(WORK) as work:
+            return _build(inputs, out, work, options, show_progress, log)
+
+
+def _build(inputs: OfficialInputs, out: Path, work: OwnedFolder, options: MlperfOptions, show_progress: bool,
+           log: Callable[[str], None]) -> VerifyReport:
     shape = OutputShape("fixed", options.spec.max_seq_length, options.spec.max_predictions)
+    stamp = f"train-{options.shards}-{options.reshard_seed}.done"
+    work.record(MD5_CACHE, "parts", "eval", BUCKETS, stamp)
     log(f"1/6 md5 of {len(inputs.parts)} parts and {inputs.eval_text.name} against {inputs.md5_list.name}")
-    hashed = verify_inputs(inputs, work / "md5.json", options.workers, show_progress)
+    hashed = verify_inputs(inputs, work.path / MD5_CACHE, options.workers, show_progress)
     log(f"    all match ({hashed} hashed now, the others unchanged since they were)")
     vocab = _copy_vocab(inputs.vocab, out)
-    prepare_options = PrepareOptions(vocab, work / "parts", options.spec, "fixed", options.dupe_factor, options.seed)
-    log(f"2/6 preparing the parts as the reference does, into {work / 'parts'}")
-    done = prepare(inputs.parts, prepare_options, options.workers, "resume", show_progress)
+    parts = PrepareOptions(vocab, work.path / "parts", options.spec, "fixed", options.dupe_factor, options.seed)
+    log(f"2/6 preparing the parts as the reference does, into {parts.out_dir}")
+    done = prepare(inputs.parts, parts, options.workers, "resume", show_progress, WRITER)
     log(f"    {len(done)} prepared now, {len(inputs.parts) - len(done)} were complete")
     log("3/6 preparing the eval text and picking the eval set")
-    prepare([inputs.eval_text], replace(prepare_options, out_dir=work / "eval"), 1, "resume", show_progress)
-    eval_parts = sorted((work / "eval").glob("*.hdf5"))
+    prepare([inputs.eval_text], replace(parts, out_dir=work.path / "eval"), 1, "resume", show_progress, WRITER)
+    eval_parts = sorted((work.path / "eval").glob("*.hdf5"))
     for name, form in (("eval.hdf5", "fixed"), ("eval_varlen.hdf5", "varlen")):
         if not (out / name).is_file():
             pick_eval_set(eval_parts, out / name, options.eval_samples, replace(shape, form=form),
-                          show_progress=show_progress)
+                          show_progress=show_progress, writer=WRITER)
     log(f"4/6 re-cutting into {options.shards} shuffled shards in {out / 'train'}")
-    stamp = work / f"train-{options.shards}-{options.reshard_seed}.done"
-    if not stamp.is_file():
-        parts = sorted((work / "parts").glob("*.hdf5"))
-        reshard(parts, out / "train", options.shards, options.reshard_seed, shape, options.workers, overwrite=True,
-                tmp_dir=work, show_progress=show_progress)
-        stamp.write_text("complete\n")
+    if not (work.path / stamp).is_file():
+        reshard(sorted((work.path / "parts").glob("*.hdf5")), out / "train", options.shards, options.reshard_seed,
+                shape, options.workers, overwrite=True, tmp_dir=work.path, show_progress=show_progress, writer=WRITER)
+        (work.path / stamp).write_text("complete\n")
     log(f"5/6 the variable-length form in {out / 'train_varlen'}")
     _varlen_copies(sorted((out / "train").glob("*.hdf5")), out / "train_varlen", shape, len(load_vocab(vocab)),
                    options.workers, show_progress)
     log("6/6 verifying the tree")
     _write_provenance(out, inputs, options)
     return verify_dataset(out, vocab, Limits(shape.max_seq_length, shape.max_predictions), options.workers,
-                          show_progress)
+                          show_progress, WRITER)
 
 
 def _write_provenance(out: Path, inputs: OfficialInputs, options: MlperfOptions) -> None:
@@ -98,17 +113,21 @@ def _write_provenance(out: Path, inputs: OfficialInputs, options: MlperfOptions)
                                           "random_seed": options.seed, "dupe_factor": options.dupe_factor},
               "eval": {"samples": options.eval_samples, "pick": "int(i * (n / samples))"},
               "train": {"shards": options.shards, "reshard_seed": options.reshard_seed}}
-    (out / "provenance.json").write_text(json.dumps(record, indent=1) + "\n")
+    path = out / PROVENANCE
+    tmp = temporary_path(path)
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(tmp, path)
 
 
 def _copy_vocab(vocab: Path, out: Path) -> Path:
     target = out / "vocab.txt"
-    out.mkdir(parents=True, exist_ok=True)
     if target.exists() and not filecmp.cmp(vocab, target, shallow=False):
         raise FileExistsError(f"{target}: differs from {vocab}; this tree was made with another vocabulary: use "
                               "another --out")
     if not target.exists():
-        shutil.copyfile(vocab, target)
+        tmp = temporary_path(target)
+        shutil.copyfile(vocab, tmp)
+        os.replace(tmp, target)
     return target
 
 
@@ -126,9 +145,11 @@ class _Varlen:
 
 def _varlen_copies(sources: list[Path], out_dir: Path, shape: OutputShape, vocab_size: int, workers: int,
                    show_progress: bool) -> None:
-    """The variable-length form of each shard that has none yet (a shard appears only when complete)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    todo = [s for s in sources if not (out_dir / s.name).is_file()]
-    total = sum(shard_header(s).samples for s in todo)
-    with progress_bar("varlen", total, "samples", show_progress and bool(todo)) as advance:
-        run_parallel(_Varlen(out_dir, shape, vocab_size), todo, workers, advance)
+    """The variable-length form of each shard that has none yet (a shard appears only when complete), in
+    `out_dir` claimed for this command."""
+    with claim_folder(out_dir, WRITER, mode="resume") as folder:
+        folder.record(*(s.name for s in sources))
+        todo = [s for s in sources if not (out_dir / s.name).is_file()]
+        total = sum(shard_header(s).samples for s in todo)
+        with progress_bar("varlen", total, "samples", show_progress and bool(todo)) as advance:
+            run_parallel(_Varlen(out_dir, shape, vocab_size), todo, workers, advance)

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bert.ownership import temporary_path
 from bert.prep.progress import Advance, progress_bar
 from bert.prep.worker_pool import run_parallel
 
@@ -60,7 +61,13 @@ def find_inputs(root: Path) -> OfficialInputs:
 def read_md5_list(path: Path) -> dict[str, str]:
     """File name -> md5 from the list; raises InputError naming the line that holds no md5."""
     table = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        line = path.read_bytes()[:e.start].count(b"\n") + 1
+        raise InputError(f"{path}: line {line}: not UTF-8 (byte 0x{e.object[e.start]:02x}); the md5 list is a text "
+                         "file of names and md5s: download it again") from None
+    for number, line in enumerate(text.splitlines(), start=1):
         fields = [f for f in re.split(r"[\s|]+", line.strip()) if f]
         if not fields or set(line.strip()) <= set("|-: "):
             continue  # blank lines and the rules of a table
@@ -110,7 +117,7 @@ def verify_inputs(inputs: OfficialInputs, cache: Path, workers: int = 1, show_pr
                              "the official one: download it again")
         known[str(path.resolve())] = _stamp(path, digest)
     cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_name(f".{cache.name}.tmp{os.getpid()}")
+    tmp = temporary_path(cache)
     tmp.write_text(json.dumps(known, indent=1) + "\n")
     os.replace(tmp, cache)
     return len(stale)

@@ -9,7 +9,9 @@ one part's word-piece ids (and, exactly, its instances' spans and masks) and wri
 samples at a time, so its memory is bounded by the part, never by the corpus. Shards are written
 under a temporary name and renamed when complete: an interrupted run leaves only complete shards, and
 `resume` skips them. `prepare.json` in the output folder records the settings, so that a resumed run cannot
-mix shards made with other settings.
+mix shards made with other settings. The output folder is claimed first (bert.ownership): a folder holding
+files that prepare did not write is refused, and of two runs into one folder the second is refused before it
+touches anything.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import random
 import resource
 import time
@@ -27,6 +30,7 @@ import numpy as np
 
 from bert.data.shards import FORMS, ShardWriter
 from bert.data.vocab import load_vocab
+from bert.ownership import OwnedFolder, claim_folder, temporary_path
 from bert.prep import exact_instances
 from bert.prep.instances import Documents, SampleSpec, SpecialIds, build_samples, plan_instances
 from bert.prep.progress import Advance, progress_bar
@@ -35,6 +39,7 @@ from bert.prep.tokenizer import WordPieceTokenizer
 from bert.prep.worker_pool import run_parallel
 
 SETTINGS_FILE = "prepare.json"
+WRITER = "data prepare"
 ENCODE_SENTENCES = 8192  # sentences tokenised per call
 BUILD_SAMPLES = 1024  # samples assembled, masked and written per block (a few MB: they stay in the caches)
 MODES = ("new", "overwrite", "resume")
@@ -95,31 +100,25 @@ def _settings(texts: list[Path], options: PrepareOptions) -> dict:
             "sampler": "exact" if options.exact else "fast", **asdict(options.spec)}
 
 
-def _claim_output(jobs: list[PartJob], texts: list[Path], options: PrepareOptions, mode: str) -> list[PartJob]:
-    """Checks the output folder against `mode`; returns the jobs still to do."""
-    out = options.out_dir
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob(".*.hdf5.tmp*"):  # left by a killed run: never a complete shard
-        stale.unlink()
-    existing = sorted(out.glob("*.hdf5"))
-    settings_path = out / SETTINGS_FILE
+def _jobs_to_do(jobs: list[PartJob], texts: list[Path], options: PrepareOptions, folder: OwnedFolder) -> list[PartJob]:
+    """The jobs whose shard is not complete in the claimed output folder; a resumed folder must hold shards
+    made with the same settings."""
+    settings_path = folder.path / SETTINGS_FILE
     settings = _settings(texts, options)
-    if mode == "resume" and existing:
+    done = {name for name in folder.existing() if name.endswith(".hdf5")}
+    if done:
         recorded = json.loads(settings_path.read_text()) if settings_path.is_file() else None
         if recorded != settings:
             changed = "no record of the settings" if recorded is None else "other settings: " + ", ".join(
                 k for k in settings if recorded.get(k) != settings[k])
-            raise ValueError(f"{settings_path}: {out} holds shards made with {changed}; run with the same "
+            raise ValueError(f"{settings_path}: {folder.path} holds shards made with {changed}; run with the same "
                              "options, or pass --overwrite to start again")
-        done = {p.name for p in existing}
-        return [j for j in jobs if j.shard.name not in done]
-    if existing and mode != "overwrite":
-        raise FileExistsError(f"{out}: already holds {len(existing)} shard(s) ({existing[0].name}, ...); pass "
-                              "--resume to complete the missing parts or --overwrite to replace them")
-    for path in existing:
-        path.unlink()
-    settings_path.write_text(json.dumps(settings, indent=2) + "\n")
-    return jobs
+    folder.record(SETTINGS_FILE, *(j.shard.name for j in jobs))
+    if not done:
+        tmp = temporary_path(settings_path)
+        tmp.write_text(json.dumps(settings, indent=2) + "\n")
+        os.replace(tmp, settings_path)
+    return [j for j in jobs if j.shard.name not in done]
 
 
 def tokenize_part(path: Path, tokenizer: WordPieceTokenizer, on_bytes: Advance | None = None) -> Documents:
@@ -187,15 +186,18 @@ def _fast_blocks(documents: Documents, options: PrepareOptions, special: Special
 
 
 def prepare(texts: list[Path], options: PrepareOptions, workers: int, mode: str = "new",
-            show_progress: bool = True) -> list[PartResult]:
-    """Prepares every part not done yet; returns the results of the parts prepared by this call."""
+            show_progress: bool = True, writer: str = WRITER) -> list[PartResult]:
+    """Prepares every part not done yet into the output folder, claimed for `writer` (the command the user
+    ran; see bert.ownership); returns the results of the parts prepared by this call."""
     options.check()
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
     load_vocab(options.vocab)  # a bad vocabulary fails here, once, not in every worker
-    jobs = _claim_output(plan_jobs(texts, options.out_dir), texts, options, mode)
-    jobs.sort(key=lambda j: j.text.stat().st_size, reverse=True)  # big parts first: workers finish together
-    total = sum(j.text.stat().st_size for j in jobs)
-    with progress_bar("prepare", total, "bytes", show_progress and bool(jobs)) as advance:
-        results = run_parallel(functools.partial(prepare_part, options=options), jobs, workers, advance)
+    again = "pass --resume to complete the missing parts or --overwrite to replace them"
+    with claim_folder(options.out_dir, writer, [*texts, options.vocab], mode=mode, again=again) as folder:
+        jobs = _jobs_to_do(plan_jobs(texts, options.out_dir), texts, options, folder)
+        jobs.sort(key=lambda j: j.text.stat().st_size, reverse=True)  # big parts first: workers finish together
+        total = sum(j.text.stat().st_size for j in jobs)
+        with progress_bar("prepare", total, "bytes", show_progress and bool(jobs)) as advance:
+            results = run_parallel(functools.partial(prepare_part, options=options), jobs, workers, advance)
     return sorted(results, key=lambda r: r.shard.name)

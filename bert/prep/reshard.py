@@ -14,19 +14,29 @@ it takes sample int(i * (n / N)) for i in 0..N-1.
 
 from __future__ import annotations
 
-import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from bert.data.shards import Samples, ShardError, ShardWriter, read_shard, row_blocks, shard_header
+from bert.ownership import (
+    OwnedFolder,
+    claim_file,
+    claim_folder,
+    make_folder,
+    remove_stale_temporaries,
+    temporary_path,
+)
 from bert.prep.progress import Advance, progress_bar
 from bert.prep.worker_pool import run_parallel
 
 READ_BLOCK = 16384  # input samples read and dealt at a time
 WRITE_BLOCK = 4096  # samples padded and written at a time
+BUCKETS = "mlperf-bert-buckets"  # the temporary folder of the buckets: .mlperf-bert-buckets.tmp<pid>
 
 
 class Buckets:
@@ -75,10 +85,11 @@ def _empty(max_predictions: int) -> Samples:
 
 
 def fresh_buckets(scratch: Path, count: int) -> Buckets:
-    """`count` empty buckets in a new folder under `scratch`, after removing those of a run that was killed."""
-    for stale in scratch.glob(".reshard-*"):
-        shutil.rmtree(stale)
-    return Buckets(scratch / f".reshard-{os.getpid()}", count)
+    """`count` empty buckets in a new folder of this process's under `scratch`, after removing those of runs
+    that were killed (their process is gone)."""
+    make_folder(scratch)
+    remove_stale_temporaries(scratch, [BUCKETS])
+    return Buckets(temporary_path(scratch / BUCKETS), count)
 
 
 def near_equal_sizes(total: int, count: int) -> np.ndarray:
@@ -106,18 +117,16 @@ def check_fits(path: Path, samples: Samples, shape: OutputShape) -> None:
                          "masked positions")
 
 
-def claim_folder(out_dir: Path, inputs: list[Path], overwrite: bool) -> None:
-    out_dir = out_dir.resolve()
-    inside = [p for p in inputs if out_dir in p.resolve().parents]
-    if inside:
-        raise ValueError(f"{inside[0]}: an input shard is inside the output folder {out_dir}; write elsewhere")
-    existing = sorted(out_dir.glob("*.hdf5")) if out_dir.is_dir() else []
-    if existing and not overwrite:
-        raise FileExistsError(f"{out_dir}: already holds {len(existing)} shard(s) ({existing[0].name}, ...); "
-                              "pass --overwrite to replace them")
-    for path in existing:
-        path.unlink()
-    out_dir.mkdir(parents=True, exist_ok=True)
+@contextmanager
+def claim_output(out_dir: Path, inputs: list[Path], overwrite: bool, writer: str, tmp_dir: Path | None
+                 ) -> Iterator[OwnedFolder]:
+    """The output folder, claimed for `writer` (bert.ownership); its buckets' folder is recorded as its own
+    when the buckets are made inside it."""
+    mode = "overwrite" if overwrite else "new"
+    with claim_folder(out_dir, writer, inputs, mode=mode, again="pass --overwrite to replace them") as folder:
+        if tmp_dir is None:
+            folder.record(BUCKETS)
+        yield folder
 
 
 @dataclass(frozen=True)
@@ -129,35 +138,37 @@ class OutputShape:
 
 def reshard(inputs: list[Path], out_dir: Path, num_shards: int, seed: int, shape: OutputShape = OutputShape(),
             workers: int = 1, overwrite: bool = False, tmp_dir: Path | None = None,
-            show_progress: bool = True) -> list[Path]:
-    """Writes `num_shards` shards of near-equal size holding every input sample once, shuffled; pass 2 runs
-    on `workers` processes. The output depends on the inputs and the seed only."""
+            show_progress: bool = True, writer: str = "data reshard") -> list[Path]:
+    """Writes `num_shards` shards of near-equal size holding every input sample once, shuffled, into
+    `out_dir` claimed for `writer` (bert.ownership); pass 2 runs on `workers` processes. The output depends on
+    the inputs and the seed only."""
     if num_shards < 1:
         raise ValueError(f"--shards {num_shards} must be at least 1")
     counts = [shard_header(p).samples for p in inputs]
     total = sum(counts)
     if total < num_shards:
         raise ValueError(f"{len(inputs)} input shard(s) hold {total} samples, fewer than --shards {num_shards}")
-    claim_folder(out_dir, inputs, overwrite)
-    buckets = fresh_buckets(tmp_dir or out_dir, num_shards)
-    try:
-        rng = np.random.default_rng(seed)
-        lacking = near_equal_sizes(total, num_shards)
-        vocab_bound = 0
-        with progress_bar("reshard: deal", total, "samples", show_progress) as advance:
-            for path, count in zip(inputs, counts):
-                for rows in row_blocks(count, READ_BLOCK):
-                    samples = read_shard(path, rows)
-                    check_fits(path, samples, shape)
-                    vocab_bound = max(vocab_bound, samples.id_bound)
-                    deal(samples, lacking, buckets, rng)
-                    advance(len(samples))
-        names = tuple(out_dir / f"part-{k:05d}-of-{num_shards:05d}.hdf5" for k in range(num_shards))
-        write = BucketWriter(buckets, names, seed, shape, vocab_bound)
-        with progress_bar("reshard: write", total, "samples", show_progress) as advance:
-            return run_parallel(write, range(num_shards), workers, advance)
-    finally:
-        buckets.remove()
+    names = tuple(out_dir / f"part-{k:05d}-of-{num_shards:05d}.hdf5" for k in range(num_shards))
+    with claim_output(out_dir, inputs, overwrite, writer, tmp_dir) as folder:
+        folder.record(*(p.name for p in names))
+        buckets = fresh_buckets(tmp_dir or out_dir, num_shards)
+        try:
+            rng = np.random.default_rng(seed)
+            lacking = near_equal_sizes(total, num_shards)
+            vocab_bound = 0
+            with progress_bar("reshard: deal", total, "samples", show_progress) as advance:
+                for path, count in zip(inputs, counts):
+                    for rows in row_blocks(count, READ_BLOCK):
+                        samples = read_shard(path, rows)
+                        check_fits(path, samples, shape)
+                        vocab_bound = max(vocab_bound, samples.id_bound)
+                        deal(samples, lacking, buckets, rng)
+                        advance(len(samples))
+            write = BucketWriter(buckets, names, seed, shape, vocab_bound)
+            with progress_bar("reshard: write", total, "samples", show_progress) as advance:
+                return run_parallel(write, range(num_shards), workers, advance)
+        finally:
+            buckets.remove()
 
 
 @dataclass(frozen=True)
@@ -194,28 +205,26 @@ def eval_pick(available: int, num_samples: int) -> np.ndarray:
 
 
 def pick_eval_set(inputs: list[Path], out_path: Path, num_samples: int, shape: OutputShape = OutputShape(),
-                  overwrite: bool = False, show_progress: bool = True) -> int:
+                  overwrite: bool = False, show_progress: bool = True, writer: str = "data eval-set") -> int:
     """Writes the samples the reference's pick_eval_samples.py picks from the inputs (in order, as one
-    sequence) to one file, in order; returns the count."""
+    sequence) to one file, claimed for `writer` (bert.ownership), in order; returns the count."""
     counts = [shard_header(p).samples for p in inputs]
     if sum(counts) < num_samples:
         raise ValueError(f"{inputs[0]}{' ...' if len(inputs) > 1 else ''}: {sum(counts)} samples in "
                          f"{len(inputs)} shard(s), fewer than --samples {num_samples}")
-    if out_path.exists() and not overwrite:
-        raise FileExistsError(f"{out_path}: already exists; pass --overwrite to replace it")
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    wanted = eval_pick(sum(counts), num_samples)
-    vocab_bound, picked, first = 0, [], 0
-    with progress_bar("eval-set", sum(counts), "samples", show_progress) as advance:
-        for path, available in zip(inputs, counts):
-            for rows in row_blocks(available, READ_BLOCK):
-                take = wanted[(wanted >= first + rows.start) & (wanted < first + rows.stop)] - first - rows.start
-                if len(take):
-                    samples = read_shard(path, rows).take(take)
-                    check_fits(path, samples, shape)
-                    picked.append(samples)
-                    vocab_bound = max(vocab_bound, samples.id_bound)
-                advance(rows.stop - rows.start)
-            first += available
-    write_samples(out_path, Samples.concat(picked), shape, vocab_bound, lambda n: None)
+    with claim_file(out_path, writer, inputs, replace=overwrite):
+        wanted = eval_pick(sum(counts), num_samples)
+        vocab_bound, picked, first = 0, [], 0
+        with progress_bar("eval-set", sum(counts), "samples", show_progress) as advance:
+            for path, available in zip(inputs, counts):
+                for rows in row_blocks(available, READ_BLOCK):
+                    take = wanted[(wanted >= first + rows.start) & (wanted < first + rows.stop)] - first - rows.start
+                    if len(take):
+                        samples = read_shard(path, rows).take(take)
+                        check_fits(path, samples, shape)
+                        picked.append(samples)
+                        vocab_bound = max(vocab_bound, samples.id_bound)
+                    advance(rows.stop - rows.start)
+                first += available
+        write_samples(out_path, Samples.concat(picked), shape, vocab_bound, lambda n: None)
     return num_samples

@@ -11,6 +11,7 @@ samples: memory stays one input block plus one output shard per worker.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from bert.prep.reshard import (
     BucketWriter,
     OutputShape,
     check_fits,
-    claim_folder,
+    claim_output,
     deal,
     fresh_buckets,
     near_equal_sizes,
@@ -69,9 +70,11 @@ def _count_lengths(inputs: list[Path], counts: list[int], shape: OutputShape, sh
 
 def stratify(inputs: list[Path], out_dir: Path, edges: list[int] | None, shards_per_bin: int, seed: int,
              shape: OutputShape | None = None, workers: int = 1, overwrite: bool = False,
-             tmp_dir: Path | None = None, show_progress: bool = True, bin_count: int = 16) -> list[Path]:
-    """Writes `shards_per_bin` shards for every bin that has samples; returns their paths, bin by bin. Edges
-    None: `bin_count` quantile bins of the inputs' lengths."""
+             tmp_dir: Path | None = None, show_progress: bool = True, bin_count: int = 16,
+             writer: str = "data stratify") -> list[Path]:
+    """Writes `shards_per_bin` shards for every bin that has samples into `out_dir`, claimed for `writer` (each
+    bin folder too; bert.ownership); returns their paths, bin by bin. Edges None: `bin_count` quantile bins of
+    the inputs' lengths."""
     shape = shape or OutputShape()
     if edges is not None:
         _check_edges(edges, shape)
@@ -89,10 +92,24 @@ def stratify(inputs: list[Path], out_dir: Path, edges: list[int] | None, shards_
         thin = next(k for k in range(len(edges)) if 0 < per_bin[k] < shards_per_bin)
         raise ValueError(f"bin {thin} (lengths up to {edges[thin]}) holds {per_bin[thin]} samples, fewer than "
                          f"--shards {shards_per_bin}; use fewer shards or wider bins")
-    folders = {k: out_dir / bin_folder(edges[k - 1] if k else 0, edges[k]) for k in used}
-    for folder in folders.values():
-        claim_folder(folder, inputs, overwrite)
-    buckets = fresh_buckets(tmp_dir or out_dir, len(used) * shards_per_bin)
+    folders = {k: bin_folder(edges[k - 1] if k else 0, edges[k]) for k in used}
+    with claim_output(out_dir, inputs, overwrite, writer, tmp_dir) as owned:
+        with ExitStack() as bins:
+            for folder in folders.values():
+                bins.enter_context(owned.subfolder(folder, mode="new")).record(
+                    *(f"part-{j:05d}-of-{shards_per_bin:05d}.hdf5" for j in range(shards_per_bin)))
+            names = tuple(out_dir / folders[k] / f"part-{j:05d}-of-{shards_per_bin:05d}.hdf5"
+                          for k in used for j in range(shards_per_bin))
+            return _deal_and_write(inputs, counts, edges, used, per_bin, names, seed, shape, vocab_bound, workers,
+                                   tmp_dir or out_dir, show_progress)
+
+
+def _deal_and_write(inputs: list[Path], counts: list[int], edges: list[int], used: list[int], per_bin: np.ndarray,
+                    names: tuple[Path, ...], seed: int, shape: OutputShape, vocab_bound: int, workers: int,
+                    scratch: Path, show_progress: bool) -> list[Path]:
+    """Pass 2 of stratify: every sample dealt to a bucket of its bin, each bucket written as a shard."""
+    shards_per_bin = len(names) // len(used)
+    buckets = fresh_buckets(scratch, len(names))
     try:
         rng = np.random.default_rng(seed)
         lacking = np.concatenate([near_equal_sizes(int(per_bin[k]), shards_per_bin) for k in used])
@@ -107,8 +124,6 @@ def stratify(inputs: list[Path], out_dir: Path, edges: list[int] | None, shards_
                         first = seat[k]
                         deal(mine, lacking[first:first + shards_per_bin], _Bin(buckets, first), rng)
                     advance(len(samples))
-        names = tuple(folders[k] / f"part-{j:05d}-of-{shards_per_bin:05d}.hdf5"
-                      for k in used for j in range(shards_per_bin))
         write = BucketWriter(buckets, names, seed, shape, vocab_bound)
         with progress_bar("stratify: write", sum(counts), "samples", show_progress) as advance:
             return run_parallel(write, range(len(names)), workers, advance)

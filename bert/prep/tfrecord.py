@@ -24,6 +24,7 @@ _POLY = 0x82F63B78  # CRC32C, reflected
 _MASK_DELTA = 0xA282EAD8
 _RECORDS_PER_BLOCK = 4096
 _MAX_TABLE_ROWS = 1 << 14  # longer messages are checked a table's length at a time
+_MAX_VARINT_BYTES = 10  # 64 bits, 7 a byte
 
 
 class RecordError(ValueError):
@@ -257,5 +258,18 @@ def int64_features(path: Path, first: int, records: list[bytes], keys: tuple[str
         data = np.frombuffer(b"".join(pieces[key]), dtype=np.uint8)
         ends = np.concatenate([[0], np.cumsum(np.array(data < 0x80, dtype=np.int64))])
         bounds = np.concatenate([[0], np.cumsum(sizes[key])])
+        _refuse_long_varints(path, first, key, data, bounds)
         out[key] = _decode_varints(data), np.diff(ends[bounds])
     return out
+
+
+def _refuse_long_varints(path: Path, first: int, key: str, data: np.ndarray, bounds: np.ndarray) -> None:
+    """A varint holds at most 64 bits: 10 bytes, the last of them 0 or 1. Raises RecordError naming the file
+    and the record of a longer one (which would decode to a wrong number)."""
+    last = np.flatnonzero(data < 0x80)
+    lengths = np.diff(last, prepend=-1)
+    bad = (lengths > _MAX_VARINT_BYTES) | ((lengths == _MAX_VARINT_BYTES) & (data[last] > 1))
+    if bad.any():
+        record = int(np.searchsorted(bounds, last[np.argmax(bad)], side="right")) - 1
+        raise RecordError(f"{path}: record {first + record}: feature {key!r} holds a number of more than 64 bits "
+                          "(an over-long varint): the record is corrupt")

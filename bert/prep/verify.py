@@ -19,9 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.manifest import ManifestEntry, sha256_of, shard_files, write_manifest
+from bert.data.manifest import MANIFEST_FILE, ManifestEntry, load_manifest, sha256_of, shard_files, write_manifest
 from bert.data.shards import Samples, ShardError, read_arrays, row_blocks, samples_from_arrays, shard_header
 from bert.data.vocab import Vocab, load_vocab
+from bert.ownership import VERIFY, claim_file
 from bert.prep.progress import Advance, progress_bar
 from bert.prep.worker_pool import run_parallel
 
@@ -95,9 +96,9 @@ class Findings:
 
 
 def verify_dataset(root: Path, vocab_path: Path | None = None, limits: Limits = Limits(), workers: int = 1,
-                   show_progress: bool = True) -> VerifyReport:
+                   show_progress: bool = True, writer: str = VERIFY) -> VerifyReport:
     """Checks every shard below `root` (on `workers` processes); writes root/manifest.json when nothing is
-    wrong."""
+    wrong (claimed for `writer`: a manifest.json of someone else's is never replaced)."""
     if not root.is_dir():
         raise ShardError(f"{root}: no such dataset directory")
     vocab_path = vocab_path or root / "vocab.txt"
@@ -118,8 +119,18 @@ def verify_dataset(root: Path, vocab_path: Path | None = None, limits: Limits = 
         report.entries.append(ManifestEntry(vocab_path.resolve().relative_to(root.resolve()).as_posix(),
                                             vocab_path.stat().st_size, sha256_of(vocab_path), None, "vocab"))
     if not report.problems:
-        report.manifest = write_manifest(root, report.entries)
+        with claim_file(root / MANIFEST_FILE, writer, replace=True, legacy=_is_manifest,
+                        foreign_hint="verify writes its manifest there: move that file away yourself"):
+            report.manifest = write_manifest(root, report.entries)
     return report
+
+
+def _is_manifest(path: Path) -> bool:
+    """Whether `path` is a manifest `data verify` wrote (before bert.ownership recorded it)."""
+    try:
+        return load_manifest(path.parent) is not None
+    except ShardError:
+        return False
 
 
 @dataclass(frozen=True)

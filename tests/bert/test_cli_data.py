@@ -48,8 +48,8 @@ def test_output_with_shards_is_refused_then_resumed_or_overwritten(text_corpus, 
     first = _prepare(text_corpus, tmp_path / "out")
     assert first.exit_code == 0 and "prepared 3 part(s)" in first.output and "samples/s" in first.output
     assert _error_line(_prepare(text_corpus, tmp_path / "out")) == (
-        f"Error: {tmp_path / 'out'}: already holds 3 shard(s) (part-00000-of-00003.hdf5, ...); pass --resume to "
-        "complete the missing parts or --overwrite to replace them")
+        f"Error: {tmp_path / 'out'}: already holds 4 file(s) that `mlperf-bert data prepare` wrote "
+        "(part-00000-of-00003.hdf5, ...); pass --resume to complete the missing parts or --overwrite to replace them")
     (tmp_path / "out" / "part-00001-of-00003.hdf5").unlink()
     resumed = _prepare(text_corpus, tmp_path / "out", "--resume")
     assert resumed.exit_code == 0 and "prepared 1 part(s)" in resumed.output
@@ -60,7 +60,7 @@ def test_output_with_shards_is_refused_then_resumed_or_overwritten(text_corpus, 
 
 def test_the_whole_chain_and_verify_failures(text_corpus, tmp_path):
     data = tmp_path / "data"
-    assert _run("vocab", "--text", *sorted((text_corpus / "train").iterdir()), "--size", 600, "--out",
+    assert _run("vocab", "--text", *sorted((text_corpus / "train").glob("part-*")), "--size", 600, "--out",
                 data / "vocab.txt", "--quiet").exit_code == 0
     assert _prepare(text_corpus, data / "train").exit_code == 0
     assert _run("eval-set", "--input", data / "train", "--out", data / "eval.hdf5", "--samples", 100,

@@ -4,6 +4,7 @@ most a couple of times; with token sizes (run.token_sizes) the layer is compiled
 size. One inductor compilation of a small layer: about 20-60 s on a shared 2-core machine."""
 
 import numpy as np
+import pytest
 import torch
 import torch._dynamo
 from torch._dynamo.utils import counters
@@ -25,17 +26,24 @@ def _layout(rng: np.random.Generator) -> TokenLayout:
     return TokenLayout.from_lengths(lengths, -(-int(lengths.max()) // 8) * 8)
 
 
-def test_an_encoder_layer_traces_to_one_graph_without_a_break():
+@pytest.mark.parametrize("gelu", ["tanh", "erf"])
+def test_an_encoder_layer_traces_to_one_graph_without_a_break(gelu):
+    config = CONFIG.replace(gelu=gelu, initializer_range=0.5)  # wide activations: the GELUs differ visibly
     torch.manual_seed(0)
-    layer = EncoderLayer(CONFIG).train()
+    layer = EncoderLayer(config).train()
     layout = _layout(np.random.default_rng(0))
-    x = torch.randn(layout.num_tokens, CONFIG.hidden_size, requires_grad=True)
+    x = torch.randn(layout.num_tokens, config.hidden_size, requires_grad=True)
     explained = torch._dynamo.explain(layer)(x, layout, None)
     assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
-    # The traced graph computes what the layer does (eval: no dropout, so the values can be compared).
+    # The traced graph computes what the layer does (eval: no dropout, so the values can be compared), with the
+    # config's GELU: the other one's output is far outside the tolerance.
     layer.eval()
     compiled = torch.compile(layer, backend="aot_eager", dynamic=True, fullgraph=True)
-    torch.testing.assert_close(compiled(x, layout, None), layer(x, layout, None), rtol=1e-5, atol=1e-6)
+    out = compiled(x, layout, None)
+    torch.testing.assert_close(out, layer(x, layout, None), rtol=1e-5, atol=1e-6)
+    other = EncoderLayer(config.replace(gelu="erf" if gelu == "tanh" else "tanh")).eval()
+    other.load_state_dict(layer.state_dict())
+    assert (other(x, layout, None) - out).abs().max() > 1e-4
 
 
 def test_100_steps_of_changing_token_counts_compile_the_shared_layer_graph_at_most_twice():

@@ -1,6 +1,6 @@
-"""Several nodes on this host: descriptors of the micro model on 2 nodes, run_and_time.sh started once per
-node (torchrun, NODE_RANK and MASTER_ADDR), and the check that every rank was placed and read its shards as
-the launch plan said."""
+"""Several nodes on this machine: descriptors of the micro model on several nodes, run_and_time.sh started once
+per node (torchrun, NODE_RANK and MASTER_ADDR), on this host or each on a host of its own (tests/cluster/netns.py),
+and the check that every rank was placed and read its shards as the launch plan said."""
 
 from __future__ import annotations
 
@@ -9,10 +9,14 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from bert.system import System, load_system
+from tests.cluster.netns import Host, HostNetwork
 from tests.conftest import REPO
 from tests.faults.conftest import descendants
 from tests.helpers.ports import free_port
@@ -34,14 +38,37 @@ def micro_system(folder: Path, name: str, nodes: int, per_node: int, **run: obje
     return load_system(MICRO).variant(values, name=name, description={"number_of_nodes": str(nodes)}).write(folder)
 
 
-def start_node(system: System, node: int, logdir: Path, data: Path, env: dict, out: Path, seed: int = 5
-               ) -> subprocess.Popen:
-    """run_and_time.sh as one host of a torchrun launch runs it; stdout and stderr to `out`."""
-    node_env = {**env, "NODE_RANK": str(node), "MASTER_ADDR": "127.0.0.1", "NEXP": "1", "SEED": str(seed),
+def start_node(system: System, node: int, logdir: Path, data: Path, env: dict, out: Path, seed: int = 5,
+               host: Host | None = None, master_addr: str = "127.0.0.1", dry_run: bool = False,
+               repo: Path = REPO) -> subprocess.Popen:
+    """`repo`/run_and_time.sh as one host of a torchrun launch runs it (on `host`, else on this one); stdout and
+    stderr to `out`."""
+    node_env = {**env, "NODE_RANK": str(node), "MASTER_ADDR": master_addr, "NEXP": "1", "SEED": str(seed),
                 "LOGDIR": str(logdir), "DATADIR": str(data), "PYTHONUNBUFFERED": "1"}
+    argv = [str(repo / "run_and_time.sh"), *(["--dry-run"] if dry_run else []), str(system.path)]
     with open(out, "w") as sink:
-        return subprocess.Popen([str(REPO / "run_and_time.sh"), str(system.path)], env=node_env, stdout=sink,
+        return subprocess.Popen(host.command(argv) if host else argv, env=node_env, stdout=sink,
                                 stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def start_on_hosts(network: HostNetwork, system: System, logdir: Path, data: Path, env: dict, outs: Path,
+                   dry_run: bool = False) -> list[subprocess.Popen]:
+    """run_and_time.sh on every host of `network`, host k as node k, MASTER_ADDR the first host's address; node k's
+    output to outs/node<k>.out."""
+    return [start_node(system, k, logdir, data, env, outs / f"node{k}.out", host=host,
+                       master_addr=network.hosts[0].address, dry_run=dry_run)
+            for k, host in enumerate(network.hosts)]
+
+
+def wait_nodes(nodes: list[subprocess.Popen], timeout: float, outs: Path) -> list[int]:
+    """The nodes' exit codes; kills every node and fails the test when one runs past `timeout`."""
+    deadline = time.monotonic() + timeout
+    try:
+        return [node.wait(timeout=max(deadline - time.monotonic(), 0.1)) for node in nodes]
+    except subprocess.TimeoutExpired:
+        for node in nodes:
+            kill_node(node)
+        pytest.fail(f"the nodes still ran after {timeout:.0f} s:\n{(outs / 'node0.out').read_text()[-3000:]}")
 
 
 def kill_node(node: subprocess.Popen) -> None:

@@ -1,5 +1,5 @@
-"""A real Slurm cluster on this host for the tests (tests/cluster/slurm_local.sh), and the job handling they
-share: submit, wait, read a job's state."""
+"""A real Slurm cluster for the tests (tests/cluster/slurm_local.sh): its daemons on this host, or each on a host
+of its own (tests/cluster/netns.py); and the job handling the tests share: submit, wait, read a job's state."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.cluster.netns import Host, HostNetwork
 
 SCRIPT = Path(__file__).resolve().parent / "slurm_local.sh"
 NODES = 2  # two slurmd on this host (Debian's slurm-wlm is built with multiple-slurmd support)
@@ -51,9 +53,11 @@ class Job:
 class SlurmCluster:
     folder: Path
     env: dict[str, str]  # os.environ with SLURM_CONF: what sbatch, squeue and scancel need
+    controller: Host | None = None  # where the client commands run: slurmctld's host, when it has one
 
     def run(self, *args: str, **kwargs) -> subprocess.CompletedProcess:
-        return subprocess.run(list(args), env=kwargs.pop("env", self.env), capture_output=True, text=True,
+        argv = self.controller.command(list(args)) if self.controller else list(args)
+        return subprocess.run(argv, env=kwargs.pop("env", self.env), capture_output=True, text=True,
                               timeout=kwargs.pop("timeout", 60), **kwargs)
 
     def submit(self, *args: str, env: dict[str, str], cwd: Path) -> str:
@@ -82,13 +86,19 @@ class SlurmCluster:
 
 
 @contextmanager
-def slurm_cluster(folder: Path, nodes: int = NODES) -> Iterator[SlurmCluster]:
-    """A started cluster; stopped afterwards whatever happened (start stops what it began if it fails)."""
+def slurm_cluster(folder: Path, nodes: int = NODES, network: HostNetwork | None = None) -> Iterator[SlurmCluster]:
+    """A started cluster; stopped afterwards whatever happened (start stops what it began if it fails). On a
+    `network`, slurmctld runs on its first host and a slurmd on each other one (`nodes` is then theirs)."""
     ensure_installed()
-    started = subprocess.run([str(SCRIPT), "start", str(folder), str(nodes)], capture_output=True, text=True,
+    shape = str(nodes)
+    if network is not None:
+        shape = str(folder.with_name(f"{folder.name}.hosts"))
+        Path(shape).write_text("".join(f"{h.name} {h.address} {h.netns}\n" for h in network.hosts))
+    started = subprocess.run([str(SCRIPT), "start", str(folder), shape], capture_output=True, text=True,
                              timeout=120)
     assert started.returncode == 0, started.stdout + started.stderr
     try:
-        yield SlurmCluster(folder, dict(os.environ, SLURM_CONF=str(folder / "slurm.conf")))
+        yield SlurmCluster(folder, dict(os.environ, SLURM_CONF=str(folder / "slurm.conf")),
+                           network.hosts[0] if network else None)
     finally:
         subprocess.run([str(SCRIPT), "stop", str(folder)], capture_output=True, timeout=120)

@@ -3,6 +3,9 @@
 #   tests/cluster/slurm_local.sh install              Debian's slurm-wlm and munge (root, apt-get)
 #   tests/cluster/slurm_local.sh start  DIR [NODES]   writes DIR/slurm.conf, starts munged, slurmctld and NODES
 #                                                     slurmd (default 1), waits until every node is idle
+#   tests/cluster/slurm_local.sh start  DIR HOSTS     the same on the test hosts of tests/cluster/netns.py that the
+#                                                     file HOSTS names, a line each: NAME ADDRESS NETNS; the first
+#                                                     runs slurmctld (submit there), each other one a slurmd
 #   tests/cluster/slurm_local.sh status DIR           sinfo and squeue of that cluster
 #   tests/cluster/slurm_local.sh stop   DIR           cancels its jobs, ends every daemon and job step it started
 # After start, `export SLURM_CONF=DIR/slurm.conf` points sbatch, srun, squeue and scancel at it.
@@ -11,11 +14,13 @@
 # pid files and daemon logs; no system file is touched, so several such clusters can run side by side, each on
 # its own free ports. No cgroups (proctrack/linuxproc, task/none), so it runs in containers and CI machines.
 # It runs as root or as any other user (the daemons, and so every job, then run as that user).
-# With NODES=2 the nodes are two slurmd on this host (Slurm's multiple-slurmd mode), each with its own port.
+# With NODES=2 the nodes are two slurmd on this host (Slurm's multiple-slurmd mode), each with its own port. With
+# HOSTS every daemon runs on its own host (tests/cluster/on_host.sh), each node's NodeAddr its host's address, and
+# every client command of this script (sinfo, scancel) runs on the first host.
 # Start cleans up after itself when it fails; stop is safe to repeat.
 set -euo pipefail
 
-usage() { sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 die() { echo "slurm_local: $*" >&2; exit 1; }
 
@@ -30,23 +35,46 @@ free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-node_names() {  # the node names of this cluster, one a line
+on_host="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/on_host.sh"
+
+host_field() {  # DIR LINE FIELD: a field (1 name, 2 address, 3 namespace) of a line of DIR/hosts
+    sed -n "$2p" "$1/hosts" | awk -v f="$3" '{ print $f }'
+}
+
+on() {  # DIR LINE COMMAND...: the command on the host of that line of DIR/hosts, or here without DIR/hosts
+    local dir="$1" line="$2"
+    shift 2
+    if [[ -f "$dir/hosts" ]]; then
+        "$on_host" "$(host_field "$dir" "$line" 3)" "$(host_field "$dir" "$line" 1)" "$@"
+    else
+        "$@"
+    fi
+}
+
+node_names() {  # DIR NODES: the node names of this cluster, one a line
     local host
     host=$(hostname -s)
-    if (($1 == 1)); then echo "$host"; else seq -f "$host-n%g" 0 $(($1 - 1)); fi
+    if [[ -f "$1/hosts" ]]; then awk 'NR > 1 { print $1 }' "$1/hosts"
+    elif (($2 == 1)); then echo "$host"
+    else seq -f "$host-n%g" 0 $(($2 - 1)); fi
 }
 
 write_conf() {  # DIR NODES
-    local dir="$1" nodes="$2" host cpus memory name
+    local dir="$1" nodes="$2" host cpus memory name controller ctld_port=6817 slurmd_port=6818 line=1
     host=$(hostname -s)
     cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc obeys those two
     memory=$(awk '/MemTotal/ { print int($2 / 1024 / 2) }' /proc/meminfo)  # MB, half: other work shares it
+    if [[ -f "$dir/hosts" ]]; then  # hosts of their own: Slurm's own ports are free on each
+        controller="$(host_field "$dir" 1 1)($(host_field "$dir" 1 2))"
+    else
+        controller="$host(127.0.0.1)" ctld_port=$(free_port) slurmd_port=$(free_port)
+    fi
     cat > "$dir/slurm.conf" <<EOF
-# Written by tests/cluster/slurm_local.sh for a one-host test cluster; not for production.
+# Written by tests/cluster/slurm_local.sh for a test cluster; not for production.
 ClusterName=mlperfbert
-SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=$(free_port)
-SlurmdPort=$(free_port)
+SlurmctldHost=$controller
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
 SlurmUser=$(id -un)
 SlurmdUser=$(id -un)
 AuthType=auth/munge
@@ -76,14 +104,18 @@ MinJobAge=600
 EOF
     local port
     while read -r name; do
-        if ((nodes == 1)); then
+        line=$((line + 1))
+        if [[ -f "$dir/hosts" ]]; then
+            echo "NodeName=$name NodeAddr=$(host_field "$dir" "$line" 2) CPUs=$cpus" \
+                 "RealMemory=$((memory / nodes)) State=UNKNOWN" >> "$dir/slurm.conf"
+        elif ((nodes == 1)); then
             echo "NodeName=$name NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory State=UNKNOWN" >> "$dir/slurm.conf"
         else
             port=$(free_port)
             echo "NodeName=$name NodeHostname=$host NodeAddr=127.0.0.1 Port=$port CPUs=$cpus" \
                  "RealMemory=$((memory / nodes)) State=UNKNOWN" >> "$dir/slurm.conf"
         fi
-    done < <(node_names "$nodes")
+    done < <(node_names "$dir" "$nodes")
     echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP" >> "$dir/slurm.conf"
 }
 
@@ -102,18 +134,19 @@ start_munge() {
 wait_idle() {  # DIR NODES: until sinfo shows every node idle (30 s at most)
     local dir="$1" nodes="$2" idle
     for _ in $(seq 1 150); do
-        idle=$(SLURM_CONF="$dir/slurm.conf" sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l)
+        idle=$(SLURM_CONF="$dir/slurm.conf" on "$dir" 1 sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l)
         ((idle == nodes)) && return 0
         sleep 0.2
     done
-    SLURM_CONF="$dir/slurm.conf" sinfo -N -l >&2 || true
+    SLURM_CONF="$dir/slurm.conf" on "$dir" 1 sinfo -N -l >&2 || true
     tail -n 5 "$dir"/*.log >&2 || true
     return 1
 }
 
-start() {  # DIR NODES
-    local dir="$1" nodes="${2:-1}" name
-    [[ "$nodes" =~ ^[1-9][0-9]*$ ]] || die "NODES must be a positive integer, not '$nodes'"
+start() {  # DIR NODES|HOSTS
+    local dir="$1" nodes="${2:-1}" name line=1 hosts=""
+    if [[ -f "$nodes" ]]; then hosts=$(realpath "$nodes") nodes=$(($(grep -c . "$hosts") - 1)); fi
+    [[ "$nodes" =~ ^[1-9][0-9]*$ ]] || die "NODES must be a positive integer or a HOSTS file with 2 lines or more, not '$2'"
     for tool in munged slurmctld slurmd sbatch sinfo; do
         command -v "$tool" >/dev/null || die "$tool is not installed; run '$0 install' (root, Debian)"
     done
@@ -122,14 +155,17 @@ start() {  # DIR NODES
     [[ -z "$(ls -A "$dir")" ]] || die "$dir is not empty; give start a new folder"
     trap 'stop "$dir"' EXIT  # whatever ends start early (die, set -e) ends what it began
     mkdir -p "$dir/ctld" "$dir/spool"
+    if [[ -n "$hosts" ]]; then cp "$hosts" "$dir/hosts"; fi
     write_conf "$dir" "$nodes"
     start_munge "$dir"
     export SLURM_CONF="$dir/slurm.conf"
-    slurmctld -i || die "slurmctld did not start: $(tail -n 3 "$dir/slurmctld.log" 2>/dev/null)"
+    on "$dir" 1 slurmctld -i || die "slurmctld did not start: $(tail -n 3 "$dir/slurmctld.log" 2>/dev/null)"
     while read -r name; do
+        line=$((line + 1))
         mkdir -p "$dir/spool/$name"
-        slurmd -N "$name" || die "slurmd $name did not start: $(tail -n 3 "$dir/slurmd-$name.log" 2>/dev/null)"
-    done < <(node_names "$nodes")
+        on "$dir" "$line" slurmd -N "$name" ||
+            die "slurmd $name did not start: $(tail -n 3 "$dir/slurmd-$name.log" 2>/dev/null)"
+    done < <(node_names "$dir" "$nodes")
     wait_idle "$dir" "$nodes" || die "the nodes did not become idle within 30 s (logs in $dir)"
     trap - EXIT
     echo "slurm_local: $nodes node(s) idle; export SLURM_CONF=$dir/slurm.conf"
@@ -158,7 +194,7 @@ stop() {  # DIR
     local dir="$1" pids=() file
     [[ -f "$dir/slurm.conf" ]] || return 0
     export SLURM_CONF="$dir/slurm.conf"
-    scancel --full --quiet --user="$(id -un)" 2>/dev/null || true
+    on "$dir" 1 scancel --full --quiet --user="$(id -un)" 2>/dev/null || true
     for file in "$dir"/slurmctld.pid "$dir"/slurmd-*.pid "$dir"/munge/munged.pid; do
         [[ -f "$file" ]] && pids+=("$(cat "$file")")
     done
@@ -172,8 +208,8 @@ stop() {  # DIR
 
 status() {  # DIR
     export SLURM_CONF="$1/slurm.conf"
-    sinfo -N -l
-    squeue
+    on "$1" 1 sinfo -N -l
+    on "$1" 1 squeue
 }
 
 case "${1:-}" in

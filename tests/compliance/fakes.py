@@ -29,6 +29,7 @@ def write_run(path: Path, seed: int, system: System | None = None, accuracies=(0
     log.submission(system)
     log.seed(seed)
     log.hyperparameters(system)
+    log.target(system)
     log.init_stop()
     log.run_start()
     for i, accuracy in enumerate(accuracies):

@@ -1,12 +1,14 @@
-"""run_and_time.sbatch under a real Slurm (slurmctld and two slurmd on this host, tests/cluster/slurm_local.sh):
-srun's own environment places the ranks, the logs pass the official checker, scancel ends a run with an
-aborted, published log, and an allocation that cannot run the descriptor is refused."""
+"""run_and_time.sbatch under a real Slurm (tests/cluster/slurm_local.sh): slurmctld and two slurmd on this host,
+or each daemon on a host of its own (tests/cluster/netns.py). srun's own environment places the ranks across
+hosts, the logs pass the official checker, scancel ends a run with an aborted, published log, and an allocation
+that cannot run the descriptor is refused."""
 
 import os
 import time
 
 from compliance.checkers import compliance_check
 from tests.cluster.nodes import assert_ranks_follow_the_plan, micro_system
+from tests.cluster.slurm import slurm_cluster
 from tests.conftest import REPO
 from tests.faults.conftest import assert_log_aborted
 
@@ -32,17 +34,26 @@ def test_sbatch_runs_cpu_micro_to_a_compliant_log(slurm, tmp_path, small_dataset
     assert "rank 0 of 1: node 0, local rank 0 of 1," in output
 
 
-def test_a_two_node_job_places_its_ranks_with_srun(slurm, tmp_path, small_dataset):
-    """2 nodes x 2 ranks: ./run_and_time.sbatch asks for the descriptor's shape; srun's SLURM_PROCID,
-    SLURM_LOCALID, SLURM_NTASKS and node list place every rank where the launch plan says, with its shards."""
-    system = micro_system(tmp_path, "micro_2x2", nodes=2, per_node=2)
-    out = tmp_path / "job.out"
-    job = slurm.submit(str(REPO / "run_and_time.sbatch"), str(system.path), f"--output={out}",
-                       env=job_env(tmp_path, small_dataset), cwd=tmp_path)
-    ended = slurm.wait(job, JOB_TIMEOUT_S)
+def test_a_two_node_job_on_hosts_of_their_own_places_its_ranks_with_srun(hosts, tmp_path, tmp_path_factory,
+                                                                         small_dataset):
+    """slurmctld and two slurmd each on a host of its own, each node's NodeAddr its host's address; 2 nodes x 2
+    ranks submitted by ./run_and_time.sbatch with the descriptor's shape: the pre-flight runs on both nodes (one
+    srun task each) with the rendezvous at the first node's NodeAddr, and srun's SLURM_PROCID, SLURM_LOCALID,
+    SLURM_NTASKS and node list place every rank where the launch plan says, with its shards."""
+    network = hosts(3, ["ctl", "node0", "node1"])
+    # A short folder: slurmstepd's sockets below it must fit a Unix socket path (108 bytes).
+    with slurm_cluster(tmp_path_factory.mktemp("slurm"), network=network) as slurm:
+        system = micro_system(tmp_path, "micro_2x2", nodes=2, per_node=2)
+        out = tmp_path / "job.out"
+        job = slurm.submit(str(REPO / "run_and_time.sbatch"), str(system.path), f"--output={out}",
+                           env=job_env(tmp_path, small_dataset), cwd=tmp_path)
+        ended = slurm.wait(job, JOB_TIMEOUT_S)
     output = out.read_text()
     assert (ended.state, ended.exit_code) == ("COMPLETED", "0:0"), output[-3000:]
-    assert ended.fields["NumNodes"] == "2" and ended.fields["NumTasks"] == "4", ended.fields
+    assert (ended.fields["NodeList"], ended.fields["NumNodes"], ended.fields["NumTasks"]) == ("node[0-1]", "2", "4")
+    assert "pre-flight: 2 node(s) ready: " in output
+    assert f"pre-flight: node 1 (node1): node 0 at {network.hosts[1].address}:{system.run.launch.master_port} " \
+           "accepts the start" in output
     assert compliance_check(tmp_path / "logs" / "micro_2x2" / "result_0.txt").passed
     assert_ranks_follow_the_plan(output, system, 41, small_dataset)
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 import types
 import typing
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -34,6 +36,9 @@ BAD_VALUES = [
     ("launch.master_port", 70000, "must be at least 1 and at most 65535, got 70000"),
     ("dataset.synthetic.shards", 0, "must be at least 1, got 0"),
     ("model_overrides", {"num_heads": 0}, "num_heads must be a whole number, at least 1, got 0"),
+    ("model_overrides", {"gelu": "relu"}, "gelu must be one of 'tanh', 'erf', got 'relu'"),
+    ("optimizer.start_warmup_step", 5, "must be at most 0, got 5 (a positive start gives the reference a negative "
+     "learning rate before it; start the warm-up at 0 or before)"),
 ]
 
 
@@ -100,6 +105,17 @@ def test_a_binary_descriptor_or_a_folder_is_one_line(tmp_path):
             result = CliRunner().invoke(main, command)
             assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.exception
             assert result.output.startswith(f"Error: {target}: {message}") and result.output.count("\n") == 1
+
+
+def test_a_pipe_or_a_device_given_as_a_descriptor_is_named_as_such(tmp_path):
+    fifo = tmp_path / "system.json"
+    os.mkfifo(fifo)  # nothing ever writes it: reading it would wait for ever
+    for target in (fifo, Path("/dev/zero")):
+        proc = subprocess.run([sys.executable, "-m", "bert.cli", "system", "check", str(target)], capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 1 and proc.stderr == (
+            f"Error: {target}: is not a regular file (a pipe, a device or a socket); give a descriptor file "
+            "(e.g. systems/cpu_tiny.json) or the name of one in systems/\n")
 
 
 def test_valid_descriptors_keep_loading(tmp_path):

@@ -8,11 +8,13 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from bert.cli import main
-from bert.prep.synthetic.hdf5_corpus import COMPLETE_MARKER, OWNER_MARKER, is_complete, synthesize
+from bert.ownership import RECORD_FILE
+from bert.prep.synthetic.hdf5_corpus import COMPLETE_MARKER, LEGACY_OWNER_MARKER, is_complete, synthesize
 from bert.system import load_system
 from tests.compliance.fakes import write_package
 from tests.conftest import SMALL_SYNTH
 from tests.faults.conftest import single_line_error, wrapper
+from tests.helpers.processes import gone_pid
 
 
 def _users_dataset(folder: Path) -> dict[Path, bytes]:
@@ -60,24 +62,24 @@ def test_its_own_interrupted_corpus_is_completed_and_its_own_complete_one_replac
         name="small").write(tmp_path / "systems").path
     data = tmp_path / "data"
     data.mkdir()
-    (data / OWNER_MARKER).write_text("written by mlperf-bert data synth\n")  # an interrupted synthesis
+    (data / LEGACY_OWNER_MARKER).write_text("written by mlperf-bert data synth\n")  # an interrupted synthesis
     (data / "train").mkdir()
-    (data / "train" / ".part-00000-of-00002.hdf5.tmp1").write_bytes(b"half a shard")
+    (data / "train" / f".part-00000-of-00002.hdf5.tmp{gone_pid()}").write_bytes(b"half a shard")
     code, output = _cli("data", "synth", "--system", system, "--if-missing")
     assert code == 0, output
     assert is_complete(data) and sorted(p.name for p in (data / "train").iterdir()) == [
-        "part-00000-of-00002.hdf5", "part-00001-of-00002.hdf5"]
+        RECORD_FILE, "part-00000-of-00002.hdf5", "part-00001-of-00002.hdf5"]
     code, output = _cli("data", "synth", "--system", system, "--if-missing")
     assert code == 0 and "already complete" in output
     code, output = _cli("data", "synth", "--system", system)
-    assert code == 1 and "already holds a synthetic corpus; pass --overwrite" in output
+    assert code == 1 and "pass --overwrite to replace the corpus" in output
     code, output = _cli("data", "synth", "--system", system, "--overwrite")
     assert code == 0 and is_complete(data), output
 
 
 def test_a_corpus_written_before_the_owner_mark_is_still_recognised(tmp_path):
     data = synthesize(tmp_path / "data", SMALL_SYNTH)
-    (data / OWNER_MARKER).unlink()  # as the earlier writer left it: only its completion mark, holding the spec
+    (data / RECORD_FILE).unlink()  # as the earliest writer left it: only its completion mark, holding the spec
     assert (data / COMPLETE_MARKER).read_text().startswith("SyntheticDataSpec(")
     assert is_complete(data)
     (data / COMPLETE_MARKER).write_text("done\n")  # someone else's marker of the same name is no proof

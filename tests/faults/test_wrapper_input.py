@@ -41,6 +41,18 @@ def test_a_missing_descriptor_is_one_line(tmp_path, cpu_env, system, message):
     assert proc.returncode == 2 and message in single_line_error(proc.stderr)  # no "unbound variable" after it
 
 
+@pytest.mark.parametrize("script", ["run_and_time.sh", "run_and_time.sbatch"])
+def test_help_prints_the_usage_and_an_unknown_system_is_one_line_and_exit_2(tmp_path, cpu_env, script):
+    env = {k: v for k, v in cpu_env.items() if not k.startswith("SLURM_")} | {"LOGDIR": str(tmp_path / "logs")}
+    helped = subprocess.run([str(REPO / script), "--help"], env=env, capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0 and helped.stderr == "", helped.stderr
+    assert helped.stdout.startswith(("Launch and time MLPerf BERT runs", "Slurm batch script for run_and_time.sh"))
+    assert "Exit status" in helped.stdout and "run_and_time" in helped.stdout
+    unknown = subprocess.run([str(REPO / script), "nosuch"], env=env, capture_output=True, text=True, timeout=60)
+    assert unknown.returncode == 2 and "nosuch.json: no such descriptor" in single_line_error(unknown.stderr)
+    assert not (tmp_path / "logs").exists()
+
+
 def test_a_results_folder_that_takes_no_file_fails_at_once(tmp_path, cpu_env, small_dataset):
     """sysfs refuses new files even to root, so /sys/kernel is a results folder that exists and takes no file
     wherever the tests run (a folder without write permission would not do as root)."""

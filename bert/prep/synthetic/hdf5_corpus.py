@@ -4,29 +4,31 @@ Writes DIR/vocab.txt, DIR/train/part-XXXXX.hdf5 and DIR/eval.hdf5. Documents com
 samples are cut and masked exactly as the reference pipeline does (bert.prep.instances). Eval documents are
 written by their own random stream and never appear in training.
 
-DIR is marked as this writer's before anything else is written into it (OWNER_MARKER), and as complete after
-everything (COMPLETE_MARKER). Only a folder that bears the first mark is ever emptied or refilled: any other
-folder that holds files is refused, whatever the caller asks, because a dataset directory (DATADIR) may hold a
-user's real data.
+DIR is claimed as this writer's (bert.ownership) before anything is written into it: only a folder whose
+record says that `data synth` wrote what it holds is ever emptied or refilled; any other folder that holds
+files is refused, whatever the caller asks, because a dataset directory (DATADIR) may hold a user's real data.
+COMPLETE_MARKER is written last.
 """
 
 from __future__ import annotations
 
 import os
 import random
-import shutil
 from pathlib import Path
 
 import numpy as np
 
 from bert.data.shards import Samples, write_shard
+from bert.ownership import OwnedFolder, claim_folder
 from bert.prep.instances import Documents, SampleSpec, SpecialIds, build_samples, plan_instances
 from bert.prep.synthetic.grammar import DocumentWriter, Lexicon, build_lexicon
 from bert.system import SyntheticDataSpec
 
 TRAIN_DIR, EVAL_FILE, VOCAB_FILE = "train", "eval.hdf5", "vocab.txt"
-OWNER_MARKER = ".mlperf-bert-synthetic"  # written first: this folder holds (part of) a corpus written here
+WRITER = "data synth"
+LEGACY_OWNER_MARKER = ".mlperf-bert-synthetic"  # what marked a corpus folder before bert.ownership's record
 COMPLETE_MARKER = ".complete"  # written last
+FOREIGN_HINT = "choose another folder for the synthetic corpus (DATADIR, --out), or empty this one yourself"
 
 
 def _samples(lexicon: Lexicon, count: int, spec: SyntheticDataSpec, seed: int) -> Samples:
@@ -51,14 +53,16 @@ def _samples(lexicon: Lexicon, count: int, spec: SyntheticDataSpec, seed: int) -
 
 
 def is_complete(out_dir: str | os.PathLike) -> bool:
-    return is_own(out_dir) and (Path(out_dir) / COMPLETE_MARKER).is_file()
-
-
-def is_own(out_dir: str | os.PathLike) -> bool:
-    """Whether `out_dir` was made by `synthesize` (whole or interrupted). A corpus written before the owner mark
-    existed is recognised by its completion mark, which holds the repr of its SyntheticDataSpec."""
     out = Path(out_dir)
-    if (out / OWNER_MARKER).is_file():
+    if not (out / COMPLETE_MARKER).is_file():
+        return False
+    return OwnedFolder(out, WRITER, legacy=_written_before_records).files.get(COMPLETE_MARKER) == WRITER
+
+
+def _written_before_records(out: Path) -> bool:
+    """A corpus of this writer's from before bert.ownership: its owner mark, or (before that) its completion
+    mark holding the repr of its SyntheticDataSpec."""
+    if (out / LEGACY_OWNER_MARKER).is_file():
         return True
     try:
         return (out / COMPLETE_MARKER).read_text().startswith(f"{SyntheticDataSpec.__name__}(")
@@ -66,46 +70,27 @@ def is_own(out_dir: str | os.PathLike) -> bool:
         return False
 
 
-def _clear_own(out: Path) -> None:
-    """Empties a folder of this writer's, keeping its owner mark (so that it stays its own if interrupted)."""
-    for entry in out.iterdir():
-        if entry.name == OWNER_MARKER:
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-
-
 def synthesize(out_dir: str | os.PathLike, spec: SyntheticDataSpec, overwrite: bool = False) -> Path:
     """Writes the corpus into `out_dir`: a folder that does not exist or is empty, or, with `overwrite`, one
-    this function wrote before. Raises FileExistsError for any other folder that holds files (whatever
-    `overwrite` says), and for one of its own without `overwrite`."""
+    this function wrote before. Raises OwnershipError (a FileExistsError) for any other folder that holds
+    files (whatever `overwrite` says), and for one of its own without `overwrite`."""
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"{out}: is a file, not a dataset folder; choose another folder (DATADIR, --out)")
-    if out.is_dir() and any(out.iterdir()):
-        if not is_own(out):
-            raise FileExistsError(f"{out}: holds files that `mlperf-bert data synth` did not write (it has no "
-                                  f"{OWNER_MARKER}), so nothing is written there; choose another folder for the "
-                                  "synthetic corpus (DATADIR, --out), or empty this one yourself")
-        if not overwrite:
-            raise FileExistsError(f"{out}: already holds a synthetic corpus; pass --overwrite to replace it")
-        _clear_own(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / OWNER_MARKER).write_text(f"written by mlperf-bert data synth: {spec!r}\n")
-    (out / TRAIN_DIR).mkdir()
-    lexicon = build_lexicon(spec.vocab_size, seed=spec.seed)
-    lexicon.vocab.write(out / VOCAB_FILE)
-    train = _samples(lexicon, spec.train_samples, spec, seed=spec.seed + 1)
-    bounds = np.linspace(0, len(train), spec.shards + 1).astype(int)
-    for i in range(spec.shards):
-        part = train.take(np.arange(bounds[i], bounds[i + 1]))
-        write_shard(out / TRAIN_DIR / f"part-{i:05d}-of-{spec.shards:05d}.hdf5", part, spec.form,
-                    spec.max_seq_length, spec.max_predictions)
-    evaluation = _samples(lexicon, spec.eval_samples, spec, seed=spec.seed + 2)
-    write_shard(out / EVAL_FILE, evaluation, spec.form, spec.max_seq_length, spec.max_predictions)
-    (out / COMPLETE_MARKER).write_text(repr(spec) + "\n")
+    with claim_folder(out, WRITER, mode="overwrite" if overwrite else "new", again="pass --overwrite to replace "
+                      "the corpus", foreign_hint=FOREIGN_HINT, legacy=_written_before_records) as folder:
+        folder.record(VOCAB_FILE, EVAL_FILE, COMPLETE_MARKER)
+        lexicon = build_lexicon(spec.vocab_size, seed=spec.seed)
+        lexicon.vocab.write(out / VOCAB_FILE)
+        train = _samples(lexicon, spec.train_samples, spec, seed=spec.seed + 1)
+        bounds = np.linspace(0, len(train), spec.shards + 1).astype(int)
+        with folder.subfolder(TRAIN_DIR) as train_dir:
+            names = [f"part-{i:05d}-of-{spec.shards:05d}.hdf5" for i in range(spec.shards)]
+            train_dir.record(*names)
+            for i, name in enumerate(names):
+                part = train.take(np.arange(bounds[i], bounds[i + 1]))
+                write_shard(out / TRAIN_DIR / name, part, spec.form, spec.max_seq_length, spec.max_predictions)
+        evaluation = _samples(lexicon, spec.eval_samples, spec, seed=spec.seed + 2)
+        write_shard(out / EVAL_FILE, evaluation, spec.form, spec.max_seq_length, spec.max_predictions)
+        (out / COMPLETE_MARKER).write_text(repr(spec) + "\n")
     return out
 
 
@@ -114,5 +99,5 @@ def synthesize_if_missing(out_dir: str | os.PathLike, spec: SyntheticDataSpec) -
     Returns whether it wrote. A folder it did not write is refused as `synthesize` refuses it."""
     if is_complete(out_dir):
         return False
-    synthesize(out_dir, spec, overwrite=is_own(out_dir))
+    synthesize(out_dir, spec, overwrite=True)
     return True

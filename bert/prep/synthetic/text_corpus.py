@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bert.ownership import claim_folder, temporary_path
 from bert.prep.synthetic.grammar import PUNCTUATION, DocumentWriter, Lexicon, build_lexicon
 
 TRAIN_DIR, EVAL_FILE = "train", "eval.txt"
+WRITER = "data synth-text"
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ def write_part(path: Path, lexicon: Lexicon, rng: random.Random, size_bytes: int
     writer = DocumentWriter(lexicon, rng, mean_sentences=mean_sentences)
     pieces = lexicon.vocab.pieces
     written = 0
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp = temporary_path(path)
     try:
         with open(tmp, "wb") as f:
             while written < size_bytes:
@@ -77,22 +78,22 @@ def write_text_corpus(out_dir: str | os.PathLike, spec: TextCorpusSpec, overwrit
     """Writes the training parts and the eval text; returns the paths written."""
     spec.check()
     out = Path(out_dir)
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise FileExistsError(f"{out}: already holds files; pass --overwrite to replace them")
-        shutil.rmtree(out)
-    (out / TRAIN_DIR).mkdir(parents=True)
     lexicon = build_lexicon(spec.vocab_size, seed=spec.seed)
     part_bytes = int(spec.megabytes * 1e6 / spec.parts)
     written = []
-    for i in range(spec.parts):
-        path = out / TRAIN_DIR / f"part-{i:05d}-of-{spec.parts:05d}.txt"
-        write_part(path, lexicon, random.Random(f"{spec.seed}/train/{i}"), part_bytes, spec.mean_sentences,
-                   on_bytes)
-        written.append(path)
-    if spec.eval_megabytes > 0:
-        path = out / EVAL_FILE
-        write_part(path, lexicon, random.Random(f"{spec.seed}/eval"), int(spec.eval_megabytes * 1e6),
-                   spec.mean_sentences, on_bytes)
-        written.append(path)
+    with claim_folder(out, WRITER, mode="overwrite" if overwrite else "new") as folder:
+        with folder.subfolder(TRAIN_DIR) as train:
+            names = [f"part-{i:05d}-of-{spec.parts:05d}.txt" for i in range(spec.parts)]
+            train.record(*names)
+            for i, name in enumerate(names):
+                path = out / TRAIN_DIR / name
+                write_part(path, lexicon, random.Random(f"{spec.seed}/train/{i}"), part_bytes, spec.mean_sentences,
+                           on_bytes)
+                written.append(path)
+        if spec.eval_megabytes > 0:
+            folder.record(EVAL_FILE)
+            path = out / EVAL_FILE
+            write_part(path, lexicon, random.Random(f"{spec.seed}/eval"), int(spec.eval_megabytes * 1e6),
+                       spec.mean_sentences, on_bytes)
+            written.append(path)
     return written

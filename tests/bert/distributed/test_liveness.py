@@ -1,6 +1,8 @@
 """Naming the lost ranks: a rank whose beat stopped without an orderly end is lost; one that ended, or still
-beats (blocked in a collective, say), is not."""
+beats (blocked in a collective, say), is not. A rank whose store does not answer leaves all the same."""
 
+import threading
+import time
 from datetime import timedelta
 
 import torch.distributed as dist
@@ -36,3 +38,29 @@ def test_the_beat_slows_at_scale_so_the_store_serves_at_most_512_beats_a_second(
     for world_size in (1024, 4096, 8192):
         assert world_size / beat_seconds(world_size) <= 512
     assert beat_seconds(4096) == 8.0
+
+
+class _CutOffStore:
+    """The rendezvous store as a rank on a node cut off the network sees it: every operation waits (on TCP, which
+    has no timeout of its own) until the test ends."""
+
+    def __init__(self):
+        self.released = threading.Event()
+
+    def add(self, key: str, value: int) -> int:
+        self.released.wait()
+        return 0
+
+    def set(self, key: str, value: str) -> None:
+        self.released.wait()
+
+
+def test_a_rank_whose_store_does_not_answer_still_leaves_within_two_beats():
+    store = _CutOffStore()
+    heartbeat = Heartbeat(store, 1, 2)
+    started = time.monotonic()
+    heartbeat.end()
+    try:
+        assert time.monotonic() - started < 2 * heartbeat.beat_s + 0.5
+    finally:
+        store.released.set()

@@ -58,6 +58,7 @@ def test_lamb_without_apex_is_ours():
     optimizer = build_optimizer(_model(), _spec("lamb"))
     assert isinstance(optimizer, Lamb)
     assert [g["weight_decay"] for g in optimizer.param_groups] == [0.1, 0.0]
+    assert [g["layer_adaptation"] for g in optimizer.param_groups] == [True, False]
     assert optimizer.defaults["betas"] == (0.8, 0.9) and optimizer.defaults["eps"] == 1e-3
 
 
@@ -90,6 +91,17 @@ def test_apex_lamb_leaves_clipping_to_the_step_and_apex_adam_decouples_decay():
     assert [g["weight_decay"] for g in lamb.groups] == [0.1, 0.0]
     adam = build_optimizer(_model(), _spec("adam"), apex=apex)
     assert adam.kwargs["adam_w_mode"] is True and "max_grad_norm" not in adam.kwargs
+
+
+def test_apex_lamb_without_weight_decay_is_refused_in_one_line():
+    # apex applies the trust ratio only where the decay is non-zero; the reference adapts by name at any decay.
+    apex = SimpleNamespace(FusedLAMB=_Recorder, FusedAdam=_Recorder)
+    with pytest.raises(ValueError) as e:
+        build_optimizer(_model(), _spec("lamb", weight_decay_rate=0.0), apex=apex)
+    assert "run.optimizer.weight_decay_rate 0" in str(e.value) and '"compiled"' in str(e.value)
+    assert "\n" not in str(e.value)
+    compiled = build_optimizer(_model(), _spec("lamb", weight_decay_rate=0.0, implementation="compiled"), apex=apex)
+    assert isinstance(compiled, Lamb) and compiled.param_groups[0]["layer_adaptation"]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="torch's fused AdamW needs a CUDA device")

@@ -27,17 +27,23 @@ def _reference_lamb(w, grads, lr, b1, b2, eps, wd, adapt):
     return w
 
 
-@pytest.mark.parametrize("wd", [0.01, 0.0])
-def test_lamb_matches_hand_computed_steps(wd):
+# The reference adapts by name whatever the decay: a decay of 0 keeps the trust ratio (adapt=True).
+@pytest.mark.parametrize("wd, adapt", [(0.01, True), (0.0, True), (0.0, False)])
+def test_lamb_matches_hand_computed_steps(wd, adapt):
     w0 = [0.5, -1.0, 2.0, 0.25]
     grads = [[0.1, -0.2, 0.3, 0.0], [-0.05, 0.4, 0.1, 0.2], [0.3, 0.3, -0.3, 0.1]]
     p = torch.nn.Parameter(torch.tensor(w0, dtype=torch.float64))
-    opt = Lamb([{"params": [p], "weight_decay": wd}], lr=0.1, betas=(0.9, 0.999), eps=1e-6)
+    opt = Lamb([{"params": [p], "weight_decay": wd, "layer_adaptation": adapt}], lr=0.1, betas=(0.9, 0.999),
+               eps=1e-6)
     for g in grads:
         p.grad = torch.tensor(g, dtype=torch.float64)
         opt.step()
-    expected = _reference_lamb(w0, grads, 0.1, 0.9, 0.999, 1e-6, wd, adapt=wd != 0)
+    expected = _reference_lamb(w0, grads, 0.1, 0.9, 0.999, 1e-6, wd, adapt=adapt)
     assert p.detach().tolist() == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_group_is_adapted_unless_it_says_otherwise():
+    assert Lamb([torch.nn.Parameter(torch.ones(2))], lr=0.1, weight_decay=0.0).param_groups[0]["layer_adaptation"]
 
 
 def test_first_lamb_step_has_the_trust_ratio_size():
@@ -58,9 +64,22 @@ def test_bias_and_layer_norm_are_excluded_from_decay():
     model = torch.nn.Sequential()
     model.add_module("dense", torch.nn.Linear(2, 2))
     model.add_module("layer_norm", torch.nn.LayerNorm(2))
-    decay, no_decay = parameter_groups(model, 0.01)
-    assert len(decay["params"]) == 1 and decay["weight_decay"] == 0.01
-    assert len(no_decay["params"]) == 3 and no_decay["weight_decay"] == 0.0
+    for rate in (0.01, 0.0):  # adaptation follows the names, not the decay rate
+        decay, no_decay = parameter_groups(model, rate)
+        assert len(decay["params"]) == 1 and decay["weight_decay"] == rate and decay["layer_adaptation"]
+        assert len(no_decay["params"]) == 3 and no_decay["weight_decay"] == 0.0 and not no_decay["layer_adaptation"]
+
+
+def test_the_exclusions_are_the_references_rule_on_its_tf_names():
+    """lamb_optimizer_v1 excludes a variable when re.search finds LayerNorm, layer_norm or bias in its name."""
+    import re
+
+    from bert.config import named_config
+    from bert.tf_names import tensor_names
+
+    for entry in tensor_names(named_config("large")):
+        reference = any(re.search(p, entry.tf) for p in ("LayerNorm", "layer_norm", "bias"))
+        assert excluded_from_weight_decay(entry.torch) == reference, entry
 
 
 def test_schedule_at_chosen_steps():
@@ -74,6 +93,12 @@ def test_schedule_at_chosen_steps():
     assert plain(0) == 2.0 and plain(5) == pytest.approx(1.0) and plain(10) == 0.0
     poly = LrSchedule(base_lr=1.0, decay_steps=10, power=2.0)
     assert poly(5) == pytest.approx(0.25)
+
+
+def test_a_positive_warmup_start_is_refused_not_clamped():
+    # The reference's rate before a positive start is negative; clamping it to 0 would hide that.
+    with pytest.raises(ValueError, match="start_warmup_step 3 is positive"):
+        LrSchedule(base_lr=1.0, decay_steps=100, warmup_steps=20, start_warmup_step=3)
 
 
 def _lamb_pair(grads_per_step, overflow_at: set[int]):
@@ -128,11 +153,13 @@ def test_grad_scaler_steps_lamb_without_reading_the_overflow_flag_back(monkeypat
 
 
 def _stepped(compiled: bool, overflow_at: set[int]) -> tuple[list[torch.Tensor], Lamb]:
-    """A decayed group of two tensors and an undecayed one, 5 steps with a new learning rate each; at the steps
-    in `overflow_at` GradScaler's overflow flag is set (with a scale: the gradient is still scaled)."""
+    """A decayed group of two tensors, an undecayed but adapted one and one with neither (bias and LayerNorm), 5
+    steps with a new learning rate each; at the steps in `overflow_at` GradScaler's overflow flag is set (with a
+    scale: the gradient is still scaled)."""
     torch.manual_seed(0)
-    weights = [torch.nn.Parameter(torch.randn(*shape)) for shape in ((8, 4), (16,), (4,))]
-    opt = Lamb([{"params": weights[:2], "weight_decay": 0.01}, {"params": weights[2:], "weight_decay": 0.0}],
+    weights = [torch.nn.Parameter(torch.randn(*shape)) for shape in ((8, 4), (16,), (4,), (6,))]
+    opt = Lamb([{"params": weights[:2], "weight_decay": 0.01}, {"params": weights[2:3], "weight_decay": 0.0},
+                {"params": weights[3:], "weight_decay": 0.0, "layer_adaptation": False}],
                lr=0.1, eps=1e-6, compiled=compiled)
     for step in range(5):
         for w in weights:
@@ -157,5 +184,5 @@ def test_compiled_lamb_equals_the_eager_reference_and_compiles_once_per_group(ov
     compiled, opt = _stepped(True, overflow_at)
     for a, b in zip(compiled, eager):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
-    assert counters["stats"]["unique_graphs"] == 2, dict(counters["stats"])  # not once per learning rate
+    assert counters["stats"]["unique_graphs"] == 3, dict(counters["stats"])  # not once per learning rate
     assert all(float(s["step"]) == 5 - len(overflow_at) for s in opt.state.values())

@@ -1,6 +1,4 @@
-import hashlib
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -12,23 +10,14 @@ from bert.prep.instances import SampleSpec
 from bert.prep.mlperf_dataset import MlperfOptions, build_mlperf_dataset
 from bert.prep.official_inputs import MD5_LIST, InputError, find_inputs, read_md5_list, verify_inputs
 from bert.prep.reshard import eval_pick
+from tests.helpers.downloads import official_download
 
 OPTIONS = MlperfOptions(SampleSpec(128, 20), dupe_factor=2, shards=6, eval_samples=40)
 
 
 @pytest.fixture
 def download(tmp_path, text_corpus):
-    """A folder shaped like the MLCommons download: results4/ with the parts and eval.txt, the md5 list and
-    vocab.txt."""
-    root = tmp_path / "download"
-    (root / "results4").mkdir(parents=True)
-    for i, part in enumerate(sorted((text_corpus / "train").iterdir())):
-        shutil.copyfile(part, root / "results4" / f"part-{i:05d}-of-00003")
-    shutil.copyfile(text_corpus / "eval.txt", root / "results4" / "eval.txt")
-    shutil.copyfile(text_corpus / "vocab.txt", root / "vocab.txt")
-    lines = [f"{p.name}\t{hashlib.md5(p.read_bytes()).hexdigest()}" for p in sorted((root / "results4").iterdir())]
-    (root / MD5_LIST).write_text("\n".join(lines) + "\n")
-    return root
+    return official_download(tmp_path / "download", text_corpus)
 
 
 def _tree(out):
@@ -85,7 +74,7 @@ def test_an_interrupted_build_goes_on_where_it_stopped(download, tmp_path, monke
     build_mlperf_dataset(download, out, OPTIONS, show_progress=False, log=lambda line: None)
     assert len(calls) == 3  # the two parts not finished and the eval text; the finished part is not redone
     assert {name: (out / ".work" / "parts" / name).stat().st_mtime_ns for name in finished} == finished
-    assert not list((out / ".work" / "parts").glob(".*"))
+    assert not list((out / ".work" / "parts").glob(".*.tmp*"))
     build_mlperf_dataset(download, tmp_path / "clean", OPTIONS, show_progress=False, log=lambda line: None)
     assert _tree(out) == _tree(tmp_path / "clean")
 

@@ -5,6 +5,7 @@ import pytest
 
 from bert.data.shards import Samples, ShardError, read_shard, write_shard
 from bert.prep.reshard import Buckets, OutputShape, deal, near_equal_sizes, pick_eval_set, reshard
+from tests.helpers.processes import gone_pid
 
 SHAPE = OutputShape(max_seq_length=64, max_predictions=10)
 
@@ -26,13 +27,15 @@ def test_every_sample_lands_in_exactly_one_shard_of_near_equal_size(small_datase
                                                                     read_block):
     monkeypatch.setattr("bert.prep.reshard.READ_BLOCK", read_block)  # 100: inputs are read in pieces
     inputs = _inputs(small_dataset)
-    (tmp_path / "out" / ".reshard-1" / "bucket-000000.npy").parent.mkdir(parents=True)  # from a killed run
-    written = reshard(inputs, tmp_path / "out", 7, seed=1, shape=SHAPE, show_progress=False)
+    stale = tmp_path / "scratch" / f".mlperf-bert-buckets.tmp{gone_pid()}"  # from a killed run
+    (stale / "bucket-000000.npy").parent.mkdir(parents=True)
+    written = reshard(inputs, tmp_path / "out", 7, seed=1, shape=SHAPE, tmp_dir=tmp_path / "scratch",
+                      show_progress=False)
     outputs = [read_shard(p) for p in written]
     assert [p.name for p in written] == [f"part-0000{k}-of-00007.hdf5" for k in range(7)]
     assert max(map(len, outputs)) - min(map(len, outputs)) <= 1
     assert _keys(Samples.concat(outputs)) == _keys(Samples.concat([read_shard(p) for p in inputs]))
-    assert not list((tmp_path / "out").glob(".*"))  # the temporary buckets are gone, stale ones too
+    assert not list((tmp_path / "scratch").iterdir())  # the temporary buckets are gone, stale ones too
 
 
 def test_the_shuffle_mixes_the_inputs_and_follows_the_seed_alone(small_dataset, tmp_path):
@@ -83,15 +86,16 @@ def test_varlen_input_to_fixed_output(small_dataset, tmp_path):
 def test_refusals(small_dataset, tmp_path):
     inputs = _inputs(small_dataset)
     reshard(inputs, tmp_path / "out", 2, seed=0, shape=SHAPE, show_progress=False)
-    with pytest.raises(FileExistsError, match=r"out: already holds 2 shard\(s\) .* pass --overwrite"):
+    with pytest.raises(FileExistsError, match=r"out: already holds 2 file\(s\) that `mlperf-bert data reshard` "
+                                              r"wrote .* pass --overwrite"):
         reshard(inputs, tmp_path / "out", 2, seed=0, shape=SHAPE, show_progress=False)
-    with pytest.raises(ValueError, match="an input shard is inside the output folder"):
-        reshard(sorted((tmp_path / "out").iterdir()), tmp_path, 2, seed=0, overwrite=True, show_progress=False)
+    with pytest.raises(FileExistsError, match="an input lies inside the output folder"):
+        reshard(sorted((tmp_path / "out").glob("*.hdf5")), tmp_path, 2, seed=0, overwrite=True, show_progress=False)
     with pytest.raises(ShardError, match=r"part-00000-of-00004\.hdf5: holds samples of 64 tokens, more than "
                                          r"--max-seq-length 32"):
         reshard(inputs, tmp_path / "short", 2, seed=0, shape=OutputShape(max_seq_length=32, max_predictions=10),
                 show_progress=False)
-    assert not list((tmp_path / "short").iterdir())  # no shard and no bucket left behind
+    assert not list((tmp_path / "short").glob("*.hdf5")) and not list((tmp_path / "short").glob(".*.tmp*"))
     with pytest.raises(ValueError, match="fewer than --shards 100000"):
         reshard(inputs, tmp_path / "many", 100000, seed=0, show_progress=False)
 

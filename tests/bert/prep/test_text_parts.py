@@ -65,5 +65,6 @@ def test_text_corpus_layout_size_and_determinism(tmp_path):
     words = {w.strip(".,;").lower() for d in documents for s in d for w in s.split()}
     initials = tuple(p for p in build_lexicon(4096, seed=4).vocab.pieces if p.isalpha())
     assert len(words) > 300 and all(w.startswith(initials) for w in words)  # the grammar's words, spelled out
-    with pytest.raises(FileExistsError, match="already holds files; pass --overwrite"):
+    with pytest.raises(FileExistsError, match=r"already holds 2 file\(s\) that `mlperf-bert data synth-text` wrote "
+                                              r".*; pass --overwrite"):
         write_text_corpus(tmp_path / "a", spec)

@@ -1,0 +1,398 @@
+"""The multi-node pre-flight: before the ranks of several nodes start, every node checks what the start needs
+and reports to node 0, which refuses the start in one line per problem, naming the node and the fix.
+
+Without it each of these is a silent wait at the rendezvous until torchrun's (600 s) or the process group's
+timeout: a node that cannot reach node 0; a node on another version of the code, of torch or of the
+descriptor; a dataset missing or different on a node; a network interface (run.launch.socket_ifname) that a
+node does not have, or a host name that resolves to the loopback (gloo binds there, out of the other nodes'
+reach). Also refused: clocks further apart than MAX_CLOCK_SKEW_S, less than MIN_LOG_FREE_BYTES free where node
+0 writes the logs, and two hosts started as the same node.
+
+The exchange, bounded by run.launch.preflight_timeout_s (T, 30 s by default): node 0 listens on the rendezvous
+port (run.launch.master_port: what the pre-flight reaches is what the rendezvous will need) until every node
+has reported or T has passed; every other node connects to MASTER_ADDR, retrying for at most T, sends its
+facts as one JSON line and waits at most T more for node 0's verdict, the list of problems (empty: the start
+goes on). A node that cannot reach node 0 gives up after T, saying so. run_and_time.sh runs it on every node
+before the first run (under Slurm as one task per node) and alone with --dry-run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import hashlib
+import importlib.metadata
+import ipaddress
+import json
+import os
+import select
+import shutil
+import socket
+import struct
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bert.data.dataset import dataset_files
+from bert.data.shards import ShardError
+from bert.distributed.plan import launch_env
+from bert.system import System
+
+PROTOCOL = "mlperf-bert-preflight/1"
+MAX_CLOCK_SKEW_S = 1.0  # the hosts' timestamps (their output, the log's file times, Slurm's) must agree with rank 0's
+MIN_LOG_FREE_BYTES = 64 * 2**20  # a result log is well under 1 MB; the rest is room for the runs after it
+_CONNECT_ATTEMPT_S = 2.0
+_RETRY_S = 0.25
+_READ_S = 5.0  # a connected node sends its report at once
+_WRAPPER_SCRIPTS = ("run_and_time.sh", "run_and_time.sbatch", "bootstrap.sh")
+_SIOCGIFADDR = 0x8915
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What one node reports; `problems` are what it found wrong by itself, each naming it."""
+
+    node: int
+    host: str
+    code: str
+    torch: str
+    descriptor: str
+    descriptor_path: str
+    dataset_dir: str
+    dataset: str  # a fingerprint of the dataset's file names and sizes; "" when the node has none
+    dataset_summary: str
+    log_free_bytes: int | None  # node 0's, where it writes the logs
+    problems: list[str]
+    sent_at: float  # the node's clock (time.time()) when it sent this
+
+
+def code_fingerprint() -> str:
+    """A hash of this harness's code: the bert package and the wrapper scripts beside it."""
+    package = Path(__file__).resolve().parents[1]
+    root = package.parent
+    files = sorted(package.rglob("*.py")) + [root / name for name in _WRAPPER_SCRIPTS if (root / name).is_file()]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def _torch_version() -> str:
+    """The installed torch's version, without the seconds that importing it takes."""
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:  # a build without package metadata
+        import torch
+
+        return torch.__version__
+
+
+def descriptor_fingerprint(system: System) -> str:
+    return hashlib.sha256(json.dumps(system.data, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _dataset(system: System, data_dir: Path | None) -> tuple[str, str, list[str]]:
+    """(fingerprint, summary, problems) of the dataset this node would read."""
+    root = system.dataset_dir(data_dir)
+    if not root.is_dir():
+        return "", "none", [f"the dataset folder {root} does not exist here (DATADIR, else run.dataset.dir): put "
+                            "the dataset there on every node, or mount the shared file system that holds it"]
+    try:
+        files = dataset_files(system, data_dir)
+    except ShardError as e:
+        return "", "none", [str(e)]
+    paths = [*files.train_shards, files.eval_file, files.vocab_file]
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        return "", "incomplete", [f"{missing[0]} does not exist here: put the whole dataset in {root} on every node"]
+    sizes = [(str(p.relative_to(root)), p.stat().st_size) for p in paths]
+    summary = f"{len(files.train_shards)} training shard(s), {sum(size for _, size in sizes) / 1e6:.1f} MB"
+    return hashlib.sha256(json.dumps(sizes).encode()).hexdigest()[:12], summary, []
+
+
+def interface_addresses() -> dict[str, str | None]:
+    """This host's network interfaces and their IPv4 addresses (None: the interface has none)."""
+    found: dict[str, str | None] = {}
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _, name in socket.if_nameindex():
+            try:
+                request = struct.pack("256s", name.encode()[:15])
+                found[name] = socket.inet_ntoa(fcntl.ioctl(probe.fileno(), _SIOCGIFADDR, request)[20:24])
+            except OSError:
+                found[name] = None
+    return found
+
+
+def _loopback(address: str) -> bool:
+    return ipaddress.ip_address(address.split("%")[0]).is_loopback
+
+
+def _resolve(name: str) -> list[str]:
+    """The addresses `name` resolves to here (none when it does not)."""
+    try:
+        return [info[4][0] for info in socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)]
+    except OSError:
+        return []
+
+
+def interface_problems(socket_ifname: str | None, single_host: bool) -> list[str]:
+    """What keeps the other nodes from reaching this node's gloo and NCCL sockets. On one host (a loopback
+    MASTER_ADDR) every node reaches the loopback."""
+    here = interface_addresses()
+    listing = ", ".join(f"{n} {a}" for n, a in here.items() if a and not _loopback(a)) or "only the loopback"
+    if socket_ifname:
+        problems = []
+        for name in socket_ifname.split(","):
+            if name not in here:
+                problems.append(f"network interface {name!r} (run.launch.socket_ifname) does not exist here (this "
+                                f"host has {listing}): name the interface on the network between the nodes")
+            elif here[name] is None:
+                problems.append(f"network interface {name!r} (run.launch.socket_ifname) has no IPv4 address here "
+                                f"(this host has {listing}): name the interface on the network between the nodes")
+            elif _loopback(here[name]) and not single_host:
+                problems.append(f"network interface {name!r} (run.launch.socket_ifname) is the loopback, which no "
+                                f"other node reaches (this host has {listing}): name the interface on the network "
+                                "between the nodes")
+        return problems
+    name = socket.gethostname()
+    addresses = _resolve(name)
+    if single_host or (addresses and not _loopback(addresses[0])):
+        return []
+    found = f"resolves to the loopback {addresses[0]}" if addresses else "does not resolve (gloo takes the loopback)"
+    return [f"without run.launch.socket_ifname gloo binds to the address of this host's name {name!r}, which {found} "
+            f"that no other node reaches: set run.launch.socket_ifname to the interface on the network between the "
+            f"nodes (this host has {listing}), or make {name!r} resolve to its address there"]
+
+
+def _nearest_folder(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def node_facts(system: System, node: int, master_addr: str, data_dir: Path | None, log_dir: Path) -> NodeFacts:
+    """This node's report (node 0's also says whether MASTER_ADDR is its own address)."""
+    host = socket.gethostname()
+    single_host = any(_loopback(a) for a in _resolve(master_addr))
+    fingerprint, summary, problems = _dataset(system, data_dir)
+    problems += interface_problems(launch_env(system, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME"), single_host)
+    free = None
+    if node == 0:
+        problems += _master_addr_problems(master_addr)
+        free = shutil.disk_usage(_nearest_folder(log_dir)).free
+    return NodeFacts(node, host, code_fingerprint(), _torch_version(), descriptor_fingerprint(system),
+                     str(system.path), str(system.dataset_dir(data_dir)), fingerprint, summary, free,
+                     [f"node {node} ({host}): {p}" for p in problems], time.time())
+
+
+def _master_addr_problems(master_addr: str) -> list[str]:
+    addresses = _resolve(master_addr)
+    if not addresses:
+        return [f"MASTER_ADDR={master_addr} does not resolve here: set it to node 0's address on every node"]
+    for address in addresses:
+        try:
+            with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
+                probe.bind((address, 0))
+            return []
+        except OSError:
+            continue
+    resolved = f" ({addresses[0]})" if addresses[0] != master_addr else ""
+    return [f"MASTER_ADDR={master_addr}{resolved} is not an address of this host, so the other nodes would "
+            "look for the rendezvous elsewhere: set MASTER_ADDR to node 0's address on every node"]
+
+
+def judge(reports: dict[int, NodeFacts], received_at: dict[int, float], nodes: int, waited_s: float,
+          master_addr: str, port: int) -> list[str]:
+    """Every problem of the start, one line each, node by node: what the nodes found themselves, what differs
+    from node 0, and the nodes that did not report."""
+    base = reports[0]
+    problems = []
+    for node in range(nodes):
+        if node not in reports:
+            problems.append(f"node {node} did not report within {waited_s:.0f} s: start it (NODE_RANK={node}, "
+                            f"MASTER_ADDR={master_addr}), or check that it reaches {master_addr}:{port}")
+            continue
+        facts = reports[node]
+        who = f"node {node} ({facts.host})"
+        problems += facts.problems
+        if facts.code != base.code:
+            problems.append(f"{who}: runs other harness code than node 0 (code {facts.code}, node 0 {base.code}): "
+                            "install the same version (the same commit of this repository) on every node")
+        if facts.torch != base.torch:
+            problems.append(f"{who}: runs torch {facts.torch}, node 0 torch {base.torch}: install the same torch on "
+                            "every node")
+        if facts.descriptor != base.descriptor:
+            problems.append(f"{who}: its descriptor {facts.descriptor_path} differs from node 0's "
+                            f"{base.descriptor_path} (sha256 {facts.descriptor} vs {base.descriptor}): give every "
+                            "node the same descriptor file")
+        if facts.dataset and base.dataset and facts.dataset != base.dataset:
+            problems.append(f"{who}: the dataset in {facts.dataset_dir} ({facts.dataset_summary}) differs from node "
+                            f"0's in {base.dataset_dir} ({base.dataset_summary}): give every node the same dataset")
+        skew = facts.sent_at - received_at[node]
+        if abs(skew) > MAX_CLOCK_SKEW_S:
+            problems.append(f"{who}: its clock is {abs(skew):.1f} s {'ahead of' if skew > 0 else 'behind'} node "
+                            f"0's (at most {MAX_CLOCK_SKEW_S:g} s): synchronise the clocks (chrony, ntpd)")
+    if base.log_free_bytes is not None and base.log_free_bytes < MIN_LOG_FREE_BYTES:
+        problems.append(f"node 0 ({base.host}): {base.log_free_bytes / 2**20:.1f} MiB free for the logs (at least "
+                        f"{MIN_LOG_FREE_BYTES // 2**20} MiB): free space there, or set LOGDIR to another folder")
+    return problems
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What this node prints: the problems it must show (node 0: all of them; another node: those naming it, or
+    one line saying that node 0 refused the start), or, when there are none, one line that the start goes on."""
+
+    problems: list[str]
+    ready: str
+
+
+class _Collection:
+    """Node 0's side: the reports of the nodes that reached it, and the open connections the verdict goes back on."""
+
+    def __init__(self, own: NodeFacts):
+        self.reports = {0: own}
+        self.received_at = {0: own.sent_at}
+        self.problems: list[str] = []
+        self.connections: list[socket.socket] = []
+
+    def take(self, connection: socket.socket, peer: str, nodes: int) -> None:
+        try:
+            connection.settimeout(_READ_S)
+            message = json.loads(_read_line(connection))
+            if message.get("protocol") != PROTOCOL:
+                raise ValueError(f"protocol {message.get('protocol')!r}")
+            facts = NodeFacts(**message["facts"])
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+            self.problems.append(f"a process at {peer} connected to the rendezvous port but sent no pre-flight "
+                                 f"report ({type(e).__name__}: {e}): a node on an older harness, or another program "
+                                 "using the port")
+            connection.close()
+            return
+        received = time.time()
+        self.connections.append(connection)
+        if not 0 < facts.node < nodes:
+            self.problems.append(f"node {facts.node} ({facts.host}, {peer}): node 0's descriptor has nodes "
+                                 f"0..{nodes - 1}: set this host's NODE_RANK")
+        elif facts.node in self.reports:
+            self.problems.append(f"node {facts.node} ({facts.host}, {peer}): another host, "
+                                 f"{self.reports[facts.node].host}, reports as node {facts.node} too: give each "
+                                 "host its own NODE_RANK")
+        else:
+            self.reports[facts.node] = facts
+            self.received_at[facts.node] = received
+
+    def answer(self, problems: list[str]) -> None:
+        """The verdict to every node that reported; each closes first, so that no connection of the rendezvous
+        port lingers on node 0 (in TIME_WAIT) when the rendezvous binds it."""
+        for connection in self.connections:
+            try:
+                connection.sendall((json.dumps({"problems": problems}) + "\n").encode())
+            except OSError:
+                pass
+        for connection in self.connections:
+            try:
+                connection.settimeout(_READ_S)
+                while connection.recv(4096):
+                    pass
+            except OSError:
+                pass
+            connection.close()
+
+
+def _read_line(connection: socket.socket, limit: int = 2**20) -> bytes:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = connection.recv(65536)
+        if not chunk:
+            raise ValueError("the connection closed before a whole line")
+        data += chunk
+        if len(data) > limit:
+            raise ValueError(f"a line of more than {limit} bytes")
+    return data
+
+
+def _listen(port: int) -> socket.socket:
+    if socket.has_dualstack_ipv6():
+        return socket.create_server(("", port), family=socket.AF_INET6, dualstack_ipv6=True)
+    return socket.create_server(("", port))
+
+
+def _collect(own: NodeFacts, nodes: int, master_addr: str, port: int, timeout_s: float
+             ) -> tuple[list[str], list[str]]:
+    """Node 0: (every problem, the facts that every node agrees on) after every node reported or timeout_s."""
+    who = f"node 0 ({own.host})"
+    try:
+        server = _listen(port)
+    except OSError as e:
+        return [f"{who}: the rendezvous port {port} (run.launch.master_port) is taken on this host "
+                f"({os.strerror(e.errno) if e.errno else e}): "
+                "end the run that holds it, or set run.launch.master_port to a free port"], []
+    collection = _Collection(own)
+    deadline = time.monotonic() + timeout_s
+    with server:
+        while len(collection.reports) < nodes and (left := deadline - time.monotonic()) > 0:
+            if select.select([server], [], [], left)[0]:
+                connection, peer = server.accept()
+                collection.take(connection, peer[0].removeprefix("::ffff:"), nodes)
+        problems = collection.problems + judge(collection.reports, collection.received_at, nodes, timeout_s,
+                                               master_addr, port)
+        collection.answer(problems)
+    skews = [abs(collection.reports[n].sent_at - collection.received_at[n]) for n in collection.reports]
+    agreed = [f"code {own.code}", f"torch {own.torch}", f"descriptor {own.descriptor}",
+              f"dataset {own.dataset_summary}", f"clocks within {max(skews):.2f} s"]
+    return problems, agreed
+
+
+def _describe_error(error: OSError) -> str:
+    if isinstance(error, socket.gaierror):
+        return f"the name does not resolve: {error.strerror}"
+    if isinstance(error, TimeoutError):
+        return "no answer"
+    return error.strerror or str(error)
+
+
+def _report(facts: NodeFacts, master_addr: str, port: int, timeout_s: float) -> list[str]:
+    """Every other node: sends its facts to node 0 and returns node 0's verdict; a problem of its own when node 0
+    cannot be reached or gives none, each within timeout_s."""
+    who, rendezvous = f"node {facts.node} ({facts.host})", f"{master_addr}:{port}"
+    deadline, error = time.monotonic() + timeout_s, None
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            connection = socket.create_connection((master_addr, port), timeout=min(_CONNECT_ATTEMPT_S, left))
+            break
+        except OSError as e:
+            error = e
+            time.sleep(min(_RETRY_S, max(deadline - time.monotonic(), 0)))
+    else:
+        return [f"{who}: cannot reach the rendezvous {rendezvous} within {timeout_s:.0f} s "
+                f"({_describe_error(error) if error else 'no attempt'}); this node gives up: check that node 0 is "
+                f"started, that MASTER_ADDR names it, and that port {port} (run.launch.master_port) is open "
+                "between the nodes"]
+    with connection:
+        try:
+            message = {"protocol": PROTOCOL, "facts": dataclasses.asdict(dataclasses.replace(facts,
+                                                                                              sent_at=time.time()))}
+            connection.sendall((json.dumps(message) + "\n").encode())
+            connection.settimeout(timeout_s)  # node 0 answers once every node reported, or its own timeout passed
+            return list(json.loads(_read_line(connection))["problems"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            return [f"{who}: node 0 at {rendezvous} took no report or gave no verdict ({type(e).__name__}: {e}): "
+                    "see node 0's output (what listens on that port may be no pre-flight)"]
+
+
+def preflight(system: System, node: int, master_addr: str, data_dir: Path | None, log_dir: Path) -> Outcome:
+    """The pre-flight of `node` of a multi-node start (see the module's description)."""
+    launch = system.run.launch
+    facts = node_facts(system, node, master_addr, data_dir, log_dir)
+    if node == 0:
+        problems, agreed = _collect(facts, system.nodes, master_addr, launch.master_port, launch.preflight_timeout_s)
+        interface = launch_env(system, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")
+        agreed.append(f"interface {interface}" if interface else "gloo on the address of each host's name")
+        return Outcome(problems, f"{system.nodes} node(s) ready: {', '.join(agreed)}")
+    problems = _report(facts, master_addr, launch.master_port, launch.preflight_timeout_s)
+    mine = [p for p in problems if p.startswith(f"node {node} ")]
+    if problems and not mine:
+        mine = [f"node {node} ({facts.host}): node 0 refused the start for {len(problems)} problem(s) of other "
+                "nodes, which node 0's output names"]
+    return Outcome(mine, f"node {node} ({facts.host}): node 0 at {master_addr}:{launch.master_port} accepts the start")

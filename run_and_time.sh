@@ -6,7 +6,8 @@
 # nodes it then runs the pre-flight alone (started on every node as the run would be).
 # SYSTEM is a descriptor name in systems/ or a path to one. Environment:
 #   NEXP=N          number of runs (default 1, at least 1); each gets a distinct seed and its own result file
-#   SEED=S          seed of the first run (a whole number; default: drawn at random); run i uses S+i
+#   SEED=S          seed of the first run (a whole number; default: the descriptor's run.seed, else drawn at
+#                   random); run i uses S+i
 #   LOGDIR=DIR      where results go (default: logs); files are DIR/<system>/result_<i>.txt, never overwritten
 #   ON_EXISTING=next|refuse   when that folder already holds results: take the next free index (default), or
 #                   refuse to start (of several wrappers started together, one runs). A run logs to
@@ -52,8 +53,8 @@ whole_number() {  # NAME VALUE MIN MAX: prints VALUE as a number, or refuses it
 
 dry_run=0
 if [[ "${1:-}" == --dry-run ]]; then dry_run=1; shift; fi
-system="${1:-cpu_tiny}"
-system_env="$(mlperf-bert system env "$system")" || exit 2  # it printed the descriptor's error
+# With no SYSTEM, `system env` takes the default system (bert.system.DEFAULT_SYSTEM).
+system_env="$(mlperf-bert system env ${1:+"$1"})" || exit 2  # it printed the descriptor's error
 eval "$system_env"
 nexp=$(whole_number NEXP "${NEXP:-1}" 1 100000) || exit 2
 if [[ -n "${SEED:-}" ]]; then
@@ -71,7 +72,7 @@ node_rank=$(whole_number NODE_RANK "${NODE_RANK:-0}" 0 $((NODES - 1))) || exit 2
 plan_args=(--data-dir "$datadir" --node-rank "$node_rank")
 if [[ -n "${SLURM_JOB_ID:-}" ]]; then
     # Refuses an allocation that cannot run the descriptor (one line); prints the first node's address.
-    first_node=$(mlperf-bert system allocation "$system") || exit 2
+    first_node=$(mlperf-bert system allocation "$SYSTEM_PATH") || exit 2
     plan_args+=(--launcher slurm --master-addr "${MASTER_ADDR:-$first_node}")
 else
     plan_args+=(--launcher torchrun)

@@ -10,47 +10,40 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from bert.typed_config import ConfigError, check_fields, ranged
+
 # The two GELUs of BERT implementations: "tanh", 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), the MLPerf
 # reference's (TensorFlow modeling.py `gelu`, in the encoder and the masked-LM transform); "erf", the exact
 # x * Phi(x), NVIDIA's PyTorch implementations' (their accepted MLPerf submissions) and transformers' "gelu".
 # They differ by up to about 5e-4 per activation.
-GELUS = ("tanh", "erf")
+Gelu = Literal["tanh", "erf"]
 
 
 @dataclass(frozen=True)
 class BertConfig:
-    vocab_size: int = 30522
-    hidden_size: int = 1024
-    num_layers: int = 24
-    num_heads: int = 16
-    intermediate_size: int = 4096
-    max_position_embeddings: int = 512
-    type_vocab_size: int = 2
-    layer_norm_eps: float = 1e-12
-    initializer_range: float = 0.02
-    hidden_dropout: float = 0.1
-    attention_dropout: float = 0.1
+    """The model's shape; every field is checked where it is declared (bert.typed_config), so a named config
+    with bad overrides fails with the field's name."""
+
+    vocab_size: int = ranged(1, default=30522)
+    hidden_size: int = ranged(1, default=1024)
+    num_layers: int = ranged(1, default=24)
+    num_heads: int = ranged(1, default=16)
+    intermediate_size: int = ranged(1, default=4096)
+    max_position_embeddings: int = ranged(1, default=512)
+    type_vocab_size: int = ranged(1, default=2)
+    layer_norm_eps: float = ranged(0, low_open=True, default=1e-12)
+    initializer_range: float = ranged(0, low_open=True, default=0.02)
+    hidden_dropout: float = ranged(0, 1, high_open=True, default=0.1)
+    attention_dropout: float = ranged(0, 1, high_open=True, default=0.1)
     # Tensor cores want the embedding/decoder matrix rows in multiples of 8; the extra rows are never targets.
-    pad_vocab_to_multiple: int = 8
-    gelu: Literal["tanh", "erf"] = "tanh"  # see GELUS; every path (eager, compiled, fused) computes this one
+    pad_vocab_to_multiple: int = ranged(1, default=8)
+    gelu: Gelu = "tanh"  # see Gelu; every path (eager, compiled, fused) computes this one
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.type == "int" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{f.name} must be a whole number, at least 1, got {value!r}")
-        for name in ("layer_norm_eps", "initializer_range"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
-        for name in ("hidden_dropout", "attention_dropout"):
-            if not 0 <= getattr(self, name) < 1:
-                raise ValueError(f"{name} must be 0 or more and less than 1, got {getattr(self, name)!r}")
-        if self.gelu not in GELUS:
-            raise ValueError(f"gelu must be one of {', '.join(map(repr, GELUS))}, got {self.gelu!r}")
+        check_fields(self, "model config")
         if self.hidden_size % self.num_heads:
-            raise ValueError(
-                f"hidden_size {self.hidden_size} is not divisible by num_heads {self.num_heads}"
-            )
+            raise ConfigError("model config", "hidden_size", f"{self.hidden_size} is not divisible by num_heads "
+                              f"{self.num_heads}")
 
     @property
     def head_size(self) -> int:

@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Literal
 
 from bert.config import NAMED_CONFIGS, BertConfig, named_config
-from bert.mlperf_rules import MLPERF_TARGET_ACCURACY, STATUSES, description_problems, mlperf_eval_interval
+from bert.mlperf_rules import (
+    EVAL_SAMPLES,
+    MLPERF_TARGET_ACCURACY,
+    REFERENCE_PREP,
+    STATUSES,
+    description_problems,
+    mlperf_eval_interval,
+)
 from bert.typed_config import ConfigError, checked, from_dict, ranged
 
 MAX_SEED = 2**32 - 1  # run seeds: numpy's and torch's generators take any seed from 0 to this
@@ -29,6 +36,7 @@ SYSTEM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 SYSTEM_NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or a digit"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 BASE_KEY = "base"  # a descriptor's optional top-level field naming the descriptor it inherits from
+DEFAULT_SYSTEM = "cpu_tiny"  # what run_and_time.sh and the commands run when no system is named
 
 
 def env_names_problem(env: dict[str, str]) -> str | None:
@@ -51,7 +59,7 @@ class SyntheticDataSpec:
     vocab_size: int = ranged(1024, default=4096, note="the grammar's own words need that many pieces")
     max_seq_length: int = ranged(5, default=128, note="[CLS] A [SEP] B [SEP] with a token in each segment")
     max_predictions: int = ranged(1, default=20)
-    seed: int = ranged(0, MAX_SEED, default=12345)
+    seed: int = ranged(0, MAX_SEED, default=REFERENCE_PREP.random_seed)
     form: Literal["fixed", "varlen"] = "fixed"
 
 
@@ -91,7 +99,7 @@ class OptimizerSpec:
 @dataclass(frozen=True, kw_only=True)
 class EvalSpec:
     target_accuracy: float = ranged(0, 1, low_open=True, high_open=True, default=MLPERF_TARGET_ACCURACY)
-    samples: int = ranged(1, default=10000)
+    samples: int = ranged(1, default=EVAL_SAMPLES)
     # null: the MLPerf formula of the global batch size
     interval_samples: int | None = ranged(1, default=None, note="or null for the MLPerf formula")
     batch_size: int = ranged(1, default=128)  # per process
@@ -186,8 +194,9 @@ class RunSpec:
     initial_loss_scale: float = ranged(0, low_open=True, default=1024.0)
     global_batch_size: int = ranged(1, MAX_GLOBAL_BATCH)
     gradient_accumulation_steps: int = ranged(1, default=1)
-    max_seq_length: int = ranged(5, default=512, note="[CLS] A [SEP] B [SEP] with a token in each segment")
-    max_predictions_per_seq: int = ranged(1, default=76)
+    max_seq_length: int = ranged(5, default=REFERENCE_PREP.max_seq_length,
+                                 note="[CLS] A [SEP] B [SEP] with a token in each segment")
+    max_predictions_per_seq: int = ranged(1, default=REFERENCE_PREP.max_predictions_per_seq)
     optimizer: OptimizerSpec
     # Where the gradient is clipped to clip_norm (bert.distributed.clipping): the global norm after DDP's
     # allreduce (NVIDIA's), each rank's whole gradient before one allreduce (the reference's), or each DDP bucket
@@ -358,7 +367,9 @@ def _check_run(where: str, system: System) -> None:
     run = system.run
     try:
         config = system.model_config()
-    except (ValueError, TypeError) as e:
+    except ConfigError as e:  # a model config field, which only an override can set wrong
+        raise ConfigError(where, f"run.model_overrides.{e.field}", e.problem) from None
+    except ValueError as e:
         field_name = "run.model_overrides" if run.model in NAMED_CONFIGS and run.model_overrides else "run.model"
         raise ConfigError(where, field_name, str(e)) from None
     # Cross-field rules; each field's own range was checked when the run block was read (typed_config), so

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from bert.cli.common import load_descriptor, seed_option
-from bert.system import MAX_SEED
+from bert.system import DEFAULT_SYSTEM, MAX_SEED
 from bert.typed_config import ConfigError
 
 
@@ -46,7 +46,7 @@ def system_show(system: str) -> None:
 
 
 @system_group.command(name="env")
-@click.argument("system")
+@click.argument("system", default=DEFAULT_SYSTEM)
 def system_env(system: str) -> None:
     """Print the launch shape as shell assignments (used by run_and_time.sh and run_and_time.sbatch, which
     evaluate them; every value is quoted)."""

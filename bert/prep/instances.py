@@ -25,16 +25,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from bert.data.shards import Samples, concat_ranges
+from bert.mlperf_rules import REFERENCE_PREP
 
 PLAN_COLUMNS = 5  # a_start, a_end, b_start, b_end (offsets into the flat tokens), is_random_next
 
 
 @dataclass(frozen=True)
 class SampleSpec:
-    max_seq_length: int = 512
-    max_predictions: int = 76
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
+    max_seq_length: int = REFERENCE_PREP.max_seq_length
+    max_predictions: int = REFERENCE_PREP.max_predictions_per_seq
+    masked_lm_prob: float = REFERENCE_PREP.masked_lm_prob
+    short_seq_prob: float = REFERENCE_PREP.short_seq_prob
 
     def masked_count(self, lengths: np.ndarray) -> np.ndarray:
         """How many positions the reference masks in instances of `lengths` tokens ([CLS] A [SEP] B [SEP]): 15%,

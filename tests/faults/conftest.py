@@ -14,6 +14,7 @@ import pytest
 from mlperf_logging.compliance_checker.mlp_parser import parse_file
 from mlperf_logging.compliance_checker.mlp_parser.ruleset_500 import parse_generator
 
+from bert.mlperf_rules import DEFAULT_RULESET
 from bert.system import load_system
 from tests.conftest import REPO, copy_dataset
 from tests.helpers.ports import free_port
@@ -153,7 +154,7 @@ def assert_aborted(lines, reason: str) -> dict:
 
 
 def assert_log_aborted(log: Path, reason: str) -> dict:
-    return assert_aborted(parse_file(str(log), "5.0.0"), reason)
+    return assert_aborted(parse_file(str(log), DEFAULT_RULESET), reason)
 
 
 def assert_stdout_aborted(stdout: str, reason: str) -> dict:

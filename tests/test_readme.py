@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 PLACEHOLDERS = ("my_system",)  # the README's name for a user's own system (systems/my_system.json, logs/my_system)
 

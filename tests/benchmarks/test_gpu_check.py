@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 FILES = {"summary.md", "env.txt", "checks.log", "throughput.log", "throughput_results.md", "gpu_check.json",
          "train.log", "result_0.txt"}

@@ -5,7 +5,7 @@ import re
 import subprocess
 import sys
 
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 
 def _run(script: str, *args: str, env: dict) -> list[str]:

@@ -5,7 +5,7 @@ import re
 import subprocess
 import sys
 
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 
 def test_static_shapes_benchmark_prints_each_size_count_and_the_shapes_of_16_last(cpu_env):

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from benchmarks.throughput import COLUMNS, goal_status, recorded_rows
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 EARLIER = {**dict.fromkeys(COLUMNS, "x"), "date": "2026-01-02", "device": "cpu", "preset": "base",
            "speedup": "1.62", "machine": "quiet CPU", "load 1/5 min": "0.1/0.1 on 2 cores", "notes": "earlier run"}

@@ -9,7 +9,7 @@ import pytest
 
 from bert.system import load_system, merged_descriptor
 from bert.typed_config import ConfigError
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 
 def _write(folder, name, data) -> None:

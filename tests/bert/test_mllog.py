@@ -3,7 +3,7 @@ import pytest
 
 from bert.mllog import ADAM_KEYS_NOTE, hyperparameters
 from bert.system import load_system
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 
 def test_open_division_adam_logs_under_the_lamb_key_names():

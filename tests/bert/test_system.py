@@ -6,7 +6,8 @@ import pytest
 from bert.mlperf_rules import SYSTEM_DESCRIPTION_FIELDS, mlperf_eval_interval
 from bert.system import load_system
 from bert.typed_config import ConfigError
-from tests.conftest import REPO, unchecked_descriptor, write_unchecked
+from tests.helpers.repo import REPO
+from tests.helpers.systems import unchecked_descriptor, write_unchecked
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "systems").glob("*.json")))

@@ -11,8 +11,9 @@ from bert.system import load_system
 from bert.tf_names import tensor_names
 from compliance.checkers import compliance_check
 from compliance.result_log import read_result_log
-from tests.conftest import copy_dataset, unchecked_descriptor, write_unchecked
+from tests.helpers.datasets import copy_dataset
 from tests.helpers.runs import run_training
+from tests.helpers.systems import unchecked_descriptor, write_unchecked
 
 
 def test_two_process_gloo_run_converges_and_passes_the_checker(tmp_path, small_dataset, cpu_env):

@@ -17,9 +17,9 @@ import pytest
 
 from bert.system import System, load_system
 from tests.cluster.netns import Host, HostNetwork
-from tests.conftest import REPO
-from tests.faults.conftest import descendants
+from tests.helpers.faults import descendants
 from tests.helpers.ports import free_port
+from tests.helpers.repo import REPO
 
 MICRO = REPO / "systems" / "cpu_micro.json"
 

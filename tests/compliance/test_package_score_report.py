@@ -14,9 +14,9 @@ import compliance.package as package_module
 from bert.mlperf_rules import DEFAULT_RULESET, RULESETS
 from compliance.checkers import PACKAGE_SUCCESS
 from compliance.folders import replace_folder
-from tests.compliance.conftest import cli
 from tests.compliance.fakes import write_runs
-from tests.conftest import REPO
+from tests.helpers.compliance import cli
+from tests.helpers.repo import REPO
 
 
 def _olympic_minutes(logs_dir) -> float:

@@ -10,7 +10,7 @@ from bert.cli import main
 from bert.mlperf_rules import DEFAULT_RULESET
 from bert.system import load_system
 from compliance.checkers import compliance_check
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 SHAPE = ("--max-seq-length", "64", "--max-predictions", "10")
 

@@ -5,7 +5,7 @@ import subprocess
 
 from bert.mlperf_rules import DEFAULT_RULESET
 from compliance.checkers import compliance_check
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 
 def test_run_and_time_writes_compliant_logs_and_never_overwrites(tmp_path):

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from bert.cli import main
 from bert.system import RunSpec, load_system
 from bert.typed_config import CHECK
-from tests.conftest import unchecked_descriptor, write_unchecked
 from tests.helpers.runs import train_command
+from tests.helpers.systems import unchecked_descriptor, write_unchecked
 
 BAD_VALUES = [
     ("global_batch_size", -32, "must be at least 1 and at most 1048576, got -32"),

@@ -13,7 +13,7 @@ import torch
 
 from bert.config import named_config
 from bert.model import BertForPreTraining
-from tests.compliance.conftest import cli
+from tests.helpers.compliance import cli
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ from compliance.checkers import CheckResult
 from compliance.package import _refusals
 from compliance.report import _rcp_text, _runs_table
 from compliance.result_log import read_result_log, result_logs_in
-from tests.compliance.conftest import cli
 from tests.compliance.fakes import micro_system, write_run, write_runs
+from tests.helpers.compliance import cli
 
 
 def _other_system():

@@ -8,7 +8,7 @@ import pytest
 from bert.mlperf_rules import DEFAULT_RULESET
 from bert.system import load_system
 from compliance.checkers import system_desc_check
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 DESCRIPTORS = sorted(p.stem for p in (REPO / "systems").glob("*.json"))
 

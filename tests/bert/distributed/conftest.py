@@ -13,8 +13,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from tests.conftest import REPO
 from tests.helpers.ports import free_port
+from tests.helpers.repo import REPO
 
 
 def _rank_main(rank: int, fn, world_size: int, port: int, args: tuple) -> None:

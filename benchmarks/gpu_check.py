@@ -31,7 +31,7 @@ from bert.config import named_config
 from bert.data.batch import collate
 from bert.distributed.launch import DistContext, wait_for_all
 from bert.host_sync import host_reads_fail
-from bert.model import BertForPreTraining, EncoderLayer, compile_layer
+from bert.model import BertForPreTraining, EncoderLayer, choose_kernels, compile_layer
 from bert.optim.factory import build_optimizer, build_schedule, parameter_groups
 from bert.optim.lamb import Lamb
 from bert.padding import TokenLayout
@@ -39,7 +39,6 @@ from bert.simulate.load_balance import named_lengths
 from bert.step import TrainStep
 from bert.system import System, load_system
 from bert.token_rounding import TokenSizes
-from bert.varlen_attention import flash_kernel_usable
 
 SHORT_RUN_UPDATES, SHORT_RUN_EVALS = 60, 2
 
@@ -97,7 +96,9 @@ def layer_check(device: torch.device) -> bool:
     print(f"SDPA backend torch picks for the padded fallback ({sizes.sequences} x {sizes.length}, "
           f"{config.num_heads} heads of {config.head_size}, bf16, boolean key mask, dropout "
           f"{config.attention_dropout}): {backend}")
-    path = "variable-length flash kernel" if flash_kernel_usable(q) else "padded fallback (SDPA with a key mask)"
+    choose_kernels(layer, device)  # as TrainStep decides, before the first forward
+    flash = layer.attention.flash_kernel
+    path = "variable-length flash kernel" if flash else "padded fallback (SDPA with a key mask)"
     print(f"attention path of the training step (bert.attention.unpadded_attention): {path}")
 
     def forward_backward() -> torch.Tensor:
@@ -114,7 +115,7 @@ def layer_check(device: torch.device) -> bool:
     print("\n".join(summary(prof, device, wall)))
     print(f"layer output dtype {out.dtype} (the residual stream under bf16 autocast)")
     varlen_wanted = device.type == "cuda"  # the point of the kernel: on a GPU, training must take it
-    ok = out.dtype == torch.bfloat16 and flash_kernel_usable(q) == varlen_wanted
+    ok = out.dtype == torch.bfloat16 and flash == varlen_wanted
     print(f"layer: {'ok' if ok else 'FAILED'}: {path}, output {out.dtype}")
     return ok
 
@@ -220,6 +221,7 @@ def speed_check(device: torch.device) -> bool:
     config = named_config(sizes.model, hidden_dropout=0.1, attention_dropout=0.1)
     torch.manual_seed(0)
     layer = EncoderLayer(config).to(device).train()
+    choose_kernels(layer, device)
     compiled_layer = copy.deepcopy(layer)
     compile_layer(compiled_layer)
     # Three token counts: the compiled layer must not recompile for each.
@@ -270,6 +272,7 @@ def graphs_check(device: torch.device) -> bool:
     config = named_config(sizes.model, hidden_dropout=0.0, attention_dropout=0.0)
     torch.manual_seed(0)
     static = EncoderLayer(config).to(device).train()
+    choose_kernels(static, device)
     graphed = copy.deepcopy(static)
     for p in (*static.parameters(), *graphed.parameters()):  # kept in place, as the step keeps them under graphs
         p.grad = torch.zeros_like(p)

@@ -23,6 +23,7 @@ from bert.attention import attention_mask, padded_attention, unpadded_attention
 from bert.config import BertConfig
 from bert.fused import is_layer_norm, layer_norm
 from bert.padding import TokenLayout, gather_rows, unpad
+from bert.varlen_attention import flash_kernel_usable
 
 
 @dataclass
@@ -74,6 +75,7 @@ class SelfAttention(nn.Module):
         self.layer_norm = layer_norm(h, config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.attention_dropout = config.attention_dropout
+        self.flash_kernel = False  # set by choose_kernels for the device the layer runs on
 
     def forward(self, x: torch.Tensor, layout: TokenLayout, mask: torch.Tensor | None) -> torch.Tensor:
         weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
@@ -82,7 +84,7 @@ class SelfAttention(nn.Module):
         dropout_p = self.attention_dropout if self.training else 0.0
         if mask is None:  # unpadded: x is [T, H]
             qkv = qkv.view(-1, 3, self.num_heads, self.head_size)
-            context = unpadded_attention(qkv, layout, dropout_p).flatten(1)
+            context = unpadded_attention(qkv, layout, dropout_p, self.flash_kernel).flatten(1)
         else:  # padded: x is [B, L, H]
             b, s, _ = x.shape
             q, k, v = qkv.view(b, s, 3, self.num_heads, self.head_size).permute(2, 0, 3, 1, 4).unbind(0)
@@ -196,6 +198,16 @@ class BertForPreTraining(nn.Module):
         return PretrainingOutput(mlm_loss + nsp_loss, mlm_loss, nsp_loss, correct, mlm_labels.numel())
 
 
+def choose_kernels(module: nn.Module, device: torch.device) -> None:
+    """Decides once, on the host, which kernels `module`'s attention layers run on `device` (the variable-length
+    flash kernel where bert.varlen_attention.flash_kernel_usable says so, else the padded path) and sets the
+    choice on each layer as a constant: a compiled layer then asks the host nothing. Call it after moving the
+    model to its device and before its first forward (TrainStep does)."""
+    for layer in module.modules():
+        if isinstance(layer, SelfAttention):
+            layer.flash_kernel = flash_kernel_usable(device, layer.head_size)
+
+
 def compile_encoder(model: BertForPreTraining, token_sizes: int = 0, cuda_graphs: bool = False) -> None:
     """Compiles every encoder layer in place with torch.compile (regional compilation): inductor fuses each
     layer's elementwise work (bias + GeLU, bias + dropout + residual add, LayerNorm) around the matmuls and the
@@ -204,8 +216,9 @@ def compile_encoder(model: BertForPreTraining, token_sizes: int = 0, cuda_graphs
     (tests/bert/test_regional_compile.py counts graphs and recompiles).
 
     Without `token_sizes` the shapes are dynamic from the start: the unpadded token count (and the batch's
-    sequence count and padded length) change with every batch, and recompiling for each would cost more than
-    the compiled layer saves. With them (run.token_sizes, bert.token_rounding) every batch has one of a few
+    sequence count, padded length and longest sequence) change with every batch, and recompiling for each would
+    cost more than the compiled layer saves. The model's floats (dropout rates, LayerNorm's eps) stay constants
+    (compile_layer). With token sizes (run.token_sizes, bert.token_rounding) every batch has one of a few
     shapes, and each is compiled for itself: at most `token_sizes` graphs for training and as many for eval,
     which the recompile limit must allow. `cuda_graphs` records each under a CUDA graph (torch.compile's
     "reduce-overhead"); each forward of the model starts a new round of replays, so the graphs' outputs of the
@@ -223,5 +236,10 @@ def compile_encoder(model: BertForPreTraining, token_sizes: int = 0, cuda_graphs
 
 def compile_layer(layer: EncoderLayer, static: bool = False, cuda_graphs: bool = False) -> None:
     """One encoder layer compiled in place, as compile_encoder compiles each: for fixed shapes if `static`,
-    recorded under CUDA graphs if `cuda_graphs`."""
+    recorded under CUDA graphs if `cuda_graphs`. Floats are constants of a compiled graph: with dynamic shapes
+    Dynamo would otherwise make every float it reads (the dropout rates, LayerNorm's eps) a host tensor read
+    with `.item()` inside the graph (tests/cuda_path/test_compiled_regions.py); none of them ever changes."""
+    import torch._dynamo
+
+    torch._dynamo.config.specialize_float = True
     layer.compile(dynamic=not static, fullgraph=True, mode="reduce-overhead" if cuda_graphs else None)

@@ -16,7 +16,7 @@ from torch.nn.parallel import DistributedDataParallel
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
 from bert.distributed.clipping import COMM_DTYPES, AfterAllreduce, BeforeAllreduce, Clipping, loss_scale
 from bert.distributed.launch import DistContext
-from bert.model import compile_encoder
+from bert.model import choose_kernels, compile_encoder
 from bert.numerics import NumericGuard
 from bert.optim.factory import set_learning_rate
 from bert.optim.schedule import LrSchedule
@@ -40,6 +40,7 @@ class TrainStep:
                  schedule: LrSchedule, nan_at_step: int | None = None):
         run = system.run
         self.model, self.optimizer, self.schedule, self.ctx = model, optimizer, schedule, ctx
+        choose_kernels(model, ctx.device)  # before anything is compiled: no compiled layer asks the host
         if run.compile:
             compile_encoder(model, run.token_sizes, run.cuda_graphs)
         self.trained = data_parallel(model, run.bucket_cap_mb) if ctx.distributed else model

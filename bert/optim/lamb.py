@@ -38,7 +38,7 @@ class Lamb(torch.optim.Optimizer):
                              f"weight_decay={weight_decay}")
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay})
         self.compiled = compiled
-        self._update = torch.compile(lamb_update_, fullgraph=True) if compiled else lamb_update_
+        self._update = torch.compile(lamb_update_, fullgraph=True, dynamic=False) if compiled else lamb_update_
         self._lr: dict[int, torch.Tensor] = {}  # compiled: each group's learning rate on its device
 
     @torch.no_grad()

@@ -3,7 +3,8 @@ then fp16 with loss scaling; DDP with the bucket-wise clip hook, and with the gr
 cuda:0 (see fake_cuda.py): every tensor stays on the GPU, the residual stream between encoder layers is bf16,
 the step never waits for the GPU, the attention is the variable-length kernel, and each rank seeds its own
 dropout. With run.token_sizes and run.cuda_graphs, the batches take a few token counts, the kernel is told one
-longest sequence, torch.compile is asked for CUDA graphs over static shapes, and the gradients stay in place."""
+longest sequence, torch.compile is asked for CUDA graphs over static shapes (and traces the layers for real,
+traced_compile.py), and the gradients stay in place."""
 
 from __future__ import annotations
 

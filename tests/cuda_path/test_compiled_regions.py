@@ -1,0 +1,62 @@
+"""Every compiled region of the trainer traced as a GPU traces it: the training step of the real GPU configuration
+(BERT-large layer shapes, dropout 0.1, unpadded, 2 micro-batches a step) with run.compile and LAMB's update
+compiled, on fake cuda:0 (fake_cuda.py), through torch.compile for real (traced_compile.py): Dynamo with
+fullgraph=True, as the trainer asks, and AOTAutograd's forward and backward. Each region must trace whole (a host
+query or a data-dependent op in it is a graph break, an error here), every graph must take the GPU's tensors
+only, the layer's graph must hold the variable-length flash kernel (with dropout in training, without in eval),
+and the recompilations must stay within what the run allows: one graph per token size with run.token_sizes,
+one without (dynamic shapes), one LAMB graph per parameter group. Only inductor's code generation and
+CUDA graph recording are left out: they need a GPU (benchmarks/gpu_check.sh)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cuda_path.fake_cuda import StepSetup, train_step_record
+from tests.cuda_path.traced_compile import SYMBOLIC
+
+REGIONS = {
+    "dynamic shapes, bf16, Dynamo's graphs run as traced": StepSetup(layers=1, compile=True, compiled_lamb=True,
+                                                                     accumulate=2, backend="eager"),
+    "dynamic shapes, bf16, AOTAutograd": StepSetup(layers=1, compile=True, compiled_lamb=True, accumulate=2),
+    "token sizes, fp16, AOTAutograd": StepSetup(layers=1, precision="fp16", compile=True, token_sizes=4,
+                                                compiled_lamb=True, accumulate=2),
+}
+
+
+@pytest.fixture(scope="module", params=list(REGIONS))
+def traced(request, fake_cuda_run):
+    return request.param, REGIONS[request.param], fake_cuda_run(train_step_record, REGIONS[request.param])
+
+
+def test_every_compiled_region_traces_whole_and_takes_the_gpus_tensors_only(traced):
+    name, setup, record = traced
+    assert record.error is None, f"{name}: {record.error}"
+    assert record.off_device == [] and record.host_syncs == [], (name, record.off_device, record.host_syncs)
+    assert {g.kind for g in record.graphs} == {"layer", "lamb"}, (name, record.graphs)
+    assert all(g.input_devices == ("cuda:0",) for g in record.graphs), (name, record.graphs)
+    dynamic = not setup.token_sizes
+    assert record.compiles == [{"fullgraph": True, "dynamic": False}] + [
+        {"dynamic": dynamic, "fullgraph": True, "mode": None}] * setup.layers, name
+
+
+def test_the_layer_graph_holds_the_flash_kernel_with_dropout_in_training_only(traced):
+    name, setup, record = traced
+    layers = [g for g in record.graphs if g.kind == "layer"]
+    training, evaluation = [g for g in layers if g.grad_enabled], [g for g in layers if not g.grad_enabled]
+    assert training and evaluation, (name, layers)
+    assert all(len(g.varlen) == 1 and g.varlen[0][1] == 0.1 for g in training), (name, training)
+    assert all(len(g.varlen) == 1 and g.varlen[0][1] == 0.0 for g in evaluation), (name, evaluation)
+
+
+def test_recompilations_stay_within_what_the_run_allows(traced):
+    name, setup, record = traced
+    training = [g for g in record.graphs if g.kind == "layer" and g.grad_enabled]
+    if setup.token_sizes:  # one graph per size met, each told the one longest sequence a CUDA graph replays
+        assert len(training) == len(set(record.token_counts)) > 1, (name, record.token_counts)
+        assert {g.varlen[0][0] for g in training} == {setup.max_length}, (name, training)
+    else:  # shapes and the longest sequence as symbols, the model's floats as constants: one graph
+        assert len(set(record.token_counts)) > 2 and len(training) == 1, (name, record.token_counts, training)
+        assert training[0].varlen[0][0] == SYMBOLIC, (name, training)
+    # LAMB: one graph per parameter group (their lists differ), reused by the second step
+    assert len([g for g in record.graphs if g.kind == "lamb"]) == 2, (name, record.graphs)

@@ -50,7 +50,7 @@ from bert.prep.synthetic.hdf5_corpus import synthesize
 from bert.simulate.flops import training_flops
 from bert.step import TrainStep
 from bert.system import SyntheticDataSpec, System, load_system
-from bert.tf_names import torch_to_hf
+from bert.tf_names import hf_to_torch
 from bert.transformers_peer import peer_model, to_hf_batch
 
 HERE = Path(__file__).resolve().parent
@@ -116,7 +116,7 @@ def benchmark_system(preset: Preset, args: argparse.Namespace) -> System:
 
 def hf_parameter_groups(hf_model: torch.nn.Module, config: BertConfig, weight_decay: float) -> list[dict]:
     """The reference groups (no decay or trust ratio for LayerNorm and biases), found through our names."""
-    ours = {hf: name for name, hf in torch_to_hf(config).items()}
+    ours = hf_to_torch(config)
     decay, no_decay = [], []
     for name, p in hf_model.named_parameters():
         (no_decay if excluded_from_weight_decay(ours[name]) else decay).append(p)

@@ -5,10 +5,12 @@ One model, two token layouts. `unpadded=True` (the default) runs the whole encod
 the masked positions alone, gathered by indices the data pipeline computed on the host, so no step waits on the
 device.
 
-Parameters stay one tensor per reference TF variable (see bert.tf_names): LAMB's trust ratio is per tensor,
-so fusing query/key/value into one parameter would change the optimizer. The forward still runs one fused
-QKV matmul by concatenating the three weights. LayerNorm is apex's fused kernel where apex is importable
-(bert.fused); `compile_encoder` compiles each encoder layer with torch.compile.
+Parameters are one tensor per reference TF variable (see bert.tf_names), except the attention's query, key and
+value, stacked in one [3H, H] parameter (and one [3H] bias) so that the QKV matmul takes it as it is: no
+concatenation every micro-batch. bert.tf_names names each third, and LAMB keeps one trust ratio per third, as
+the reference has one per variable (bert.optim.lamb). The encoder's LayerNorms are torch's, run in the residual
+stream's dtype (`norm_into`); the embeddings' and the masked-LM head's are apex's fused kernel where apex is
+importable (bert.fused). `compile_encoder` compiles each encoder layer with torch.compile.
 """
 
 from __future__ import annotations
@@ -54,15 +56,20 @@ def _activation_dtype(x: torch.Tensor) -> torch.dtype:
     """Under autocast the residual stream is kept in the autocast dtype, as apex's mixed precision keeps it:
     an fp32 stream would make every residual sum fp32 and every following matmul cast its input back. The
     LayerNorms still accumulate in fp32 inside their kernels, and the weights stay fp32. The embeddings set
-    the stream's dtype; every encoder LayerNorm returns it in its input's (`norm_into`), because CUDA's
-    autocast runs LayerNorm in fp32 and hands back fp32 (the CPU's returns the input's dtype, apex's too)."""
+    the stream's dtype; every encoder LayerNorm runs in it (`norm_into`)."""
     device = x.device.type
     return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
 
 
-def norm_into(layer_norm: nn.Module, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """layer_norm(x) in the residual stream's dtype, whatever the LayerNorm kernel returns."""
-    return layer_norm(x).to(dtype)
+def norm_into(layer_norm: nn.LayerNorm, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """layer_norm(x) computed and returned in `dtype` (the residual stream's): torch's LayerNorm with its weight
+    and bias cast to that dtype, outside autocast. CUDA's autocast runs LayerNorm in fp32, a cast of x up and of
+    the output back down around it, forward and backward (in bf16, 272 of the 1,545 MiB a BERT-large layer moves
+    for a 4,096-token micro-batch); the kernel accumulates its statistics in fp32 either way. Torch's op, never
+    apex's extension: it is what Dynamo traces and inductor fuses in a compiled layer."""
+    with torch.autocast(x.device.type, enabled=False):
+        return F.layer_norm(x.to(dtype), layer_norm.normalized_shape, layer_norm.weight.to(dtype),
+                            layer_norm.bias.to(dtype), layer_norm.eps)
 
 
 class SelfAttention(nn.Module):
@@ -70,17 +77,15 @@ class SelfAttention(nn.Module):
         super().__init__()
         h = config.hidden_size
         self.num_heads, self.head_size = config.num_heads, config.head_size
-        self.query, self.key, self.value = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
+        self.qkv = nn.Linear(h, 3 * h)  # query, key and value stacked: three reference tensors (bert.tf_names)
         self.output = nn.Linear(h, h)
-        self.layer_norm = layer_norm(h, config.layer_norm_eps)
+        self.layer_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.attention_dropout = config.attention_dropout
         self.flash_kernel = False  # set by choose_kernels for the device the layer runs on
 
     def forward(self, x: torch.Tensor, layout: TokenLayout, mask: torch.Tensor | None) -> torch.Tensor:
-        weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
-        bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
-        qkv = F.linear(x, weight, bias)
+        qkv = self.qkv(x)
         dropout_p = self.attention_dropout if self.training else 0.0
         if mask is None:  # unpadded: x is [T, H]
             qkv = qkv.view(-1, 3, self.num_heads, self.head_size)
@@ -98,7 +103,7 @@ class EncoderLayer(nn.Module):
         self.attention = SelfAttention(config)
         self.intermediate = nn.Linear(config.hidden_size, config.intermediate_size)
         self.output = nn.Linear(config.intermediate_size, config.hidden_size)
-        self.layer_norm = layer_norm(config.hidden_size, config.layer_norm_eps)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
 
     def forward(self, x: torch.Tensor, layout: TokenLayout, mask: torch.Tensor | None) -> torch.Tensor:

@@ -1,24 +1,25 @@
 """Optimizer construction from the descriptor: parameter groups, the optimizer family and the schedule.
 
-`lamb` (the closed division's) and `adam` (AdamW, decoupled weight decay; open division). LAMB with
-`implementation` "compiled" is bert.optim.lamb compiled with torch.compile, on any device. Otherwise, on CUDA,
-NVIDIA apex's fused kernels are used when apex is importable (NVIDIA containers); without apex LAMB is
-bert.optim.lamb in foreach kernels and AdamW is torch's, fused on CUDA and foreach on the CPU. Clipping is
-never the optimizer's job here: it happens in the step (bert.distributed.clipping), before or after the
-allreduce as the descriptor says.
+`lamb` (the closed division's) and `adam` (AdamW, decoupled weight decay; open division). LAMB is
+bert.optim.lamb, in foreach kernels or, with `implementation` "compiled", through torch.compile; AdamW is
+torch's, fused on CUDA and foreach on the CPU. Both take GradScaler's overflow flag on the device
+(`_step_supports_amp_scaling`). NVIDIA apex's FusedLAMB and FusedAdam are not used, even where apex is
+importable: neither takes that flag, so under fp16 GradScaler would read it back to the host every step, and
+FusedLAMB takes one trust ratio per tensor, where the fused query/key/value parameter holds three reference
+tensors. Clipping is never the optimizer's job here: it happens in the step (bert.distributed.clipping), before
+or after the allreduce as the descriptor says.
 """
 
 from __future__ import annotations
 
-import math
-from types import ModuleType
-
 import torch
 from torch import nn
 
+from bert.config import BertConfig
 from bert.optim.lamb import Lamb
 from bert.optim.schedule import LrSchedule
 from bert.system import OptimizerSpec
+from bert.tf_names import fused_parts
 
 
 def excluded_from_weight_decay(name: str) -> bool:
@@ -27,39 +28,26 @@ def excluded_from_weight_decay(name: str) -> bool:
 
 
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    decay, no_decay = [], []
+    """The decayed and the undecayed parameters, each group with the number of reference tensors each of its
+    parameters holds ("parts": 3 for the fused query/key/value, bert.tf_names), for LAMB's trust ratios."""
+    config = getattr(model, "config", None)
+    fused = fused_parts(config) if isinstance(config, BertConfig) else {}
+    decay, no_decay = {"params": [], "parts": []}, {"params": [], "parts": []}
     for name, p in model.named_parameters():
         if p.requires_grad:
-            (no_decay if excluded_from_weight_decay(name) else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+            group = no_decay if excluded_from_weight_decay(name) else decay
+            group["params"].append(p)
+            group["parts"].append(fused.get(name, 1))
+    return [{**decay, "weight_decay": weight_decay}, {**no_decay, "weight_decay": 0.0}]
 
 
-def apex_optimizers() -> ModuleType | None:
-    """`apex.optimizers` when NVIDIA apex is importable with its CUDA extensions, else None."""
-    try:
-        import amp_C  # noqa: F401  (apex's fused kernels; the PyPI package named apex is something else)
-        from apex import optimizers
-    except ImportError:
-        return None
-    return optimizers
-
-
-def build_optimizer(model: nn.Module, spec: OptimizerSpec, apex: ModuleType | None = None) -> torch.optim.Optimizer:
-    """The descriptor's optimizer over `model`; `apex` is apex.optimizers, looked up when the model is on CUDA."""
+def build_optimizer(model: nn.Module, spec: OptimizerSpec) -> torch.optim.Optimizer:
+    """The descriptor's optimizer over `model`."""
     groups = parameter_groups(model, spec.weight_decay_rate)
-    cuda = next(model.parameters()).is_cuda
-    if apex is None and cuda:
-        apex = apex_optimizers()
     settings = {"lr": spec.base_learning_rate, "betas": (spec.beta_1, spec.beta_2), "eps": spec.epsilon}
     if spec.name == "lamb":
-        if apex is None or spec.implementation == "compiled":
-            return Lamb(groups, **settings, compiled=spec.implementation == "compiled")
-        # FusedLAMB clips by the global norm itself (by norm / max_grad_norm when the norm is larger); an
-        # infinite maximum turns that off, so the step's clipping mode is the only clipping. use_nvlamb=False
-        # keeps the reference: no trust ratio for the tensors without weight decay.
-        return apex.FusedLAMB(groups, **settings, max_grad_norm=math.inf, use_nvlamb=False)
-    if apex is not None:
-        return apex.FusedAdam(groups, **settings, adam_w_mode=True)
+        return Lamb(groups, **settings, compiled=spec.implementation == "compiled")
+    cuda = next(model.parameters()).is_cuda
     return torch.optim.AdamW(groups, **settings, **({"fused": True} if cuda else {"foreach": True}))
 
 

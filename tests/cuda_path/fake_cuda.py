@@ -58,6 +58,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from tests.cuda_path.traced_compile import VARLEN, TracedGraph, compile_without_gpu_code
+from tests.helpers.stand_in_apex import apex_importable
 
 CUDA = torch.device("cuda", 0)
 _REPO = Path(__file__).resolve().parents[2]
@@ -346,6 +347,7 @@ class StepSetup:
     cuda_graphs: bool = False  # the layers compiled under CUDA graphs (run.compile and run.cuda_graphs)
     compiled_lamb: bool = False  # LAMB's update compiled (run.optimizer.implementation "compiled")
     backend: str = "aot_eager"  # what compiles Dynamo's graphs (tests/cuda_path/traced_compile.py)
+    apex: bool = False  # apex importable (tests/helpers/stand_in_apex.py), as in NVIDIA's containers
 
 
 @dataclass
@@ -363,6 +365,8 @@ class StepRecord:
     layer_dtypes: list[tuple[str, str]] = field(default_factory=list)  # (input, output) of each encoder layer
     eval_attention: list[AttentionCall] = field(default_factory=list)  # an eval forward after the steps
     data_parallel: bool = False
+    optimizer: str = ""  # the optimizer's class
+    apex_modules: list[str] = field(default_factory=list)  # the model's modules that are apex's
     error: str | None = None  # what stopped the scenario (a host synchronisation, a device mix, a bug)
 
 
@@ -399,6 +403,11 @@ def _batches(fake: FakeCuda, setup: StepSetup, count: int, record: StepRecord) -
 def train_step_record(setup: StepSetup) -> StepRecord:
     """Runs `setup.steps` optimizer steps of bert.step.TrainStep on fake cuda:0 and an eval forward; returns
     what the recorder saw. Whatever stops the step (a host synchronisation, a device mix) is in the record."""
+    with apex_importable() if setup.apex else contextlib.nullcontext():
+        return _train_step_record(setup)
+
+
+def _train_step_record(setup: StepSetup) -> StepRecord:
     from bert.distributed.launch import DistContext
     from bert.model import BertForPreTraining
     from bert.optim.factory import build_optimizer, build_schedule
@@ -423,6 +432,9 @@ def train_step_record(setup: StepSetup) -> StepRecord:
     with mock.patch.object(torch, "compile", traced), fake.mode:
         step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
+        record.optimizer = type(step.optimizer).__name__
+        record.apex_modules = [name for name, m in model.named_modules() if type(m).__module__.startswith(
+            ("apex", "tests.helpers.stand_in_apex"))]
         grads = [p.grad for p in model.parameters()]
         try:
             with recorder:

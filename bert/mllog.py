@@ -30,6 +30,8 @@ MAX_PREDICTIONS_PER_SEQ = "max_predictions_per_seq"  # no constant in mlperf_log
 # The init checkpoint's accuracy, measured before run_start; a key of its own, since an eval_accuracy line
 # before run_start would count as an eval of the run.
 INIT_CHECKPOINT_EVAL_ACCURACY = "init_checkpoint_eval_accuracy"
+# How long compiling before the clock took (bert.warmup), logged between init_start and init_stop.
+COMPILE_WARMUP_SECONDS = "compile_warmup_seconds"
 # Free disk a log needs at start-up: a BERT-large log is well under 1 MiB, so this leaves room for what else
 # the run and the launcher write beside it.
 LOG_FREE_BYTES = 64 << 20
@@ -212,6 +214,10 @@ class RunLog:
 
     def checkpoint_eval(self, accuracy: float) -> None:
         self._event(INIT_CHECKPOINT_EVAL_ACCURACY, accuracy)
+
+    def compile_warmup(self, seconds: float, train_shapes: int, eval_shapes: int) -> None:
+        self._event(COMPILE_WARMUP_SECONDS, round(seconds, 3),
+                    metadata={"train_shapes": train_shapes, "eval_shapes": eval_shapes})
 
     def init_stop(self) -> None:
         self._end(C.INIT_STOP)

@@ -69,20 +69,32 @@ class TrainStep:
             batch = next(loader)
             self.tokens += batch.num_tokens
             with self.clipping.micro_batch(last=micro == self.accumulate - 1):
-                with self.autocast:
-                    out = self.trained(**batch.model_inputs(self.unpadded))
-                loss = batch.loss(out)
-                loss = loss * math.nan if step + 1 == self.nan_at_step else loss
-                self.scaler.scale(loss / self.accumulate).backward()
+                loss = self.forward_backward(batch, self.trained, poison=step + 1 == self.nan_at_step)
             step_loss += loss.detach()
             self.micro_batches += 1
         self.loss_sum += step_loss
+        norm, scale = self.update()
+        self.guard.observe(step_loss, norm, scale, loss_scale(self.scaler, self.ctx.device))
+        self.zero_grad()
+
+    def forward_backward(self, batch, module: nn.Module, poison: bool = False) -> torch.Tensor:
+        """One micro-batch through `module` (the model, or DDP's wrapper of it) under the step's autocast, and
+        its scaled backward; returns the micro-batch's loss. `poison`: the loss becomes NaN (fault injection)."""
+        with self.autocast:
+            out = module(**batch.model_inputs(self.unpadded))
+        loss = batch.loss(out)
+        loss = loss * math.nan if poison else loss
+        self.scaler.scale(loss / self.accumulate).backward()
+        return loss
+
+    def update(self) -> tuple[torch.Tensor | None, torch.Tensor | float]:
+        """The update from the accumulated gradients: clipped and averaged as run.clip says, unscaled, applied
+        (skipped on an fp16 overflow), the loss scale updated. Returns the clipped norm and the scale before."""
         norm = self.clipping.finish(self.optimizer)  # .grad: averaged over ranks, clipped, unscaled
         scale = loss_scale(self.scaler, self.ctx.device)
         self.scaler.step(self.optimizer)  # skipped when the gradient has an inf or NaN
         self.scaler.update()
-        self.guard.observe(step_loss, norm, scale, loss_scale(self.scaler, self.ctx.device))
-        self.zero_grad()
+        return norm, scale
 
     def zero_grad(self) -> None:
         """The gradients are set to None after each step. Under DDP the first backward of a step then copies

@@ -46,6 +46,7 @@ from bert.step import TrainStep
 from bert.system import System
 from bert.tf_names import tensor_names
 from bert.token_rounding import token_sizes
+from bert.warmup import compiles_anything, warm_up, warm_up_batches
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,11 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
         eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits,
                            eval_sizes)
         _checkpoint_eval(ctx, system, eval_set.accuracy(model, step_fn.unpadded, step_fn.autocast), log)
+    if compiles_anything(system):
+        warmed = warm_up(step_fn, system, warm_up_batches(system))
+        log.compile_warmup(warmed.seconds, warmed.train_shapes, warmed.eval_shapes)
+        _say(ctx, f"compiled before the clock in {warmed.seconds:.1f} s: {warmed.train_shapes} training and "
+                  f"{warmed.eval_shapes} eval shapes, and the update")
     seed_dropout(seed, ctx.rank)
     log.init_stop()
 

@@ -54,7 +54,7 @@ import torch._dynamo
 from torch._subclasses import fake_tensor
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_leaves
 
 from tests.cuda_path.traced_compile import VARLEN, TracedGraph, compile_without_gpu_code
@@ -164,11 +164,20 @@ def _ddp_without_host_reads() -> None:
 
 
 def _stand_in_for_the_cuda_generator() -> None:
-    """Dynamo saves the CUDA generator's state before it traces a frame and restores it after; fake CUDA has no
-    generator, so its state is a stored byte tensor (fake tensors draw no random numbers)."""
-    _state["cuda_rng_state"] = torch.zeros(16, dtype=torch.uint8)
-    torch.cuda.get_rng_state = lambda device="cuda": _state["cuda_rng_state"].clone()
-    torch.cuda.set_rng_state = lambda new_state, device="cuda": _state.update(cuda_rng_state=new_state.clone())
+    """Dynamo (around each frame it traces) and bert.warmup save the CUDA generator's state and restore it; fake
+    CUDA has no generator, so its state is stored bytes (fake tensors draw no random numbers), read and written as
+    a host tensor outside any fake mode."""
+    _state["cuda_rng_state"] = bytes(16)
+
+    def get_rng_state(device="cuda") -> torch.Tensor:
+        with _disable_current_modes():
+            return torch.tensor(list(_state["cuda_rng_state"]), dtype=torch.uint8)
+
+    def set_rng_state(new_state: torch.Tensor, device="cuda") -> None:
+        with _disable_current_modes():
+            _state["cuda_rng_state"] = bytes(new_state.tolist())
+
+    torch.cuda.get_rng_state, torch.cuda.set_rng_state = get_rng_state, set_rng_state
 
 
 def install() -> None:
@@ -182,6 +191,7 @@ def install() -> None:
         torch.cuda.is_available = lambda: True
         torch.cuda.is_bf16_supported = lambda including_emulation=True: True
         torch.cuda.get_device_capability = lambda device=None: (9, 0)
+        torch.cuda.synchronize = lambda device=None: None  # fake tensors compute nothing to wait for
         _stand_in_for_the_cuda_generator()
     _ddp_without_host_reads()
     _state["installed"] = True
@@ -266,7 +276,7 @@ class Recorder(TorchDispatchMode):
         self.host_syncs: list[str] = []
         self.attention: list[AttentionCall] = []
         self.max_lens: list[int] = []  # the longest sequence each varlen_attention call was told of
-        self._calls = _AttentionCalls(self.attention)
+        self.sdpa_calls = _AttentionCalls(self.attention)
 
     @classmethod
     def ignore_compile_internals(cls) -> bool:
@@ -275,12 +285,12 @@ class Recorder(TorchDispatchMode):
         return True
 
     def __enter__(self):
-        self._calls.__enter__()
+        self.sdpa_calls.__enter__()
         return super().__enter__()
 
     def __exit__(self, *exc):
         super().__exit__(*exc)
-        return self._calls.__exit__(*exc)
+        return self.sdpa_calls.__exit__(*exc)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -348,6 +358,7 @@ class StepSetup:
     compiled_lamb: bool = False  # LAMB's update compiled (run.optimizer.implementation "compiled")
     backend: str = "aot_eager"  # what compiles Dynamo's graphs (tests/cuda_path/traced_compile.py)
     apex: bool = False  # apex importable (tests/helpers/stand_in_apex.py), as in NVIDIA's containers
+    warm_up: bool = False  # bert.warmup compiles before the steps, as bert.train does before the clock
 
 
 @dataclass
@@ -360,6 +371,7 @@ class StepRecord:
     longest: list[int] = field(default_factory=list)  # the longest real sequence of each training batch
     compiles: list[dict] = field(default_factory=list)  # what torch.compile was asked for
     graphs: list[TracedGraph] = field(default_factory=list)  # what Dynamo traced, in order
+    graphs_in_warm_up: int = 0  # how many of them the warm-up traced (the first ones)
     token_counts: list[int] = field(default_factory=list)  # the encoder's tokens of each training batch
     grads_kept: bool = False  # every parameter's .grad was there before the first step and is the same after
     layer_dtypes: list[tuple[str, str]] = field(default_factory=list)  # (input, output) of each encoder layer
@@ -377,6 +389,7 @@ def step_system(setup: StepSetup):
                "processes_per_node": setup.world_size, "gradient_accumulation_steps": setup.accumulate,
                "global_batch_size": setup.sequences * setup.accumulate * setup.world_size, "clip": setup.clip,
                "grad_comm_dtype": setup.grad_comm_dtype, "token_sizes": setup.token_sizes,
+               "eval.batch_size": setup.sequences,  # the eval forward after the steps takes a training batch
                "compile": setup.compile or setup.cuda_graphs, "cuda_graphs": setup.cuda_graphs,
                "optimizer.implementation": "compiled" if setup.compiled_lamb else "eager",
                "init_checkpoint": None, "performance": None}  # the simulator's figures are of one GPU
@@ -412,6 +425,7 @@ def _train_step_record(setup: StepSetup) -> StepRecord:
     from bert.model import BertForPreTraining
     from bert.optim.factory import build_optimizer, build_schedule
     from bert.step import TrainStep
+    from bert.warmup import WarmUpBatches, warm_up, warm_up_batches
 
     system = step_system(setup)
     record = StepRecord(data_parallel=setup.world_size > 1)
@@ -428,10 +442,16 @@ def _train_step_record(setup: StepSetup) -> StepRecord:
     ctx = DistContext(0, setup.world_size, 0, setup.world_size, CUDA)
     recorder = Recorder()
     batches = _batches(fake, setup, setup.steps * setup.accumulate, record)  # on the host, as the loader does
+    made_up = warm_up_batches(system)
+    warmed = WarmUpBatches(*([b._map(fake.tensor) for b in part] for part in (made_up.train, made_up.evals)))
     traced = compile_without_gpu_code(record.compiles, record.graphs, setup.backend)
     with mock.patch.object(torch, "compile", traced), fake.mode:
         step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
+        if setup.warm_up:  # unrecorded, under the recorder's torch-function mode: guards see the same mode stack
+            with recorder.sdpa_calls:
+                warm_up(step, system, warmed)
+            record.graphs_in_warm_up = len(record.graphs)
         record.optimizer = type(step.optimizer).__name__
         record.apex_modules = [name for name, m in model.named_modules() if type(m).__module__.startswith(
             ("apex", "tests.helpers.stand_in_apex"))]

@@ -5,7 +5,8 @@ fullgraph=True, as the trainer asks, and AOTAutograd's forward and backward. Eac
 query or a data-dependent op in it is a graph break, an error here), every graph must take the GPU's tensors
 only, the layer's graph must hold the variable-length flash kernel (with dropout in training, without in eval),
 and the recompilations must stay within what the run allows: one graph per token size with run.token_sizes,
-one without (dynamic shapes), one LAMB graph per parameter group. Only inductor's code generation and
+one without (dynamic shapes), one LAMB graph per parameter group, all of them before the clock where the
+warm-up (bert.warmup) ran. Only inductor's code generation and
 CUDA graph recording are left out: they need a GPU (benchmarks/gpu_check.sh)."""
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from tests.cuda_path.traced_compile import SYMBOLIC
 REGIONS = {
     "dynamic shapes, bf16, Dynamo's graphs run as traced": StepSetup(layers=1, compile=True, compiled_lamb=True,
                                                                      accumulate=2, backend="eager"),
-    "dynamic shapes, fp16, AOTAutograd": StepSetup(layers=1, precision="fp16", compile=True, compiled_lamb=True,
-                                                   accumulate=2),
+    "dynamic shapes, fp16, AOTAutograd, warmed up": StepSetup(layers=1, precision="fp16", compile=True,
+                                                              compiled_lamb=True, accumulate=2, warm_up=True),
     # LAMB's update eager here: the update apex's FusedLAMB would replace where apex is importable.
-    "token sizes, fp16, AOTAutograd, apex importable": StepSetup(layers=1, precision="fp16", compile=True,
-                                                                 token_sizes=4, accumulate=2, apex=True),
+    "token sizes, fp16, AOTAutograd, apex importable, warmed up": StepSetup(
+        layers=1, precision="fp16", compile=True, token_sizes=4, accumulate=2, apex=True, warm_up=True),
 }
 
 
@@ -54,14 +55,19 @@ def test_the_layer_graph_holds_the_flash_kernel_with_dropout_in_training_only(tr
 def test_recompilations_stay_within_what_the_run_allows(traced):
     name, setup, record = traced
     training = [g for g in record.graphs if g.kind == "layer" and g.grad_enabled]
-    if setup.token_sizes:  # one graph per size met, each told the one longest sequence a CUDA graph replays
+    lamb = [g for g in record.graphs if g.kind == "lamb"]
+    assert len(lamb) == 2 * setup.compiled_lamb, (name, record.graphs)  # one per parameter group (their lists differ)
+    if setup.warm_up:  # bert.warmup compiled every shape the steps and the eval meet, before them
+        assert record.graphs_in_warm_up == len(record.graphs), (name, record.graphs[record.graphs_in_warm_up:])
+        assert len(training) == (setup.token_sizes or 1), (name, training)
+    elif setup.token_sizes:  # one graph per size met
         assert len(training) == len(set(record.token_counts)) > 1, (name, record.token_counts)
-        assert {g.varlen[0][0] for g in training} == {setup.max_length}, (name, training)
     else:  # shapes and the longest sequence as symbols, the model's floats as constants: one graph
         assert len(set(record.token_counts)) > 2 and len(training) == 1, (name, record.token_counts, training)
-        assert training[0].varlen[0][0] == SYMBOLIC, (name, training)
-    # LAMB: one graph per parameter group (their lists differ), reused by the second step
-    assert len([g for g in record.graphs if g.kind == "lamb"]) == 2 * setup.compiled_lamb, (name, record.graphs)
+    if setup.token_sizes:  # each told the one longest sequence a CUDA graph replays
+        assert {g.varlen[0][0] for g in training} == {setup.max_length}, (name, training)
+    else:
+        assert all(g.varlen[0][0] == SYMBOLIC for g in training), (name, training)
 
 
 def test_with_apex_the_compiled_layers_keep_torchs_layer_norm_and_fp16_never_reads_the_overflow_flag(traced):

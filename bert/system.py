@@ -105,12 +105,30 @@ class SearchParam:
     choices: list[str | int | float] | None = None
 
 
+def numa_nodes_problem(nodes: list[int]) -> str | None:
+    bad = [n for n in nodes if n < 0]
+    return f"{bad[0]} is not a NUMA node number (0 or more)" if bad else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuBindingSpec:
+    """Each rank's CPU cores and OpenMP threads (bert.distributed.cpu_binding): not bound, bound to every core of
+    its NUMA node, or to its own share of them (NVIDIA's exclusive binding)."""
+
+    mode: Literal["none", "node", "exclusive"] = "none"
+    # The NUMA node of each local rank (its GPU's, as `nvidia-smi topo -m` shows); null: the local ranks dealt
+    # over the host's nodes in order.
+    numa_nodes: list[int] | None = checked(numa_nodes_problem, default=None)
+    omp_num_threads: int | None = ranged(1, default=None, note="or null: a bound rank's physical cores")
+
+
 @dataclass(frozen=True, kw_only=True)
 class LaunchSpec:
     """How run_and_time.sh starts the ranks (srun under Slurm, torchrun elsewhere); see bert.distributed.plan."""
 
     env: dict[str, str] = checked(env_names_problem, default_factory=dict)  # exported to every rank, e.g. NCCL_*
     master_port: int = ranged(1, 65535, default=29500)
+    cpu_binding: CpuBindingSpec = field(default_factory=CpuBindingSpec)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -358,6 +376,10 @@ def _check_run(where: str, system: System) -> None:
         (not run.cuda_graphs or run.compile, "run.cuda_graphs",
          "captures the compiled encoder layers: set run.compile to true, or cuda_graphs to false"),
     ]
+    binding = run.launch.cpu_binding
+    checks.append((binding.numa_nodes is None or len(binding.numa_nodes) == run.processes_per_node,
+                   "run.launch.cpu_binding.numa_nodes", f"lists {len(binding.numa_nodes or [])} node(s) for "
+                   f"{run.processes_per_node} process(es) per node: give one per local rank, or null"))
     perf = run.performance
     if perf is not None:
         estimate = perf.model_flops_utilization is not None or perf.peak_tflops is not None

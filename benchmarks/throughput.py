@@ -141,7 +141,8 @@ def model_flops(config: BertConfig, batch: Batch) -> float:
     return training_flops(config, lengths, batch.mlm_labels.numel())
 
 
-def peak_flops(device: torch.device, dtype: torch.dtype, override_tflops: float | None) -> tuple[float, str]:
+def peak_flops(device: torch.device, dtype: torch.dtype, override_tflops: float | None,
+               n: int = 2048) -> tuple[float, str]:
     if override_tflops:
         return override_tflops * 1e12, "given with --peak-tflops"
     if device.type == "cuda" and dtype != torch.float32:
@@ -149,7 +150,7 @@ def peak_flops(device: torch.device, dtype: torch.dtype, override_tflops: float 
         for model, peak in DATASHEET_PEAKS.items():
             if model in name:
                 return peak, f"{model} datasheet dense bf16/fp16"
-    n, repeats = 2048, 5
+    repeats = 5
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     best = float("inf")
     for _ in range(repeats + 1):

@@ -79,8 +79,8 @@ class OptimizerSpec:
     training_steps: int = ranged(1)  # the decay horizon, logged as opt_learning_rate_training_steps
     poly_power: float = ranged(0, low_open=True, default=1.0)
     # How LAMB's update runs (bert.optim.lamb; never apex's FusedLAMB, see bert.optim.factory): eager, in foreach
-    # kernels, or compiled, the same update through torch.compile (fused kernels; compiled before the clock with
-    # run.compile, else at the first step). AdamW is torch's fused kernel on CUDA either way.
+    # kernels, or compiled, the same update through torch.compile (fused kernels; compiled before the clock,
+    # bert.warmup). AdamW is torch's fused kernel on CUDA either way.
     implementation: Literal["eager", "compiled"] = "eager"
 
 

@@ -123,7 +123,10 @@ def test_cuda_flash_kernel_with_dropout_replays_its_mask_from_the_seed():
         out = _op(qkv, layout, 0.1)
         results.append((out, torch.autograd.grad(out.float().square().sum(), qkv)[0]))
     (a, grad_a), (b, grad_b) = results
-    assert torch.equal(a, b) and torch.equal(grad_a, grad_b)
+    assert torch.equal(a, b)  # the forward replays the same mask and the same arithmetic
+    # The backward too, but flash accumulates dQ in fp32 with atomic adds in no fixed order: the bf16 gradients
+    # may differ by a rounding step, within 2 bf16 units in the last place (2^-7) of the largest gradient.
+    torch.testing.assert_close(grad_a, grad_b, rtol=2**-7, atol=2**-7 * grad_a.abs().max().item())
     no_dropout = _op(qkv, layout, 0.0)
     assert not torch.equal(a, no_dropout)
     # Dropout keeps the expectation: the mean output over the sequence is close to the undropped one.

@@ -26,6 +26,7 @@ from bert.data.balance_plans import attention_width
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.loader import LoaderBalance, TrainLoader
 from bert.data.shards import SampleLimits
+from bert.distributed.cpu_binding import bind_rank
 from bert.distributed.launch import (
     DistContext,
     init_distributed,
@@ -160,6 +161,10 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
     if ctx.world_size != system.world_size:
         raise RuntimeError(f"launched with {ctx.world_size} processes but {system.path} describes "
                            f"{system.nodes} node(s) x {run_spec.processes_per_node} = {system.world_size}")
+    binding = bind_rank(system, ctx.local_rank, ctx.local_world_size)  # before the model and the loader exist
+    if binding.cpus is not None or binding.threads:  # one write: ranks sharing a stdout do not interleave
+        sys.stdout.write(f"rank {ctx.rank}: {binding.describe()}\n")
+        sys.stdout.flush()
     files = dataset_files(system, request.data_dir)
     vocab = check_dataset(files, system)
     limits = SampleLimits(len(vocab), run_spec.max_seq_length)

@@ -38,17 +38,9 @@ def _nan_injection_step() -> int | None:
 def train(system_name: str, seed: int | None, log_path: Path | None, data_dir: Path | None,
           cache_cleared: bool) -> None:
     """Run one training run (launch through torchrun or srun for several processes)."""
-    from bert.distributed.cpu_binding import BindingError, bind_this_rank
     from bert.train import RunRequest, run
 
     system = load_descriptor(system_name)
-    try:
-        binding = bind_this_rank(system)
-    except BindingError as e:
-        raise click.ClickException(f"{system.path}: {e}") from None
-    if binding.cpus is not None or binding.threads:  # one write: ranks sharing a stdout do not interleave
-        sys.stdout.write(f"rank {os.environ.get('RANK', '0')}: {binding.describe()}\n")
-        sys.stdout.flush()
     request = RunRequest(system, system.run_seed(seed), log_path, data_dir, cache_cleared,
                          nan_at_step=_nan_injection_step())
     sys.exit(run(request))

@@ -13,7 +13,8 @@ rank allocates after the binding (the model, the batches, the pinned buffers) is
 OpenMP threads (and torch's) are `omp_num_threads`, or its physical cores.
 
 The binding comes from this host's topology (/sys/devices/system): `mlperf-bert system plan` (and
-run_and_time.sh --dry-run) prints it for the host it runs on, and every rank applies and prints its own at start.
+run_and_time.sh --dry-run) prints it for the host it runs on, and every rank applies and prints its own at start
+(bert.train, before the model and the loader exist).
 """
 
 from __future__ import annotations
@@ -131,11 +132,8 @@ def apply(binding: Binding) -> None:
         torch.set_num_threads(binding.threads)
 
 
-def bind_this_rank(system: System) -> Binding:
-    """Applies this rank's binding (its local rank from the launcher's environment); returns it."""
-    from bert.distributed.launch import launch_environment
-
-    rank, _, local_rank, local_world = launch_environment()
+def bind_rank(system: System, local_rank: int, local_world: int) -> Binding:
+    """Applies the binding of this process, local rank `local_rank` of `local_world`; returns it."""
     binding = rank_binding(system.run.launch.cpu_binding, Topology.read(), local_rank, local_world)
     apply(binding)
     return binding

@@ -78,12 +78,12 @@ def test_the_descriptor_checks_the_binding_beside_its_fields():
 
 
 def test_a_rank_binds_itself_and_its_threads_at_start(tmp_path, cpu_env):
-    # The trainer's own entry (mlperf-bert train) applies the binding before anything else; here on CPU 0 of this
-    # host, with its thread count, and the process reports both.
+    # bert.train applies the binding before the model and the loader exist; here a process binds itself to its
+    # node of this host with one thread, and reports both.
     system = load_system("cpu_micro").variant({"launch.cpu_binding": {"mode": "node", "numa_nodes": [0],
                                                                       "omp_num_threads": 1}}, name="bound")
-    code = ("import os, sys, torch; from bert.distributed.cpu_binding import bind_this_rank; "
-            "from bert.system import load_system; b = bind_this_rank(load_system(sys.argv[1])); "
+    code = ("import os, sys, torch; from bert.distributed.cpu_binding import bind_rank; "
+            "from bert.system import load_system; b = bind_rank(load_system(sys.argv[1]), 0, 1); "
             "print(sorted(os.sched_getaffinity(0)) == list(b.cpus), torch.get_num_threads(), "
             "os.environ['OMP_NUM_THREADS'], b.describe())")
     proc = subprocess.run([sys.executable, "-c", code, str(system.write(tmp_path).path)], capture_output=True,

@@ -5,6 +5,7 @@ at toy sizes, as the rehearsal (GPU_CHECK_DEVICE=cpu) that CI runs so that the s
     python benchmarks/gpu_check.py descriptor OUTDIR DATADIR   # the short run's descriptor (OUTDIR/gpu_check.json)
     python benchmarks/gpu_check.py layer       # one BERT-large layer, train mode: attention path, kernels, dtype
     python benchmarks/gpu_check.py nosync      # the real step never waits for the GPU (bf16, then fp16)
+    python benchmarks/gpu_check.py step        # the descriptor's step on the MLPerf length mix: seq/s and MFU
     python benchmarks/gpu_check.py speed       # compiled layer and compiled LAMB update against their eager forms
     python benchmarks/gpu_check.py nccl        # DDP with the bucket-wise clip hook (bf16 gradient), a gloo group
     python benchmarks/gpu_check.py graphs      # a static-shape compiled layer with and without CUDA graphs
@@ -31,7 +32,7 @@ from bert.config import BertConfig, named_config
 from bert.data.batch import collate
 from bert.distributed.launch import DistContext, wait_for_all
 from bert.host_sync import host_reads_fail
-from bert.model import BertForPreTraining, EncoderLayer, compile_layer
+from bert.model import BertForPreTraining, EncoderLayer, choose_kernels, compile_layer
 from bert.optim.factory import build_optimizer, build_schedule, parameter_groups
 from bert.optim.lamb import Lamb
 from bert.padding import TokenLayout
@@ -39,7 +40,7 @@ from bert.simulate.load_balance import named_lengths
 from bert.step import TrainStep
 from bert.system import System, load_system
 from bert.token_rounding import TokenSizes
-from bert.varlen_attention import flash_kernel_usable
+from bert.warmup import compiles_anything, warm_up, warm_up_batches
 
 SHORT_RUN_UPDATES, SHORT_RUN_EVALS = 60, 2
 
@@ -87,9 +88,10 @@ def descriptor_config(model: str, **overrides: object) -> BertConfig:
 def layer_check(device: torch.device) -> bool:
     """One encoder layer of BERT-large in train mode (dropout 0.1) on the unpadded tokens of full-length
     sequences, bf16 autocast: which SDPA backend torch picks for its attention, the kernels of a forward and
-    backward, the dtype it hands to the next layer."""
+    backward, the dtype it hands to the next layer. (The CPU rehearsal's layer is the micro model's: a CPU's
+    bf16 weight gradients of BERT-large take a minute.)"""
     sizes = SIZES[device.type]
-    config = descriptor_config("large")
+    config = descriptor_config(sizes.model, hidden_dropout=0.1, attention_dropout=0.1)
     torch.manual_seed(0)
     layer = EncoderLayer(config).to(device).train()
     layout = TokenLayout.from_lengths(torch.full((sizes.sequences,), sizes.length), sizes.length).to(device)
@@ -102,7 +104,9 @@ def layer_check(device: torch.device) -> bool:
     print(f"SDPA backend torch picks for the padded fallback ({sizes.sequences} x {sizes.length}, "
           f"{config.num_heads} heads of {config.head_size}, bf16, boolean key mask, dropout "
           f"{config.attention_dropout}): {backend}")
-    path = "variable-length flash kernel" if flash_kernel_usable(q) else "padded fallback (SDPA with a key mask)"
+    choose_kernels(layer, device)  # as TrainStep decides, before the first forward
+    flash = layer.attention.flash_kernel
+    path = "variable-length flash kernel" if flash else "padded fallback (SDPA with a key mask)"
     print(f"attention path of the training step (bert.attention.unpadded_attention): {path}")
 
     def forward_backward() -> torch.Tensor:
@@ -119,7 +123,7 @@ def layer_check(device: torch.device) -> bool:
     print("\n".join(summary(prof, device, wall)))
     print(f"layer output dtype {out.dtype} (the residual stream under bf16 autocast)")
     varlen_wanted = device.type == "cuda"  # the point of the kernel: on a GPU, training must take it
-    ok = out.dtype == torch.bfloat16 and flash_kernel_usable(q) == varlen_wanted
+    ok = out.dtype == torch.bfloat16 and flash == varlen_wanted
     print(f"layer: {'ok' if ok else 'FAILED'}: {path}, output {out.dtype}")
     return ok
 
@@ -188,6 +192,84 @@ def nosync_check(device: torch.device) -> bool:
     return ok
 
 
+STEP_UPDATES = {"cuda": 6, "cpu": 2}  # timed updates of the descriptor's step
+
+
+def _descriptor_system(device: torch.device) -> System:
+    """systems/h200_1x1.json as it trains (its micro-batch, accumulation, precision, optimizer, compilation); on a
+    CPU the rehearsal of that run at toy sizes."""
+    system = load_system("h200_1x1").variant({"init_checkpoint": None})
+    if device.type == "cuda":
+        return system
+    sizes = SIZES["cpu"]
+    return system.variant({"model": sizes.model, "global_batch_size": 2 * sizes.sequences, "max_seq_length":
+                           sizes.length, "gradient_accumulation_steps": 2, "max_predictions_per_seq": 10,
+                           "performance": None}).cpu_rehearsal()
+
+
+def _mlperf_micro_batches(system: System, count: int) -> tuple[list, float]:
+    """`count` micro-batches of the descriptor's size with MLPerf-length sequences, as many masked positions each
+    as the reference masks, rounded to run.token_sizes where set; and the model FLOPs they need."""
+    from bert.data.random_samples import random_samples
+    from bert.prep.instances import SampleSpec
+    from bert.simulate.flops import training_flops
+    from bert.token_rounding import token_sizes
+
+    run, config = system.run, system.model_config()
+    sizes = token_sizes(run.token_sizes, system.per_process_batch, run.max_seq_length)
+    spec = SampleSpec(max_seq_length=run.max_seq_length, max_predictions=run.max_predictions_per_seq)
+    batches, flops = [], 0.0
+    for k in range(count):
+        lengths = named_lengths("mlperf-wiki", system.per_process_batch, seed=k, max_len=run.max_seq_length)
+        masked = spec.masked_count(lengths)
+        samples = random_samples(lengths, config.vocab_size, run.max_predictions_per_seq, seed=k, masked=masked)
+        batches.append(collate(samples, sizes=sizes))
+        flops += training_flops(config, lengths, float(masked.sum()))
+    return batches, flops
+
+
+def step_check(device: torch.device) -> bool:
+    """The descriptor's training step as a run takes it (bert.step.TrainStep: its micro-batch, gradient
+    accumulation, precision, optimizer and clipping, compiled before the clock where it compiles), on batches of
+    the MLPerf length mix: sequences/s and model FLOP utilisation, the figures run.performance takes
+    (gpu_samples_per_s, or model_flops_utilization with the peak)."""
+    from profiling import sync  # beside this script
+    from throughput import DTYPES, peak_flops
+
+    system, updates = _descriptor_system(device), STEP_UPDATES[device.type]
+    run = system.run
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = BertForPreTraining(system.model_config())
+    step = TrainStep(system, DistContext(0, 1, 0, 1, device), model, build_optimizer(model, run.optimizer),
+                     build_schedule(run.optimizer))
+    warm = warm_up(step, system, warm_up_batches(system)).seconds if compiles_anything(system) else 0.0
+    accumulate = run.gradient_accumulation_steps
+    batches, flops = _mlperf_micro_batches(system, (updates + 1) * accumulate)
+    batches = [b.to(device) for b in batches]
+    step(iter(batches[:accumulate]), 0)  # untimed: kernels chosen, memory allocated
+    sync(device)
+    start = time.perf_counter()
+    for u in range(1, updates + 1):
+        step(iter(batches[u * accumulate:(u + 1) * accumulate]), u)
+    loss, _ = step.take_window()
+    seconds = time.perf_counter() - start
+    rate = updates * run.global_batch_size / seconds
+    # A CPU's bf16 matmuls are emulated: its rehearsal measures a peak in small fp32 matmuls (meaningless there).
+    peak, peak_source = (peak_flops(device, DTYPES[run.precision], None) if device.type == "cuda"
+                         else peak_flops(device, torch.float32, None, n=512))
+    mfu = flops * updates / (updates + 1) / seconds / peak  # the timed updates' share of the batches' FLOPs
+    mean = float(np.mean([b.layout.real_tokens / b.num_samples for b in batches]))
+    print(f"step of {system.name} as it trains ({accumulate} micro-batch(es) of {system.per_process_batch}, MLPerf "
+          f"length mix (mean {mean:.0f} tokens), {run.precision}, LAMB {run.optimizer.implementation}"
+          f"{', compiled layers' if run.compile else ''}; compiled before the clock in {warm:.1f} s): "
+          f"{rate:.1f} sequences/s, model FLOP utilisation {100 * mfu:.1f}% of {peak / 1e12:.3g} TFLOP/s "
+          f"({peak_source}), loss {loss:.3f}: gpu_samples_per_s={rate:.1f} model_flops_utilization={mfu:.3f}")
+    ok = np.isfinite(loss) and rate > 0
+    print(f"step: {'ok' if ok else 'FAILED'}")
+    return ok
+
+
 TIMED_REPEATS = 5  # calls timed per side, after the one that compiles
 
 
@@ -228,6 +310,7 @@ def speed_check(device: torch.device) -> bool:
     config = descriptor_config(sizes.model, hidden_dropout=0.1, attention_dropout=0.1)
     torch.manual_seed(0)
     layer = EncoderLayer(config).to(device).train()
+    choose_kernels(layer, device)
     compiled_layer = copy.deepcopy(layer)
     compile_layer(compiled_layer)
     # Three token counts: the compiled layer must not recompile for each.
@@ -278,6 +361,7 @@ def graphs_check(device: torch.device) -> bool:
     config = descriptor_config(sizes.model, hidden_dropout=0.0, attention_dropout=0.0)
     torch.manual_seed(0)
     static = EncoderLayer(config).to(device).train()
+    choose_kernels(static, device)
     graphed = copy.deepcopy(static)
     for p in (*static.parameters(), *graphed.parameters()):  # kept in place, as the step keeps them under graphs
         p.grad = torch.zeros_like(p)
@@ -350,7 +434,7 @@ def nccl_check(device: torch.device) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("check", choices=("descriptor", "layer", "nosync", "speed", "nccl", "graphs"))
+    p.add_argument("check", choices=("descriptor", "layer", "nosync", "step", "speed", "nccl", "graphs"))
     p.add_argument("paths", nargs="*", type=Path, help="descriptor: OUTDIR DATADIR")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     args = p.parse_args(argv)
@@ -362,8 +446,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"torch {torch.__version__} sees no CUDA device; pass --device cpu for the rehearsal", file=sys.stderr)
         return 2
     device = torch.device(args.device, 0) if args.device == "cuda" else torch.device("cpu")
-    checks = {"layer": layer_check, "nosync": nosync_check, "speed": speed_check, "nccl": nccl_check,
-              "graphs": graphs_check}
+    checks = {"layer": layer_check, "nosync": nosync_check, "step": step_check, "speed": speed_check,
+              "nccl": nccl_check, "graphs": graphs_check}
     return 0 if checks[args.check](device) else 1
 
 

@@ -50,7 +50,7 @@ from bert.prep.synthetic.hdf5_corpus import synthesize
 from bert.simulate.flops import training_flops
 from bert.step import TrainStep
 from bert.system import SyntheticDataSpec, System, load_system
-from bert.tf_names import torch_to_hf
+from bert.tf_names import hf_to_torch
 from bert.transformers_peer import peer_model, to_hf_batch
 
 HERE = Path(__file__).resolve().parent
@@ -118,7 +118,7 @@ def benchmark_system(preset: Preset, args: argparse.Namespace) -> System:
 
 def hf_parameter_groups(hf_model: torch.nn.Module, config: BertConfig, weight_decay: float) -> list[dict]:
     """The reference groups (no decay or trust ratio for LayerNorm and biases), found through our names."""
-    ours = {hf: name for name, hf in torch_to_hf(config).items()}
+    ours = hf_to_torch(config)
     decay, no_decay = [], []
     for name, p in hf_model.named_parameters():
         (no_decay if excluded_from_weight_decay(ours[name]) else decay).append(p)
@@ -144,7 +144,8 @@ def model_flops(config: BertConfig, batch: Batch) -> float:
     return training_flops(config, lengths, batch.mlm_labels.numel())
 
 
-def peak_flops(device: torch.device, dtype: torch.dtype, override_tflops: float | None) -> tuple[float, str]:
+def peak_flops(device: torch.device, dtype: torch.dtype, override_tflops: float | None,
+               n: int = 2048) -> tuple[float, str]:
     if override_tflops:
         return override_tflops * 1e12, "given with --peak-tflops"
     if device.type == "cuda" and dtype != torch.float32:
@@ -152,7 +153,7 @@ def peak_flops(device: torch.device, dtype: torch.dtype, override_tflops: float 
         for model, peak in DATASHEET_PEAKS.items():
             if model in name:
                 return peak, f"{model} datasheet dense bf16/fp16"
-    n, repeats = 2048, 5
+    repeats = 5
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     best = float("inf")
     for _ in range(repeats + 1):

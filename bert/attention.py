@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from bert.padding import TokenLayout, pad, unpad
-from bert.varlen_attention import flash_kernel_usable, varlen_attention
+from bert.varlen_attention import FLASH_DTYPES, varlen_attention
 
 
 def key_padding_mask(layout: TokenLayout, device: torch.device) -> torch.Tensor:
@@ -66,9 +66,11 @@ def _cpu_attention(
         return torch.matmul(F.dropout(torch.softmax(scores, dim=-1), dropout_p), v)
 
 
-def unpadded_attention(qkv: torch.Tensor, layout: TokenLayout, dropout_p: float) -> torch.Tensor:
-    """qkv: [T, 3, heads, head_size] -> [T, heads, head_size]; attention never crosses sequences."""
-    if flash_kernel_usable(qkv):
+def unpadded_attention(qkv: torch.Tensor, layout: TokenLayout, dropout_p: float,
+                       flash_kernel: bool = False) -> torch.Tensor:
+    """qkv: [T, 3, heads, head_size] -> [T, heads, head_size]; attention never crosses sequences. `flash_kernel`:
+    bert.varlen_attention.flash_kernel_usable for this device, decided before (never inside) a compiled region."""
+    if flash_kernel and qkv.is_cuda and qkv.dtype in FLASH_DTYPES:
         q, k, v = qkv.unbind(1)
         return varlen_attention(q, k, v, layout.cu_seqlens, layout.max_len, dropout_p)
     mask = attention_mask(layout, qkv.device)

@@ -13,6 +13,7 @@ import json
 import os
 import struct
 import sys
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,6 +195,7 @@ def read_source(path: str | os.PathLike) -> Source:
 
 _NAMINGS: dict[str, Callable[[TensorName], str]] = {
     "mlperf-bert": lambda e: e.torch,
+    "mlperf-bert, query/key/value apart": lambda e: e.unfused,  # written before they became one parameter
     "huggingface": lambda e: hf_name(e.tf),
     "tf": lambda e: e.tf,
 }
@@ -209,7 +211,10 @@ def _ignored(name: str) -> bool:
 
 
 def _fit(entry: TensorName, tensor: torch.Tensor, naming: str, config: BertConfig) -> torch.Tensor:
-    """The file's tensor in this model's layout: TF kernels transposed, vocabulary rows padded with zeros."""
+    """The file's tensor in this model's layout: TF kernels transposed, vocabulary rows padded with zeros; the
+    entry's part of a parameter that holds several reference tensors."""
+    if naming == "mlperf-bert":
+        tensor = entry.of(tensor)
     if naming == "tf" and entry.transpose:
         tensor = tensor.t()
     if entry.vocab_padded and tensor.shape[0] == config.vocab_size < config.padded_vocab_size:
@@ -225,18 +230,25 @@ def map_to_model(source: Source, config: BertConfig, shapes: Mapping[str, torch.
     name_of = _NAMINGS[naming]
     result = CheckpointFit(naming)
     used = set()
+    parts: dict[str, list[torch.Tensor]] = {}
     for entry in table:
         name = name_of(entry)
         if name not in source.tensors:
-            result.missing.append(entry.torch)
+            if entry.torch not in result.missing:  # once for a parameter of several parts
+                result.missing.append(entry.torch)
             continue
         used.add(name)
         tensor = _fit(entry, source.tensors[name], naming, config)
-        if tensor.shape != shapes[entry.torch]:
+        needed = entry.of(torch.empty(shapes[entry.torch], device="meta")).shape
+        if tensor.shape != needed:
             result.mismatched.append(f"tensor {name} has shape {list(source.tensors[name].shape)}, the model's "
-                                     f"{entry.torch} needs {list(shapes[entry.torch])}")
+                                     f"{entry.torch} needs {list(needed)}"
+                                     + (f" (part {entry.part + 1} of {entry.parts})" if entry.parts > 1 else ""))
             continue
-        result.state[entry.torch] = tensor
+        parts.setdefault(entry.torch, []).append(tensor)
+    whole = Counter(entry.torch for entry in table)  # the parts of each parameter
+    result.state = {name: torch.cat(tensors) if len(tensors) > 1 else tensors[0]
+                    for name, tensors in parts.items() if len(tensors) == whole[name]}
     for name in source.tensors:
         if name not in used:
             (result.ignored if _ignored(name) else result.unexpected).append(name)

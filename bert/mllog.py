@@ -33,6 +33,8 @@ INIT_CHECKPOINT_EVAL_ACCURACY = "init_checkpoint_eval_accuracy"
 # The eval accuracy at which the run stops as a success (run.eval.target_accuracy), logged before run_start: a
 # log then says itself what its `success` must be backed by (compliance.judgement); no mlperf_logging key exists.
 TARGET_ACCURACY = "target_accuracy"
+# How long compiling before the clock took (bert.warmup), logged between init_start and init_stop.
+COMPILE_WARMUP_SECONDS = "compile_warmup_seconds"
 # Free disk a log needs at start-up: a BERT-large log is well under 1 MiB, so this leaves room for what else
 # the run and the launcher write beside it.
 LOG_FREE_BYTES = 64 << 20
@@ -218,6 +220,10 @@ class RunLog:
 
     def checkpoint_eval(self, accuracy: float) -> None:
         self._event(INIT_CHECKPOINT_EVAL_ACCURACY, accuracy)
+
+    def compile_warmup(self, seconds: float, train_shapes: int, eval_shapes: int) -> None:
+        self._event(COMPILE_WARMUP_SECONDS, round(seconds, 3),
+                    metadata={"train_shapes": train_shapes, "eval_shapes": eval_shapes})
 
     def init_stop(self) -> None:
         self._end(C.INIT_STOP)

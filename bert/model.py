@@ -5,10 +5,12 @@ One model, two token layouts. `unpadded=True` (the default) runs the whole encod
 the masked positions alone, gathered by indices the data pipeline computed on the host, so no step waits on the
 device.
 
-Parameters stay one tensor per reference TF variable (see bert.tf_names): LAMB's trust ratio is per tensor,
-so fusing query/key/value into one parameter would change the optimizer. The forward still runs one fused
-QKV matmul by concatenating the three weights. LayerNorm is apex's fused kernel where apex is importable
-(bert.fused); `compile_encoder` compiles each encoder layer with torch.compile.
+Parameters are one tensor per reference TF variable (see bert.tf_names), except the attention's query, key and
+value, stacked in one [3H, H] parameter (and one [3H] bias) so that the QKV matmul takes it as it is: no
+concatenation every micro-batch. bert.tf_names names each third, and LAMB keeps one trust ratio per third, as
+the reference has one per variable (bert.optim.lamb). The encoder's LayerNorms are torch's, run in the residual
+stream's dtype (`norm_into`); the embeddings' and the masked-LM head's are apex's fused kernel where apex is
+importable (bert.fused). `compile_encoder` compiles each encoder layer with torch.compile.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from bert.attention import attention_mask, padded_attention, unpadded_attention
 from bert.config import BertConfig
 from bert.fused import is_layer_norm, layer_norm
 from bert.padding import TokenLayout, gather_rows, unpad
+from bert.varlen_attention import flash_kernel_usable
 
 
 @dataclass
@@ -53,15 +56,20 @@ def _activation_dtype(x: torch.Tensor) -> torch.dtype:
     """Under autocast the residual stream is kept in the autocast dtype, as apex's mixed precision keeps it:
     an fp32 stream would make every residual sum fp32 and every following matmul cast its input back. The
     LayerNorms still accumulate in fp32 inside their kernels, and the weights stay fp32. The embeddings set
-    the stream's dtype; every encoder LayerNorm returns it in its input's (`norm_into`), because CUDA's
-    autocast runs LayerNorm in fp32 and hands back fp32 (the CPU's returns the input's dtype, apex's too)."""
+    the stream's dtype; every encoder LayerNorm runs in it (`norm_into`)."""
     device = x.device.type
     return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
 
 
-def norm_into(layer_norm: nn.Module, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """layer_norm(x) in the residual stream's dtype, whatever the LayerNorm kernel returns."""
-    return layer_norm(x).to(dtype)
+def norm_into(layer_norm: nn.LayerNorm, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """layer_norm(x) computed and returned in `dtype` (the residual stream's): torch's LayerNorm with its weight
+    and bias cast to that dtype, outside autocast. CUDA's autocast runs LayerNorm in fp32, a cast of x up and of
+    the output back down around it, forward and backward (in bf16, 272 of the 1,545 MiB a BERT-large layer moves
+    for a 4,096-token micro-batch); the kernel accumulates its statistics in fp32 either way. Torch's op, never
+    apex's extension: it is what Dynamo traces and inductor fuses in a compiled layer."""
+    with torch.autocast(x.device.type, enabled=False):
+        return F.layer_norm(x.to(dtype), layer_norm.normalized_shape, layer_norm.weight.to(dtype),
+                            layer_norm.bias.to(dtype), layer_norm.eps)
 
 
 class SelfAttention(nn.Module):
@@ -69,20 +77,19 @@ class SelfAttention(nn.Module):
         super().__init__()
         h = config.hidden_size
         self.num_heads, self.head_size = config.num_heads, config.head_size
-        self.query, self.key, self.value = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
+        self.qkv = nn.Linear(h, 3 * h)  # query, key and value stacked: three reference tensors (bert.tf_names)
         self.output = nn.Linear(h, h)
-        self.layer_norm = layer_norm(h, config.layer_norm_eps)
+        self.layer_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.attention_dropout = config.attention_dropout
+        self.flash_kernel = False  # set by choose_kernels for the device the layer runs on
 
     def forward(self, x: torch.Tensor, layout: TokenLayout, mask: torch.Tensor | None) -> torch.Tensor:
-        weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
-        bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
-        qkv = F.linear(x, weight, bias)
+        qkv = self.qkv(x)
         dropout_p = self.attention_dropout if self.training else 0.0
         if mask is None:  # unpadded: x is [T, H]
             qkv = qkv.view(-1, 3, self.num_heads, self.head_size)
-            context = unpadded_attention(qkv, layout, dropout_p).flatten(1)
+            context = unpadded_attention(qkv, layout, dropout_p, self.flash_kernel).flatten(1)
         else:  # padded: x is [B, L, H]
             b, s, _ = x.shape
             q, k, v = qkv.view(b, s, 3, self.num_heads, self.head_size).permute(2, 0, 3, 1, 4).unbind(0)
@@ -96,7 +103,7 @@ class EncoderLayer(nn.Module):
         self.attention = SelfAttention(config)
         self.intermediate = nn.Linear(config.hidden_size, config.intermediate_size)
         self.output = nn.Linear(config.intermediate_size, config.hidden_size)
-        self.layer_norm = layer_norm(config.hidden_size, config.layer_norm_eps)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.gelu = gelu_of(config)
 
@@ -205,6 +212,16 @@ class BertForPreTraining(nn.Module):
         return PretrainingOutput(mlm_loss + nsp_loss, mlm_loss, nsp_loss, correct, mlm_labels.numel())
 
 
+def choose_kernels(module: nn.Module, device: torch.device) -> None:
+    """Decides once, on the host, which kernels `module`'s attention layers run on `device` (the variable-length
+    flash kernel where bert.varlen_attention.flash_kernel_usable says so, else the padded path) and sets the
+    choice on each layer as a constant: a compiled layer then asks the host nothing. Call it after moving the
+    model to its device and before its first forward (TrainStep does)."""
+    for layer in module.modules():
+        if isinstance(layer, SelfAttention):
+            layer.flash_kernel = flash_kernel_usable(device, layer.head_size)
+
+
 def compile_encoder(model: BertForPreTraining, token_sizes: int = 0, cuda_graphs: bool = False) -> None:
     """Compiles every encoder layer in place with torch.compile (regional compilation): inductor fuses each
     layer's elementwise work (bias + GeLU, bias + dropout + residual add, LayerNorm) around the matmuls and the
@@ -213,8 +230,9 @@ def compile_encoder(model: BertForPreTraining, token_sizes: int = 0, cuda_graphs
     (tests/bert/test_regional_compile.py counts graphs and recompiles).
 
     Without `token_sizes` the shapes are dynamic from the start: the unpadded token count (and the batch's
-    sequence count and padded length) change with every batch, and recompiling for each would cost more than
-    the compiled layer saves. With them (run.token_sizes, bert.token_rounding) every batch has one of a few
+    sequence count, padded length and longest sequence) change with every batch, and recompiling for each would
+    cost more than the compiled layer saves. The model's floats (dropout rates, LayerNorm's eps) stay constants
+    (compile_layer). With token sizes (run.token_sizes, bert.token_rounding) every batch has one of a few
     shapes, and each is compiled for itself: at most `token_sizes` graphs for training and as many for eval,
     which the recompile limit must allow. `cuda_graphs` records each under a CUDA graph (torch.compile's
     "reduce-overhead"); each forward of the model starts a new round of replays, so the graphs' outputs of the
@@ -232,5 +250,10 @@ def compile_encoder(model: BertForPreTraining, token_sizes: int = 0, cuda_graphs
 
 def compile_layer(layer: EncoderLayer, static: bool = False, cuda_graphs: bool = False) -> None:
     """One encoder layer compiled in place, as compile_encoder compiles each: for fixed shapes if `static`,
-    recorded under CUDA graphs if `cuda_graphs`."""
+    recorded under CUDA graphs if `cuda_graphs`. Floats are constants of a compiled graph: with dynamic shapes
+    Dynamo would otherwise make every float it reads (the dropout rates, LayerNorm's eps) a host tensor read
+    with `.item()` inside the graph (tests/cuda_path/test_compiled_regions.py); none of them ever changes."""
+    import torch._dynamo
+
+    torch._dynamo.config.specialize_float = True
     layer.compile(dynamic=not static, fullgraph=True, mode="reduce-overhead" if cuda_graphs else None)

@@ -16,7 +16,7 @@ from torch.nn.parallel import DistributedDataParallel
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
 from bert.distributed.clipping import COMM_DTYPES, AfterAllreduce, BeforeAllreduce, Clipping, loss_scale
 from bert.distributed.launch import DistContext
-from bert.model import compile_encoder
+from bert.model import choose_kernels, compile_encoder
 from bert.numerics import NumericGuard
 from bert.optim.factory import set_learning_rate
 from bert.optim.schedule import LrSchedule
@@ -40,6 +40,7 @@ class TrainStep:
                  schedule: LrSchedule, nan_at_step: int | None = None):
         run = system.run
         self.model, self.optimizer, self.schedule, self.ctx = model, optimizer, schedule, ctx
+        choose_kernels(model, ctx.device)  # before anything is compiled: no compiled layer asks the host
         if run.compile:
             compile_encoder(model, run.token_sizes, run.cuda_graphs)
         self.trained = data_parallel(model, run.bucket_cap_mb) if ctx.distributed else model
@@ -68,29 +69,45 @@ class TrainStep:
             batch = next(loader)
             self.tokens += batch.num_tokens
             with self.clipping.micro_batch(last=micro == self.accumulate - 1):
-                with self.autocast:
-                    out = self.trained(**batch.model_inputs(self.unpadded))
-                loss = batch.loss(out)
-                loss = loss * math.nan if step + 1 == self.nan_at_step else loss
-                self.scaler.scale(loss / self.accumulate).backward()
+                loss = self.forward_backward(batch, self.trained, poison=step + 1 == self.nan_at_step)
             step_loss += loss.detach()
             self.micro_batches += 1
         self.loss_sum += step_loss
+        norm, scale = self.update()
+        self.guard.observe(step_loss, norm, scale, loss_scale(self.scaler, self.ctx.device))
+        self.zero_grad()
+
+    def forward_backward(self, batch, module: nn.Module, poison: bool = False) -> torch.Tensor:
+        """One micro-batch through `module` (the model, or DDP's wrapper of it) under the step's autocast, and
+        its scaled backward; returns the micro-batch's loss. `poison`: the loss becomes NaN (fault injection)."""
+        with self.autocast:
+            out = module(**batch.model_inputs(self.unpadded))
+        loss = batch.loss(out)
+        loss = loss * math.nan if poison else loss
+        self.scaler.scale(loss / self.accumulate).backward()
+        return loss
+
+    def update(self) -> tuple[torch.Tensor | None, torch.Tensor | float]:
+        """The update from the accumulated gradients: clipped and averaged as run.clip says, unscaled, applied
+        (skipped on an fp16 overflow), the loss scale updated. Returns the clipped norm and the scale before."""
         norm = self.clipping.finish(self.optimizer)  # .grad: averaged over ranks, clipped, unscaled
         scale = loss_scale(self.scaler, self.ctx.device)
         self.scaler.step(self.optimizer)  # skipped when the gradient has an inf or NaN
         self.scaler.update()
-        self.guard.observe(step_loss, norm, scale, loss_scale(self.scaler, self.ctx.device))
-        self.zero_grad()
+        return norm, scale
 
     def zero_grad(self) -> None:
-        """Under CUDA graphs the gradients keep their memory and are zeroed in place: a .grad that the first
-        backward of a step allocated would be an output of the layers' backward graph, which the next replay
-        (the next micro-batch's, with accumulation) overwrites."""
+        """The gradients are set to None after each step. Under DDP the first backward of a step then copies
+        each into its bucket, divided on the way (DDP points .grad at the bucket again): zeroing the bucket views
+        in place instead would add a zeroing pass and a read-modify-write accumulation, 16 bytes more per
+        parameter and step (8 with the bucket-wise clip hook; counted over a gloo step's operators). Under CUDA
+        graphs the gradients keep their memory and are zeroed in place: a .grad that the first backward of a
+        step allocated would be an output of the layers' backward graph, which the next replay (the next
+        micro-batch's, with accumulation) overwrites."""
         if self.stable_grads:
             torch._foreach_zero_([p.grad for p in self.params])
         else:
-            self.optimizer.zero_grad()  # apex's optimizers take no set_to_none; they and torch's set None
+            self.optimizer.zero_grad()
 
     def _clipping(self, mode: str, clip_norm: float, comm_dtype: torch.dtype) -> Clipping:
         ddp = self.trained if self.ctx.distributed else None

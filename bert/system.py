@@ -90,9 +90,9 @@ class OptimizerSpec:
                                     "learning rate before it; start the warm-up at 0 or before")
     training_steps: int = ranged(1)  # the decay horizon, logged as opt_learning_rate_training_steps
     poly_power: float = ranged(0, low_open=True, default=1.0)
-    # How LAMB's update runs (bert.optim.lamb): eager, in foreach kernels (apex's FusedLAMB instead where apex is
-    # importable on CUDA), or compiled, the same update through torch.compile (fused kernels; compiles at the
-    # first step). AdamW is torch's fused kernel on CUDA either way.
+    # How LAMB's update runs (bert.optim.lamb; never apex's FusedLAMB, see bert.optim.factory): eager, in foreach
+    # kernels, or compiled, the same update through torch.compile (fused kernels; compiled before the clock,
+    # bert.warmup). AdamW is torch's fused kernel on CUDA either way.
     implementation: Literal["eager", "compiled"] = "eager"
 
 
@@ -130,6 +130,21 @@ def interface_names_problem(value: str) -> str | None:
         return None
     return (f"{bad[0]!r} is not a network interface name; give one or more names separated by commas, each of "
             "at most 15 characters without '/', ':' or spaces (e.g. \"eth0\" or \"ib0,ib1\")")
+def numa_nodes_problem(nodes: list[int]) -> str | None:
+    bad = [n for n in nodes if n < 0]
+    return f"{bad[0]} is not a NUMA node number (0 or more)" if bad else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuBindingSpec:
+    """Each rank's CPU cores and OpenMP threads (bert.distributed.cpu_binding): not bound, bound to every core of
+    its NUMA node, or to its own share of them (NVIDIA's exclusive binding)."""
+
+    mode: Literal["none", "node", "exclusive"] = "none"
+    # The NUMA node of each local rank (its GPU's, as `nvidia-smi topo -m` shows); null: the local ranks dealt
+    # over the host's nodes in order.
+    numa_nodes: list[int] | None = checked(numa_nodes_problem, default=None)
+    omp_num_threads: int | None = ranged(1, default=None, note="or null: a bound rank's physical cores")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,6 +159,7 @@ class LaunchSpec:
     # How long the multi-node pre-flight (bert.distributed.preflight) waits: node 0 for every node's report, each
     # node for node 0; a node that cannot reach node 0 gives up after it.
     preflight_timeout_s: float = ranged(1, 600, default=30.0)
+    cpu_binding: CpuBindingSpec = field(default_factory=CpuBindingSpec)
 
     def socket_env(self) -> dict[str, str]:
         return dict.fromkeys(SOCKET_IFNAME_VARS, self.socket_ifname) if self.socket_ifname else {}
@@ -403,6 +419,10 @@ def _check_run(where: str, system: System) -> None:
          f"sets {' or '.join(sorted(set(SOCKET_IFNAME_VARS) & set(run.launch.env)))} beside run.launch.socket_ifname, "
          "which sets both: remove it from run.launch.env"),
     ]
+    binding = run.launch.cpu_binding
+    checks.append((binding.numa_nodes is None or len(binding.numa_nodes) == run.processes_per_node,
+                   "run.launch.cpu_binding.numa_nodes", f"lists {len(binding.numa_nodes or [])} node(s) for "
+                   f"{run.processes_per_node} process(es) per node: give one per local rank, or null"))
     perf = run.performance
     if perf is not None:
         estimate = perf.model_flops_utilization is not None or perf.peak_tflops is not None

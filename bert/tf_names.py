@@ -1,8 +1,10 @@
 """The one table between this model's parameter names and the reference TensorFlow variable names.
 
-Used for `weights_initialization` log lines and for checkpoint conversion. TF dense kernels are [in, out]
-while torch Linear weights are [out, in]: entries with `transpose=True` need a transpose either way.
-Tensors over the vocabulary (`vocab_padded=True`) carry extra rows in torch (see BertConfig.pad_vocab_to_multiple).
+Used for `weights_initialization` log lines, for checkpoint conversion and by LAMB (one trust ratio per reference
+tensor). TF dense kernels are [in, out] while torch Linear weights are [out, in]: entries with `transpose=True`
+need a transpose either way. Tensors over the vocabulary (`vocab_padded=True`) carry extra rows in torch (see
+BertConfig.pad_vocab_to_multiple). The attention's query, key and value are one torch parameter (and one bias),
+the three stacked along the first dimension: each is an entry of its own, a `part` of that parameter.
 Hugging Face transformers' names are derived from the TF names (`hf_name`), not listed a second time.
 """
 
@@ -22,6 +24,18 @@ class TensorName:
     tf: str
     transpose: bool = False
     vocab_padded: bool = False
+    part: int = 0  # this tensor is rows part/parts .. (part+1)/parts of the torch parameter
+    parts: int = 1
+
+    def of(self, tensor: torch.Tensor) -> torch.Tensor:
+        """This entry's part of the torch parameter `tensor` (a view; the whole tensor when it has one part)."""
+        return tensor if self.parts == 1 else tensor.chunk(self.parts)[self.part]
+
+    @property
+    def unfused(self) -> str:
+        """This model's name for the tensor before query, key and value became one parameter (checkpoints
+        written by earlier versions)."""
+        return self.torch.replace(".qkv.", (".query.", ".key.", ".value.")[self.part]) if self.parts > 1 else self.torch
 
 
 def _dense(torch_prefix: str, tf_prefix: str) -> list[TensorName]:
@@ -40,10 +54,11 @@ def _layer_norm(torch_prefix: str, tf_prefix: str) -> list[TensorName]:
 
 def _encoder_layer(i: int) -> list[TensorName]:
     t, f = f"bert.encoder.{i}", f"bert/encoder/layer_{i}"
+    qkv = [TensorName(entry.torch, entry.tf, entry.transpose, part=part, parts=3)
+           for part, name in enumerate(("query", "key", "value"))
+           for entry in _dense(f"{t}.attention.qkv", f"{f}/attention/self/{name}")]
     return [
-        *_dense(f"{t}.attention.query", f"{f}/attention/self/query"),
-        *_dense(f"{t}.attention.key", f"{f}/attention/self/key"),
-        *_dense(f"{t}.attention.value", f"{f}/attention/self/value"),
+        *qkv,
         *_dense(f"{t}.attention.output", f"{f}/attention/output/dense"),
         *_layer_norm(f"{t}.attention.layer_norm", f"{f}/attention/output/LayerNorm"),
         *_dense(f"{t}.intermediate", f"{f}/intermediate/dense"),
@@ -93,9 +108,16 @@ def hf_name(tf: str) -> str:
     return ".".join(parts[:-1] + [suffix]) if suffix else ".".join(parts + ["weight"])
 
 
-def torch_to_hf(config: BertConfig) -> dict[str, str]:
-    """This model's parameter name -> transformers' name (same [out, in] layout: no transposes)."""
-    return {entry.torch: hf_name(entry.tf) for entry in tensor_names(config)}
+def hf_to_torch(config: BertConfig) -> dict[str, str]:
+    """transformers' parameter name -> this model's parameter holding that tensor (or a part of it; same
+    [out, in] layout: no transposes)."""
+    return {hf_name(entry.tf): entry.torch for entry in tensor_names(config)}
+
+
+def fused_parts(config: BertConfig) -> dict[str, int]:
+    """The parameters that hold several reference tensors (query, key and value), by name: how many, stacked
+    along the first dimension."""
+    return {entry.torch: entry.parts for entry in tensor_names(config) if entry.parts > 1}
 
 
 def to_hf_state_dict(state: Mapping[str, torch.Tensor], config: BertConfig) -> dict[str, torch.Tensor]:
@@ -105,7 +127,7 @@ def to_hf_state_dict(state: Mapping[str, torch.Tensor], config: BertConfig) -> d
     """
     out = {}
     for entry in tensor_names(config):
-        tensor = state[entry.torch]
+        tensor = entry.of(state[entry.torch])
         out[hf_name(entry.tf)] = tensor[: config.vocab_size] if entry.vocab_padded else tensor
     for tied, tf in HF_TIED.items():
         out[tied] = out[hf_name(tf)]

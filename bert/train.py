@@ -26,6 +26,7 @@ from bert.data.balance_plans import attention_width
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.loader import LoaderBalance, TrainLoader
 from bert.data.shards import SampleLimits
+from bert.distributed.cpu_binding import bind_rank
 from bert.distributed.launch import (
     DistContext,
     init_distributed,
@@ -46,6 +47,7 @@ from bert.step import TrainStep
 from bert.system import System
 from bert.tf_names import tensor_names
 from bert.token_rounding import token_sizes
+from bert.warmup import compiles_anything, warm_up, warm_up_batches
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,10 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
     if ctx.world_size != system.world_size:
         raise RuntimeError(f"launched with {ctx.world_size} processes but {system.path} describes "
                            f"{system.nodes} node(s) x {run_spec.processes_per_node} = {system.world_size}")
+    binding = bind_rank(system, ctx.local_rank, ctx.local_world_size)  # before the model and the loader exist
+    if binding.cpus is not None or binding.threads:  # one write: ranks sharing a stdout do not interleave
+        sys.stdout.write(f"rank {ctx.rank}: {binding.describe()}\n")
+        sys.stdout.flush()
     files = dataset_files(system, request.data_dir)
     vocab = check_dataset(files, system)
     limits = SampleLimits(len(vocab), run_spec.max_seq_length)
@@ -179,6 +185,11 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
         eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits,
                            eval_sizes)
         _checkpoint_eval(ctx, system, eval_set.accuracy(model, step_fn.unpadded, step_fn.autocast), log)
+    if compiles_anything(system):
+        warmed = warm_up(step_fn, system, warm_up_batches(system))
+        log.compile_warmup(warmed.seconds, warmed.train_shapes, warmed.eval_shapes)
+        _say(ctx, f"compiled before the clock in {warmed.seconds:.1f} s: {warmed.train_shapes} training and "
+                  f"{warmed.eval_shapes} eval shapes, and the update")
     seed_dropout(seed, ctx.rank)
     log.init_stop()
 

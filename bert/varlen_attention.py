@@ -13,8 +13,8 @@ scores [heads, T] (fp32) and the random state of the dropout mask [2] (uint64), 
 
 torch.library registers the operator with a fake kernel (shapes only, so FakeTensor and torch.compile trace it
 as one node) and an autograd formula (the backward operator, itself one node). The flash operators' schemas
-changed over torch's versions; `flash_kernel_usable` checks them once, and bert.attention falls back to the
-padded path where they differ or the GPU is older than the kernel (compute capability 8.0).
+changed over torch's versions; `flash_kernel_usable` checks them once per model and device, and bert.attention
+falls back to the padded path where they differ or the GPU is older than the kernel (compute capability 8.0).
 """
 
 from __future__ import annotations
@@ -49,12 +49,16 @@ def _capability(index: int) -> tuple[int, int]:
     return torch.cuda.get_device_capability(index)
 
 
-def flash_kernel_usable(q: torch.Tensor) -> bool:
-    """The one device check of the variable-length kernel: a CUDA tensor in half precision, a head size the
-    kernel takes, flash attention enabled in torch and a GPU of compute capability 8.0 or more."""
-    return (q.is_cuda and q.dtype in FLASH_DTYPES and q.shape[-1] % 8 == 0 and q.shape[-1] <= 256
+def flash_kernel_usable(device: torch.device, head_size: int) -> bool:
+    """The one device check of the variable-length kernel: a CUDA device of compute capability 8.0 or more, a
+    head size the kernel takes, flash attention enabled in torch and operator schemas that match. It asks the
+    host (torch's flags, the schemas, the GPU), so it is decided once per model and device, before anything is
+    compiled, and handed to the attention as a constant (bert.model.choose_kernels): under torch.compile such a
+    query is a graph break. The tensor's dtype, which the kernel also needs (FLASH_DTYPES), is checked where the
+    kernel is called."""
+    return (torch.device(device).type == "cuda" and head_size % 8 == 0 and head_size <= 256
             and torch.backends.cuda.flash_sdp_enabled() and _flash_schemas_match()
-            and _capability(q.device.index or 0) >= (8, 0))
+            and _capability(torch.device(device).index or 0) >= (8, 0))
 
 
 @torch.library.custom_op(f"{_NAMESPACE}::varlen_attention", mutates_args=(),

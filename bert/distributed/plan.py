@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bert.data.samplers import rank_shards
+from bert.distributed.cpu_binding import Topology, describe_binding
 from bert.system import System
 
 LAUNCHERS = ("slurm", "torchrun")
@@ -172,6 +173,7 @@ def describe(plan: LaunchPlan, system: System, num_shards: int) -> list[str]:
         lines.append(f"devices: each rank takes cuda:<local rank mod the GPUs it sees>; shown for "
                      f"{system.description['accelerators_per_node']} GPU(s) seen per node (a cluster that binds "
                      "one GPU per task gives every rank cuda:0)")
+    lines += describe_binding(system, Topology.read())
     lines.append(f"ranks ({shards}; epoch-0 shard indices in sorted name order):")
     for slot in plan.ranks:
         listed = ",".join(map(str, slot.shards)) if slot.shards else "-"

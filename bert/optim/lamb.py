@@ -8,7 +8,9 @@ Per tensor, with bias-corrected moments:
 A group's `layer_adaptation` (default True) says whether its tensors get the trust ratio, whatever its weight
 decay, as the reference decides adaptation by name alone: bert.optim.factory puts the bias and LayerNorm
 tensors in a group with neither decay nor adaptation, and the rest in one with both, even at a decay of 0
-(where the update without the trust ratio would be plain Adam's, many times the reference's).
+(where the update without the trust ratio would be plain Adam's, many times the reference's). A parameter that
+holds several reference tensors stacked along its first dimension (the fused query/key/value, a group's
+"parts") gets one trust ratio per tensor, as the reference's variables do.
 
 `lamb_update_` is the update of one group, in foreach kernels: one launch per operation for all tensors of a
 group, about 13 passes over memory, and no host synchronisation. `Lamb(..., compiled=True)` runs the same
@@ -43,7 +45,7 @@ class Lamb(torch.optim.Optimizer):
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
                                   "layer_adaptation": True})
         self.compiled = compiled
-        self._update = torch.compile(lamb_update_, fullgraph=True) if compiled else lamb_update_
+        self._update = torch.compile(lamb_update_, fullgraph=True, dynamic=False) if compiled else lamb_update_
         self._lr: dict[int, torch.Tensor] = {}  # compiled: each group's learning rate on its device
 
     @torch.no_grad()
@@ -54,6 +56,7 @@ class Lamb(torch.optim.Optimizer):
             params = [p for p in group["params"] if p.grad is not None]
             if not params:
                 continue
+            parts = [n for p, n in zip(group["params"], group.get("parts", ())) if p.grad is not None] or None
             states = [self.state[p] for p in params]
             for p, s in zip(params, states):
                 if not s:
@@ -68,17 +71,20 @@ class Lamb(torch.optim.Optimizer):
             self._update(params, [p.grad for p in params], [s["exp_avg"] for s in states],
                          [s["exp_avg_sq"] for s in states], [s["step"] for s in states], lr=lr,
                          beta1=beta1, beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
-                         layer_adaptation=group["layer_adaptation"], found_inf=found_inf, grad_scale=grad_scale)
+                         layer_adaptation=group["layer_adaptation"], found_inf=found_inf, grad_scale=grad_scale,
+                         parts=parts)
         return loss
 
 
 def lamb_update_(params: list[torch.Tensor], grads: list[torch.Tensor], exp_avgs: list[torch.Tensor],
                  exp_avg_sqs: list[torch.Tensor], steps: list[torch.Tensor], *, lr: float | torch.Tensor, beta1: float,
                  beta2: float, eps: float, weight_decay: float, layer_adaptation: bool = True,
-                 found_inf: torch.Tensor | None = None, grad_scale: torch.Tensor | None = None) -> None:
+                 found_inf: torch.Tensor | None = None, grad_scale: torch.Tensor | None = None,
+                 parts: list[int] | None = None) -> None:
     """One LAMB update of a parameter group, in place: the parameters, their moments and step counts (the
     gradients too: unscaled, and zeroed on an overflow). `layer_adaptation`: the trust ratio, or none.
-    `found_inf`/`grad_scale`: GradScaler's."""
+    `found_inf`/`grad_scale`: GradScaler's. `parts`: how many reference tensors each parameter stacks (one trust
+    ratio each; None: one per parameter)."""
     if grad_scale is not None:
         torch._foreach_div_(grads, grad_scale)
     # keep: 1 for a step that counts, 0 for an overflowed one (a device tensor, or 1 without loss scaling).
@@ -107,10 +113,17 @@ def lamb_update_(params: list[torch.Tensor], grads: list[torch.Tensor], exp_avgs
     if weight_decay != 0:
         torch._foreach_add_(update, params, alpha=weight_decay)
     if layer_adaptation:
-        w_norms = torch.stack(torch._foreach_norm(params))
-        u_norms = torch.stack(torch._foreach_norm(update))
+        w_norms = torch.stack(torch._foreach_norm(_split(params, parts)))
+        u_norms = torch.stack(torch._foreach_norm(_split(update, parts)))
         ratio = torch.where((w_norms > 0) & (u_norms > 0), w_norms / u_norms, torch.ones_like(w_norms))
-        torch._foreach_mul_(update, list((ratio * (-lr * keep)).unbind()))
+        torch._foreach_mul_(_split(update, parts), list((ratio * (-lr * keep)).unbind()))
     else:
         torch._foreach_mul_(update, -lr * keep)
     torch._foreach_add_(params, update)
+
+
+def _split(tensors: list[torch.Tensor], parts: list[int] | None) -> list[torch.Tensor]:
+    """Each tensor as its `parts` reference tensors (views along the first dimension)."""
+    if parts is None:
+        return tensors
+    return [piece for t, n in zip(tensors, parts, strict=True) for piece in (t.chunk(n) if n > 1 else (t,))]

@@ -59,14 +59,17 @@ def _write_source(kind: str, folder: Path, reference: dict[str, torch.Tensor]) -
     if kind == "own":
         torch.save(reference, folder / "own.pt")
         return folder / "own.pt"
+    if kind == "own, query/key/value apart":  # written before query, key and value became one parameter
+        torch.save({e.unfused: e.of(reference[e.torch]).clone() for e in tensor_names(CONFIG)}, folder / "apart.pt")
+        return folder / "apart.pt"
     if kind == "nvidia":  # {'model': ...} with transformers' names, vocabulary already padded, DDP prefix
         hf = to_hf_state_dict(reference, CONFIG)
-        model = {f"module.{hf_name(e.tf)}": reference[e.torch] if e.vocab_padded else hf[hf_name(e.tf)]
+        model = {f"module.{hf_name(e.tf)}": e.of(reference[e.torch]) if e.vocab_padded else hf[hf_name(e.tf)]
                  for e in tensor_names(CONFIG)}
         torch.save({"model": model, "epoch": 3}, folder / "nvidia.pt")
         return folder / "nvidia.pt"
     if kind == "tf_names":  # the TF checkpoint's tensors (kernels [in, out], no padding rows) in a torch file
-        tf = {e.tf: (reference[e.torch][: CONFIG.vocab_size] if e.vocab_padded else reference[e.torch])
+        tf = {e.tf: (reference[e.torch][: CONFIG.vocab_size] if e.vocab_padded else e.of(reference[e.torch]))
               for e in tensor_names(CONFIG)}
         tf = {e.tf: tf[e.tf].t().contiguous() if e.transpose else tf[e.tf] for e in tensor_names(CONFIG)}
         torch.save(tf, folder / "tf_names.pt")
@@ -89,7 +92,8 @@ def _assert_equal_model(path: Path, reference: dict[str, torch.Tensor]) -> None:
         assert torch.equal(state[name], tensor), name
 
 
-@pytest.mark.parametrize("kind", ["own", "nvidia", "tf_names", "hf_bin", "hf_safetensors"])
+@pytest.mark.parametrize("kind", ["own", "own, query/key/value apart", "nvidia", "tf_names", "hf_bin",
+                                  "hf_safetensors"])
 def test_each_layout_round_trips_through_convert_and_load(kind, tmp_path, reference):
     src = _write_source(kind, tmp_path, reference)
     out = tmp_path / "converted" / "init.pt"
@@ -104,7 +108,7 @@ def test_tensorflow_checkpoint_round_trips(tmp_path, reference):
     prefix = tmp_path / "model.ckpt"
     with tf.Graph().as_default():
         for entry in tensor_names(CONFIG):
-            tensor = reference[entry.torch]
+            tensor = entry.of(reference[entry.torch])
             tensor = tensor[: CONFIG.vocab_size] if entry.vocab_padded else tensor
             tensor = tensor.t() if entry.transpose else tensor
             tf.compat.v1.Variable(tensor.numpy(), name=entry.tf)

@@ -17,7 +17,7 @@ from bert.optim.factory import build_optimizer, build_schedule
 from bert.padding import gather_rows
 from bert.step import TrainStep
 from bert.system import load_system
-from bert.tf_names import torch_to_hf
+from bert.tf_names import hf_name, tensor_names
 from bert.transformers_peer import peer_model, to_hf_batch
 from bert.typed_config import ConfigError
 from tests.helpers.compile import skip_unless_compile_works
@@ -53,10 +53,10 @@ def test_unpadded_fast_path_matches_transformers_in_fp32(config_name, overrides,
     # Some gradients are zero in exact arithmetic (the key bias cancels in the softmax), so the absolute
     # tolerance follows the largest gradient of the model, not each tensor's own.
     scale = max(p.grad.abs().max().item() for p in peer.parameters())
-    for name, hf in torch_to_hf(config).items():
-        peer_grad = peer_params[hf].grad
-        grad = our_params[name].grad[: peer_grad.shape[0]]  # without the padding rows of the vocabulary
-        torch.testing.assert_close(grad, peer_grad, rtol=1e-4, atol=1e-6 * scale, msg=name)
+    for entry in tensor_names(config):
+        peer_grad = peer_params[hf_name(entry.tf)].grad
+        grad = entry.of(our_params[entry.torch].grad)[: peer_grad.shape[0]]  # without the vocabulary's padding
+        torch.testing.assert_close(grad, peer_grad, rtol=1e-4, atol=1e-6 * scale, msg=entry.tf)
 
 
 def test_unpadded_path_equals_the_padded_path_in_fp32(small_dataset):

@@ -4,7 +4,7 @@ import torch
 from bert.checkpoint import Source, map_to_model, model_shapes
 from bert.config import named_config
 from bert.model import BertForPreTraining
-from bert.tf_names import HF_TIED, TensorName, hf_name, tensor_names, to_hf_state_dict, torch_to_hf
+from bert.tf_names import HF_TIED, TensorName, hf_name, hf_to_torch, tensor_names, to_hf_state_dict
 
 
 def _by_tf_name(config) -> dict[str, TensorName]:
@@ -20,9 +20,14 @@ def test_large_table_names_every_parameter_once():
     config = named_config("large")
     params = dict(_meta_model("large").named_parameters())
     table = tensor_names(config)
-    assert sorted(e.torch for e in table) == sorted(params)
+    assert {e.torch for e in table} == set(params)
     assert len({e.tf for e in table}) == len(table) == 398
-    assert len({e.torch for e in table}) == len(table)
+    assert len({(e.torch, e.part) for e in table}) == len(table)
+    # Every parameter is covered exactly by its parts: query, key and value stack along the first dimension.
+    for name, p in params.items():
+        entries = [e for e in table if e.torch == name]
+        assert [e.part for e in entries] == list(range(len(entries))) and {e.parts for e in entries} == {len(entries)}
+        assert sum(e.of(p).shape[0] for e in entries) == p.shape[0], name
 
 
 def test_large_table_shapes_follow_the_reference():
@@ -30,7 +35,10 @@ def test_large_table_shapes_follow_the_reference():
     params = dict(_meta_model("large").named_parameters())
     by_tf = _by_tf_name(config)
     kernel = by_tf["bert/encoder/layer_23/attention/self/query/kernel"]
-    assert kernel.transpose and params[kernel.torch].shape == (1024, 1024)
+    assert kernel.transpose and kernel.of(params[kernel.torch]).shape == (1024, 1024)
+    value = by_tf["bert/encoder/layer_23/attention/self/value/bias"]
+    assert value.torch == "bert.encoder.23.attention.qkv.bias" and (value.part, value.parts) == (2, 3)
+    assert params[value.torch].shape == (3072,) and value.unfused == "bert.encoder.23.attention.value.bias"
     ffn = by_tf["bert/encoder/layer_0/intermediate/dense/kernel"]
     # TF stores [in, out] = [1024, 4096]; torch Linear holds [out, in].
     assert params[ffn.torch].shape == (4096, 1024) and ffn.transpose
@@ -64,7 +72,7 @@ def test_hf_names_are_exactly_the_transformers_parameters():
     config = named_config("large")
     with torch.device("meta"):
         peer = transformers.BertForPreTraining(transformers.BertConfig(**config.transformers_kwargs()))
-    assert sorted(torch_to_hf(config).values()) == sorted(n for n, _ in peer.named_parameters())
+    assert sorted(hf_to_torch(config)) == sorted(n for n, _ in peer.named_parameters())
     tied = set(peer.state_dict()) - {n for n, _ in peer.named_parameters()}
     assert tied == set(HF_TIED)
 

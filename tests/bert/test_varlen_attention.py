@@ -33,7 +33,8 @@ def test_the_reference_equals_the_padded_path_of_the_cpu_without_dropout(name):
     torch.manual_seed(0)
     layout = _layouts()[name]
     qkv = _qkv(layout)
-    assert not flash_kernel_usable(qkv)  # the CPU trains through the padded path; the operator is the reference
+    # The CPU trains through the padded path; the operator is the reference.
+    assert not flash_kernel_usable(qkv.device, HEAD_SIZE)
     padded, ours = unpadded_attention(qkv, layout, 0.0), _op(qkv, layout, 0.0)
     torch.testing.assert_close(ours, padded, rtol=1e-12, atol=1e-12)
     grad = torch.randn_like(ours)
@@ -100,7 +101,7 @@ def test_cuda_flash_kernel_equals_the_reference_in_bf16():
     torch.manual_seed(3)
     layout = TokenLayout.from_lengths(torch.tensor([512, 77, 300, 1, 129]), 512)
     qkv = _qkv(layout, torch.bfloat16, "cuda")
-    assert flash_kernel_usable(qkv)
+    assert flash_kernel_usable(qkv.device, HEAD_SIZE)
     host = qkv.detach().cpu().double().requires_grad_()
     flash, reference = _op(qkv, layout, 0.0), _op(host, layout, 0.0)
     torch.testing.assert_close(flash.double().cpu(), reference, rtol=2e-2, atol=2e-2)
@@ -122,7 +123,10 @@ def test_cuda_flash_kernel_with_dropout_replays_its_mask_from_the_seed():
         out = _op(qkv, layout, 0.1)
         results.append((out, torch.autograd.grad(out.float().square().sum(), qkv)[0]))
     (a, grad_a), (b, grad_b) = results
-    assert torch.equal(a, b) and torch.equal(grad_a, grad_b)
+    assert torch.equal(a, b)  # the forward replays the same mask and the same arithmetic
+    # The backward too, but flash accumulates dQ in fp32 with atomic adds in no fixed order: the bf16 gradients
+    # may differ by a rounding step, within 2 bf16 units in the last place (2^-7) of the largest gradient.
+    torch.testing.assert_close(grad_a, grad_b, rtol=2**-7, atol=2**-7 * grad_a.abs().max().item())
     no_dropout = _op(qkv, layout, 0.0)
     assert not torch.equal(a, no_dropout)
     # Dropout keeps the expectation: the mean output over the sequence is close to the undropped one.

@@ -17,6 +17,9 @@ How it works (torch 2.13 CPU build; each piece is needed, and each is checked by
   streams of CUDA gradients, which a CPU build cannot answer. While the engine runs, fake tensors therefore
   report the meta device to C++ (which needs no streams), and tensors that C++ backward formulas create on
   that device become fake CUDA tensors again. Python code, and the recorder, still see cuda:0 throughout.
+  AOTAutograd traces the backward with wrappers (FunctionalTensor) that keep the device they saw when made:
+  the gradients handed to the engine are copied inside it, so they report meta too (one copy node per incoming
+  gradient in a traced backward).
 - `torch.cuda.is_available()` and `is_bf16_supported()` answer True, so that `torch.autocast("cuda")` applies
   CUDA's casting policy (which differs from the CPU's: LayerNorm runs in fp32) and GradScaler("cuda") works;
   `get_device_capability()` answers (9, 0), an H100's or H200's, for the kernel checks (bert.varlen_attention).
@@ -25,8 +28,10 @@ How it works (torch 2.13 CPU build; each piece is needed, and each is checked by
   not collected. DDP rebuilds its buckets in the second forward by reading host data, which fake tensors
   lack: a DDP scenario runs one forward (tests/bert/distributed covers the rebuild on gloo).
 
-- torch.compile (run.compile, run.cuda_graphs) records what it is asked for and leaves the layers eager:
-  inductor and CUDA graphs need a real GPU.
+- torch.compile traces for real (traced_compile.py): Dynamo saves and restores the CUDA generator's state
+  around each frame it traces, so `torch.cuda.get_rng_state`/`set_rng_state` keep a stored state; the
+  Recorder is off while torch.compile traces (Dynamo compiles nothing under a user's dispatch mode) and on
+  while the compiled graphs run. Only inductor's code generation and CUDA graph recording need a real GPU.
 
 What it cannot show: values (no dropout mask can be compared), and which SDPA backend CUDA would pick (a CPU
 build has no CUDA kernel selection: SDPA falls back to its math decomposition). The record therefore names
@@ -45,11 +50,15 @@ from unittest import mock
 
 import numpy as np
 import torch
+import torch._dynamo
 from torch._subclasses import fake_tensor
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_leaves
+
+from tests.cuda_path.traced_compile import VARLEN, TracedGraph, compile_without_gpu_code
+from tests.helpers.stand_in_apex import apex_importable
 
 CUDA = torch.device("cuda", 0)
 _REPO = Path(__file__).resolve().parents[2]
@@ -107,14 +116,23 @@ def _engine_sees_meta():
         FakeTensor._normalize_fake_device = normalize
 
 
+def _reports_cuda_to_the_engine(t: object) -> bool:
+    """A tensor that is no FakeTensor but claims CUDA in C++ (AOTAutograd's FunctionalTensor, whose device was
+    fixed when it was made): the engine would ask the accelerator for its stream."""
+    return isinstance(t, torch.Tensor) and not isinstance(t, FakeTensor) and t.is_cuda
+
+
 def _run_engine_on_meta() -> None:
     import torch.autograd.graph
 
     run = torch.autograd.graph._engine_run_backward
 
-    def run_on_meta(*args, **kwargs):
+    def run_on_meta(outputs, grads, *args, **kwargs):
         with _engine_sees_meta():
-            return run(*args, **kwargs)
+            # A copy made here reports meta (its fake tensor does, and wrappers take the device they see when
+            # made): under AOTAutograd the traced backward therefore starts with one copy of each gradient.
+            grads = tuple(g.clone() if _reports_cuda_to_the_engine(g) else g for g in grads)
+            return run(outputs, grads, *args, **kwargs)
 
     torch.autograd.graph._engine_run_backward = run_on_meta
     torch.autograd._engine_run_backward = run_on_meta  # torch.autograd.backward's own reference
@@ -145,6 +163,23 @@ def _ddp_without_host_reads() -> None:
     ddp_module.DistributedDataParallel.__init__ = fake_init
 
 
+def _stand_in_for_the_cuda_generator() -> None:
+    """Dynamo (around each frame it traces) and bert.warmup save the CUDA generator's state and restore it; fake
+    CUDA has no generator, so its state is stored bytes (fake tensors draw no random numbers), read and written as
+    a host tensor outside any fake mode."""
+    _state["cuda_rng_state"] = bytes(16)
+
+    def get_rng_state(device="cuda") -> torch.Tensor:
+        with _disable_current_modes():
+            return torch.tensor(list(_state["cuda_rng_state"]), dtype=torch.uint8)
+
+    def set_rng_state(new_state: torch.Tensor, device="cuda") -> None:
+        with _disable_current_modes():
+            _state["cuda_rng_state"] = bytes(new_state.tolist())
+
+    torch.cuda.get_rng_state, torch.cuda.set_rng_state = get_rng_state, set_rng_state
+
+
 def install() -> None:
     """Prepares this process for fake CUDA (for good: call it in a worker process, before any backward)."""
     if _state.get("installed"):
@@ -156,6 +191,8 @@ def install() -> None:
         torch.cuda.is_available = lambda: True
         torch.cuda.is_bf16_supported = lambda including_emulation=True: True
         torch.cuda.get_device_capability = lambda device=None: (9, 0)
+        torch.cuda.synchronize = lambda device=None: None  # fake tensors compute nothing to wait for
+        _stand_in_for_the_cuda_generator()
     _ddp_without_host_reads()
     _state["installed"] = True
 
@@ -218,11 +255,6 @@ class AttentionCall:
     masked: bool  # a mask argument was passed (SDPA's attn_mask)
 
 
-_ATTENTION = {"scaled_dot_product_attention": "scaled_dot_product_attention",
-              "bert.varlen_attention.default": "varlen_attention"}
-_DROPOUT_ARG = {"scaled_dot_product_attention": 4, "varlen_attention": 5}  # where dropout_p is, by position
-
-
 def _copies_to_the_host(func, args: tuple, out: object) -> bool:
     if func is torch.ops.aten._to_copy.default:
         source, target = args[0], out
@@ -244,21 +276,32 @@ class Recorder(TorchDispatchMode):
         self.host_syncs: list[str] = []
         self.attention: list[AttentionCall] = []
         self.max_lens: list[int] = []  # the longest sequence each varlen_attention call was told of
-        self._calls = _AttentionCalls(self.attention, self.max_lens)
+        self.sdpa_calls = _AttentionCalls(self.attention)
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        """Off while torch.compile traces (Dynamo compiles nothing under a user's dispatch mode), on while the
+        compiled graphs run: the record holds the operators the compiled regions execute."""
+        return True
 
     def __enter__(self):
-        self._calls.__enter__()
+        self.sdpa_calls.__enter__()
         return super().__enter__()
 
     def __exit__(self, *exc):
         super().__exit__(*exc)
-        return self._calls.__exit__(*exc)
+        return self.sdpa_calls.__exit__(*exc)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func.namespace == "prim":
             return func(*args, **kwargs)
         self.ops += 1
+        if func is VARLEN:
+            q, max_len, dropout_p = args[0], args[4], args[5]
+            self.attention.append(AttentionCall("varlen_attention", str(q.dtype).removeprefix("torch."),
+                                                float(dropout_p), False))
+            self.max_lens.append(int(max_len))
         if torch.Tag.data_dependent_output in func.tags or torch.Tag.dynamic_output_shape in func.tags:
             self.host_syncs.append(f"{func} at {_where()}")
             raise HostSync(f"{func} at {_where()} needs a value from the device")
@@ -276,21 +319,22 @@ class Recorder(TorchDispatchMode):
 
 
 class _AttentionCalls(TorchFunctionMode):
-    def __init__(self, calls: list[AttentionCall], max_lens: list[int]):
+    """Records scaled_dot_product_attention calls (the padded path), which a CPU build decomposes before any
+    dispatch mode sees them; bert::varlen_attention is an operator of its own, recorded by the Recorder."""
+
+    def __init__(self, calls: list[AttentionCall]):
         super().__init__()
-        self.calls, self.max_lens = calls, max_lens
+        self.calls = calls
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        kernel = _ATTENTION.get(getattr(func, "__name__", "")) or _ATTENTION.get(str(func))
-        if kernel is not None:
-            q, position = args[0], _DROPOUT_ARG[kernel]
-            dropout = kwargs.get("dropout_p", args[position] if len(args) > position else 0.0)
-            mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None) if kernel != "varlen_attention" else None
-            self.calls.append(AttentionCall(kernel, str(q.dtype).removeprefix("torch."), float(dropout),
-                                            mask is not None))
-            if kernel == "varlen_attention":
-                self.max_lens.append(int(args[4]))
+        # Dynamo traces this mode into compiled regions: there it records nothing (a list it appended to would be
+        # a guard that fails at every call); no compiled region takes the padded path on fake CUDA.
+        if not torch.compiler.is_compiling() and getattr(func, "__name__", "") == "scaled_dot_product_attention":
+            dropout = kwargs.get("dropout_p", args[4] if len(args) > 4 else 0.0)
+            mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
+            self.calls.append(AttentionCall("scaled_dot_product_attention", str(args[0].dtype).removeprefix("torch."),
+                                            float(dropout), mask is not None))
         return func(*args, **kwargs)
 
 
@@ -309,7 +353,12 @@ class StepSetup:
     grad_comm_dtype: str = "fp32"
     steps: int = 2
     token_sizes: int = 0  # > 0: the batches rounded to that many sizes (run.token_sizes)
+    compile: bool = False  # the encoder layers compiled (run.compile)
     cuda_graphs: bool = False  # the layers compiled under CUDA graphs (run.compile and run.cuda_graphs)
+    compiled_lamb: bool = False  # LAMB's update compiled (run.optimizer.implementation "compiled")
+    backend: str = "aot_eager"  # what compiles Dynamo's graphs (tests/cuda_path/traced_compile.py)
+    apex: bool = False  # apex importable (tests/helpers/stand_in_apex.py), as in NVIDIA's containers
+    warm_up: bool = False  # bert.warmup compiles before the steps, as bert.train does before the clock
 
 
 @dataclass
@@ -320,12 +369,16 @@ class StepRecord:
     attention: list[AttentionCall] = field(default_factory=list)
     max_lens: list[int] = field(default_factory=list)  # varlen_attention's max_len argument, call by call
     longest: list[int] = field(default_factory=list)  # the longest real sequence of each training batch
-    compiles: list[dict] = field(default_factory=list)  # what torch.compile was asked for (it compiles nothing)
+    compiles: list[dict] = field(default_factory=list)  # what torch.compile was asked for
+    graphs: list[TracedGraph] = field(default_factory=list)  # what Dynamo traced, in order
+    graphs_in_warm_up: int = 0  # how many of them the warm-up traced (the first ones)
     token_counts: list[int] = field(default_factory=list)  # the encoder's tokens of each training batch
     grads_kept: bool = False  # every parameter's .grad was there before the first step and is the same after
     layer_dtypes: list[tuple[str, str]] = field(default_factory=list)  # (input, output) of each encoder layer
     eval_attention: list[AttentionCall] = field(default_factory=list)  # an eval forward after the steps
     data_parallel: bool = False
+    optimizer: str = ""  # the optimizer's class
+    apex_modules: list[str] = field(default_factory=list)  # the model's modules that are apex's
     error: str | None = None  # what stopped the scenario (a host synchronisation, a device mix, a bug)
 
 
@@ -336,7 +389,9 @@ def step_system(setup: StepSetup):
                "processes_per_node": setup.world_size, "gradient_accumulation_steps": setup.accumulate,
                "global_batch_size": setup.sequences * setup.accumulate * setup.world_size, "clip": setup.clip,
                "grad_comm_dtype": setup.grad_comm_dtype, "token_sizes": setup.token_sizes,
-               "compile": setup.cuda_graphs, "cuda_graphs": setup.cuda_graphs,
+               "eval.batch_size": setup.sequences,  # the eval forward after the steps takes a training batch
+               "compile": setup.compile or setup.cuda_graphs, "cuda_graphs": setup.cuda_graphs,
+               "optimizer.implementation": "compiled" if setup.compiled_lamb else "eager",
                "init_checkpoint": None, "performance": None}  # the simulator's figures are of one GPU
     return load_system("h200_1x1").variant(changes, description={"accelerators_per_node": str(setup.world_size)})
 
@@ -358,47 +413,55 @@ def _batches(fake: FakeCuda, setup: StepSetup, count: int, record: StepRecord) -
     return out
 
 
-def _eager_compile(compiles: list[dict]):
-    """torch.compile, recording what it is asked for and returning the function as it is: fake tensors run the
-    eager code (inductor and CUDA graphs need a real GPU; gpu_check.sh runs them on one)."""
-    def compile(fn=None, **options):
-        compiles.append(options)
-        return fn
-
-    return compile
-
-
 def train_step_record(setup: StepSetup) -> StepRecord:
     """Runs `setup.steps` optimizer steps of bert.step.TrainStep on fake cuda:0 and an eval forward; returns
     what the recorder saw. Whatever stops the step (a host synchronisation, a device mix) is in the record."""
+    with apex_importable() if setup.apex else contextlib.nullcontext():
+        return _train_step_record(setup)
+
+
+def _train_step_record(setup: StepSetup) -> StepRecord:
     from bert.distributed.launch import DistContext
     from bert.model import BertForPreTraining
     from bert.optim.factory import build_optimizer, build_schedule
     from bert.step import TrainStep
+    from bert.warmup import WarmUpBatches, warm_up, warm_up_batches
 
     system = step_system(setup)
     record = StepRecord(data_parallel=setup.world_size > 1)
+    torch._dynamo.reset()  # each scenario compiles afresh, as a run's process does
     if setup.world_size > 1:
         fake_process_group(setup.world_size)
     fake = FakeCuda()
     with torch.device("meta"):
         model = BertForPreTraining(system.model_config())
-    for layer in model.bert.encoder:
-        layer.register_forward_hook(lambda m, args, out: record.layer_dtypes.append(
-            (str(args[0].dtype).removeprefix("torch."), str(out.dtype).removeprefix("torch."))))
+    for layer in model.bert.encoder:  # an attribute, not a list: a compiled layer's hook must not grow a guard
+        layer.register_forward_hook(lambda m, args, out: setattr(m, "io_dtypes", (
+            str(args[0].dtype).removeprefix("torch."), str(out.dtype).removeprefix("torch."))))
     model = fake.module(model)
     ctx = DistContext(0, setup.world_size, 0, setup.world_size, CUDA)
     recorder = Recorder()
     batches = _batches(fake, setup, setup.steps * setup.accumulate, record)  # on the host, as the loader does
-    with mock.patch.object(torch, "compile", _eager_compile(record.compiles)), fake.mode:
+    made_up = warm_up_batches(system)
+    warmed = WarmUpBatches(*([b._map(fake.tensor) for b in part] for part in (made_up.train, made_up.evals)))
+    traced = compile_without_gpu_code(record.compiles, record.graphs, setup.backend)
+    with mock.patch.object(torch, "compile", traced), fake.mode:
         step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
+        if setup.warm_up:  # unrecorded, under the recorder's torch-function mode: guards see the same mode stack
+            with recorder.sdpa_calls:
+                warm_up(step, system, warmed)
+            record.graphs_in_warm_up = len(record.graphs)
+        record.optimizer = type(step.optimizer).__name__
+        record.apex_modules = [name for name, m in model.named_modules() if type(m).__module__.startswith(
+            ("apex", "tests.helpers.stand_in_apex"))]
         grads = [p.grad for p in model.parameters()]
         try:
             with recorder:
                 for s in range(setup.steps):
                     step(iter(batches[s * setup.accumulate:(s + 1) * setup.accumulate]), 10 + s)
                 record.grads_kept = all(g is not None and p.grad is g for p, g in zip(model.parameters(), grads))
+                record.layer_dtypes = [layer.io_dtypes for layer in model.bert.encoder]  # the last micro-batch's
                 model.eval()
                 eval_calls = len(recorder.attention)
                 with torch.no_grad(), step.autocast:
@@ -409,7 +472,6 @@ def train_step_record(setup: StepSetup) -> StepRecord:
     record.ops, record.off_device, record.host_syncs = recorder.ops, recorder.off_device, recorder.host_syncs
     record.attention, record.eval_attention = recorder.attention[:eval_calls], recorder.attention[eval_calls:]
     record.max_lens = recorder.max_lens
-    del record.layer_dtypes[setup.layers:]  # the first forward's
     return record
 
 

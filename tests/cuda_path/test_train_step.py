@@ -3,7 +3,8 @@ then fp16 with loss scaling; DDP with the bucket-wise clip hook, and with the gr
 cuda:0 (see fake_cuda.py): every tensor stays on the GPU, the residual stream between encoder layers is bf16,
 the step never waits for the GPU, the attention is the variable-length kernel, and each rank seeds its own
 dropout. With run.token_sizes and run.cuda_graphs, the batches take a few token counts, the kernel is told one
-longest sequence, torch.compile is asked for CUDA graphs over static shapes, and the gradients stay in place."""
+longest sequence, torch.compile is asked for CUDA graphs over static shapes (and traces the layers for real,
+traced_compile.py), and the gradients stay in place."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ SETUPS = {
     "fp16": StepSetup(precision="fp16", accumulate=2),
     "ddp bucket-wise clip": StepSetup(precision="bf16", world_size=2, clip="bucketwise_before_allreduce", steps=1),
     "ddp bf16 gradient": StepSetup(precision="bf16", world_size=2, grad_comm_dtype="bf16", steps=1),
-    "static shapes, CUDA graphs": StepSetup(precision="bf16", token_sizes=4, cuda_graphs=True, accumulate=2),
+    "static shapes, CUDA graphs": StepSetup(precision="bf16", token_sizes=4, cuda_graphs=True, accumulate=2,
+                                            warm_up=True),
 }
 
 

@@ -1,26 +1,9 @@
-"""Samples made in memory, of chosen lengths: random tokens, half of each sequence in segment B, up to
-`predictions` masked positions each (never [CLS]'s)."""
+"""Samples made in memory, of chosen lengths (bert.data.random_samples), and a mix of lengths the tests share."""
 
 from __future__ import annotations
 
-import numpy as np
+from bert.data.random_samples import random_samples as make_samples
 
-from bert.data.shards import Samples
-
-
-def make_samples(lengths: list[int], vocab: int = 500, predictions: int = 4, seed: int = 0) -> Samples:
-    """Samples of the `lengths` given, with ids from 5 to vocab - 1 (above the special pieces), drawn from `seed`."""
-    rng = np.random.default_rng(seed)
-    lengths = np.asarray(lengths)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    segments = np.concatenate([(np.arange(n) >= n // 2) for n in lengths]).astype(np.int8)
-    positions = np.zeros((len(lengths), predictions), np.int32)
-    for i, n in enumerate(lengths):
-        chosen = np.sort(rng.choice(np.arange(1, n), size=min(predictions, n - 1), replace=False))
-        positions[i, :len(chosen)] = chosen
-    ids = np.where(positions > 0, rng.integers(5, vocab, positions.shape), 0).astype(np.int32)
-    return Samples(rng.integers(5, vocab, offsets[-1]).astype(np.int32), segments, offsets, positions, ids,
-                   rng.integers(0, 2, len(lengths)).astype(np.int8))
-
+__all__ = ["LENGTHS", "make_samples"]
 
 LENGTHS = [30, 5, 12, 40, 9, 17, 3, 22]  # mixed lengths: 8 sequences that pack into fewer 48-token rows

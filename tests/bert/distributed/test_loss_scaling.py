@@ -44,7 +44,7 @@ def overflow_worker(rank: int, world_size: int, data_dir: Path) -> None:
         scale = step.scaler.get_scale()
         start = flat_params(model)
         if rank == 1:  # one parameter's gradient overflows, in the first micro-batch of rank 1 only
-            model.bert.encoder[0].attention.query.weight.register_hook(overflow_once())
+            model.bert.encoder[0].attention.qkv.weight.register_hook(overflow_once())
         step(iter([micro_batch(samples, system, 0, rank, k) for k in range(2)]), 0)
         assert torch.equal(flat_params(model), start), f"{mode}: rank {rank} stepped on an overflowed gradient"
         assert step.scaler.get_scale() == scale / 2, f"{mode}: rank {rank} did not lower the loss scale"

@@ -1,5 +1,4 @@
 import math
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -54,7 +53,7 @@ def test_adam_matches_hand_computed_steps_and_spares_layer_norm_from_decay():
         _reference_adamw(start["layer_norm.weight"], GRADS, 0.1, 0.8, 0.9, 1e-3, wd=0.0), rel=1e-12)
 
 
-def test_lamb_without_apex_is_ours():
+def test_lamb_is_ours():
     optimizer = build_optimizer(_model(), _spec("lamb"))
     assert isinstance(optimizer, Lamb)
     assert [g["weight_decay"] for g in optimizer.param_groups] == [0.1, 0.0]
@@ -62,9 +61,8 @@ def test_lamb_without_apex_is_ours():
     assert optimizer.defaults["betas"] == (0.8, 0.9) and optimizer.defaults["eps"] == 1e-3
 
 
-def test_compiled_lamb_is_ours_compiled_even_where_apex_is_there():
-    apex = SimpleNamespace(FusedLAMB=_Recorder, FusedAdam=_Recorder)
-    optimizer = build_optimizer(_model(), _spec("lamb", implementation="compiled"), apex=apex)
+def test_compiled_lamb_is_ours_compiled():
+    optimizer = build_optimizer(_model(), _spec("lamb", implementation="compiled"))
     assert isinstance(optimizer, Lamb) and optimizer.compiled
     assert not build_optimizer(_model(), _spec("lamb")).compiled
 
@@ -77,38 +75,11 @@ def test_compiled_adam_is_refused_in_the_descriptor():
         load_system("cpu_tiny_adam").variant({"optimizer.implementation": "compiled"})
 
 
-class _Recorder:
-    def __init__(self, groups, **kwargs):
-        self.groups, self.kwargs = groups, kwargs
-
-
-def test_apex_lamb_leaves_clipping_to_the_step_and_apex_adam_decouples_decay():
-    apex = SimpleNamespace(FusedLAMB=_Recorder, FusedAdam=_Recorder)
-    lamb = build_optimizer(_model(), _spec("lamb"), apex=apex)
-    # FusedLAMB divides by norm / max_grad_norm when the norm is larger: infinity turns it off.
-    assert lamb.kwargs["max_grad_norm"] == math.inf and lamb.kwargs["use_nvlamb"] is False
-    assert lamb.kwargs["betas"] == (0.8, 0.9) and lamb.kwargs["eps"] == 1e-3 and lamb.kwargs["lr"] == 0.1
-    assert [g["weight_decay"] for g in lamb.groups] == [0.1, 0.0]
-    adam = build_optimizer(_model(), _spec("adam"), apex=apex)
-    assert adam.kwargs["adam_w_mode"] is True and "max_grad_norm" not in adam.kwargs
-
-
-def test_apex_lamb_without_weight_decay_is_refused_in_one_line():
-    # apex applies the trust ratio only where the decay is non-zero; the reference adapts by name at any decay.
-    apex = SimpleNamespace(FusedLAMB=_Recorder, FusedAdam=_Recorder)
-    with pytest.raises(ValueError) as e:
-        build_optimizer(_model(), _spec("lamb", weight_decay_rate=0.0), apex=apex)
-    assert "run.optimizer.weight_decay_rate 0" in str(e.value) and '"compiled"' in str(e.value)
-    assert "\n" not in str(e.value)
-    compiled = build_optimizer(_model(), _spec("lamb", weight_decay_rate=0.0, implementation="compiled"), apex=apex)
-    assert isinstance(compiled, Lamb) and compiled.param_groups[0]["layer_adaptation"]
-
-
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="torch's fused AdamW needs a CUDA device")
 def test_cuda_adam_is_fused_and_matches_the_reference():
     model = _model().float().cuda()
     start = model.dense.weight.detach().tolist()
-    optimizer = build_optimizer(model, _spec("adam"), apex=None)
+    optimizer = build_optimizer(model, _spec("adam"))
     for g in GRADS:
         for p in model.parameters():
             p.grad = torch.tensor(g, device="cuda")

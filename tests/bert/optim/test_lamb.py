@@ -56,10 +56,10 @@ def test_first_lamb_step_has_the_trust_ratio_size():
 
 
 def test_bias_and_layer_norm_are_excluded_from_decay():
-    assert excluded_from_weight_decay("bert.encoder.0.attention.query.bias")
+    assert excluded_from_weight_decay("bert.encoder.0.attention.qkv.bias")
     assert excluded_from_weight_decay("bert.encoder.3.layer_norm.weight")
     assert excluded_from_weight_decay("mlm.bias")
-    assert not excluded_from_weight_decay("bert.encoder.0.attention.query.weight")
+    assert not excluded_from_weight_decay("bert.encoder.0.attention.qkv.weight")
     assert not excluded_from_weight_decay("bert.embeddings.word_embeddings.weight")
     model = torch.nn.Sequential()
     model.add_module("dense", torch.nn.Linear(2, 2))
@@ -80,6 +80,45 @@ def test_the_exclusions_are_the_references_rule_on_its_tf_names():
     for entry in tensor_names(named_config("large")):
         reference = any(re.search(p, entry.tf) for p in ("LayerNorm", "layer_norm", "bias"))
         assert excluded_from_weight_decay(entry.torch) == reference, entry
+
+
+def _fused_and_apart(parts: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Three tensors of different norms stepped apart, and stacked as one parameter with `parts` (3 steps)."""
+    torch.manual_seed(0)
+    apart = [torch.nn.Parameter(torch.randn(4, 3, dtype=torch.float64) * scale) for scale in (1.0, 5.0, 0.2)]
+    fused = torch.nn.Parameter(torch.cat([p.detach() for p in apart]))
+    optimizers = (Lamb([{"params": apart, "weight_decay": 0.01}], lr=0.1),
+                  Lamb([{"params": [fused], "parts": parts, "weight_decay": 0.01}], lr=0.1))
+    for _ in range(3):
+        grads = [torch.randn(4, 3, dtype=torch.float64) for _ in apart]
+        for p, g in zip(apart, grads):
+            p.grad = g
+        fused.grad = torch.cat(grads)
+        for opt in optimizers:
+            opt.step()
+    return fused.detach(), torch.cat([p.detach() for p in apart])
+
+
+def test_a_fused_parameter_gets_one_trust_ratio_per_reference_tensor():
+    # The fused query/key/value steps exactly as the reference's three variables do apart ...
+    fused, apart = _fused_and_apart(parts=[3])
+    torch.testing.assert_close(fused, apart, rtol=1e-14, atol=0)
+    # ... which one trust ratio for the stacked tensor would not.
+    fused_whole, apart = _fused_and_apart(parts=[1])
+    assert not torch.allclose(fused_whole, apart, rtol=1e-6)
+
+
+def test_the_models_parameter_groups_say_which_parameters_stack_reference_tensors():
+    from bert.config import named_config
+    from bert.model import BertForPreTraining
+
+    with torch.device("meta"):
+        model = BertForPreTraining(named_config("micro", num_layers=2))
+    names = {p: n for n, p in model.named_parameters()}
+    for group in parameter_groups(model, 0.01):
+        stacked = {names[p] for p, n in zip(group["params"], group["parts"], strict=True) if n == 3}
+        suffix = "weight" if group["weight_decay"] else "bias"
+        assert stacked == {f"bert.encoder.{i}.attention.qkv.{suffix}" for i in range(2)}
 
 
 def test_schedule_at_chosen_steps():

@@ -1,0 +1,155 @@
+"""Compiled before the clock: every shape a run with compiled regions will meet is compiled between init_start and
+init_stop, on batches made in memory, so that no compilation lands inside the timed region.
+
+With run.compile (run.cuda_graphs: each recorded as a CUDA graph too) or LAMB's update compiled
+(run.optimizer.implementation), `warm_up` runs, through the run's own TrainStep: one training micro-batch of
+each token size (run.token_sizes; without them, two batches of different shapes, which the dynamic graph takes
+both), the update (the compiled LAMB), and one eval forward of each eval size. Under CUDA graphs each shape runs
+three times: torch.compile runs a function once before it records it, and replays it from the third call.
+
+Nothing the run's numbers depend on changes: the batches touch no training or eval data (the loader and the eval
+set are read after run_start, the data order comes from the seed alone), the forward and backward run through
+the model itself (not DDP's wrapper: no gradient is communicated and DDP's first-iteration state is untouched),
+and afterwards the weights, the gradients, the optimizer state, the loss scaler and every random stream
+(Python's, numpy's, torch's CPU and CUDA generators) are put back as they were. tests/bert/test_warmup.py holds
+a run with the warm-up to one without, weight for weight.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from bert.data.batch import Batch, collate, collate_packed
+from bert.data.random_samples import random_samples
+from bert.step import TrainStep
+from bert.system import System
+from bert.token_rounding import TokenSizes, token_sizes
+
+MIN_LENGTH = 8  # the shortest made-up sequence: [CLS] A [SEP] B [SEP] and masked positions to spare
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    seconds: float
+    train_shapes: int  # training micro-batches of distinct shapes
+    eval_shapes: int
+
+
+def compiles_anything(system: System) -> bool:
+    return system.run.compile or system.run.optimizer.implementation == "compiled"
+
+
+def _lengths(tokens: int, count: int, max_len: int) -> np.ndarray:
+    """`count` sequence lengths of `tokens` tokens in all, as even as they go, each MIN_LENGTH..max_len."""
+    each, more = divmod(tokens, count)
+    return np.full(count, each, dtype=np.int64) + (np.arange(count) < more)
+
+
+def _lengths_per_size(sizes: TokenSizes, count: int) -> list[np.ndarray]:
+    """For each size, the lengths of `count` sequences that round to it (bert.token_rounding)."""
+    fillers = sizes.slots - count
+    out = []
+    for size in sizes.sizes:
+        tokens = min(max(size - fillers, count * MIN_LENGTH), count * sizes.max_len)
+        lengths = _lengths(tokens, count, sizes.max_len)
+        if sizes.size_for(int(lengths.sum()), count) == size:
+            out.append(lengths)
+    return out
+
+
+def _dynamic_lengths(count: int, max_len: int) -> list[np.ndarray]:
+    """Two batches of different token counts, padded lengths and longest sequences, as the loader's change."""
+    rng = np.random.default_rng(0)
+    low = min(max(MIN_LENGTH, max_len // 4), max_len)
+    return [rng.integers(low, max_len + 1, count) for _ in range(2)]
+
+
+def _batches(system: System, count: int, sizes: TokenSizes | None, packed: bool, seed: int) -> list[Batch]:
+    """Batches of `count` made-up sequences in the layout the run makes (rounded to `sizes`, or in packed rows),
+    one per shape to compile."""
+    run, config = system.run, system.model_config()
+    max_len = run.max_seq_length
+    all_lengths = _lengths_per_size(sizes, count) if sizes is not None else _dynamic_lengths(count, max_len)
+    batches = []
+    for k, lengths in enumerate(all_lengths):
+        samples = random_samples(lengths, config.vocab_size, run.max_predictions_per_seq, seed=seed + k)
+        batches.append(collate_packed(samples, max_len) if packed else collate(samples, sizes=sizes))
+    return batches
+
+
+@dataclass
+class _Saved:
+    """What the run's numbers depend on, as it stood before the warm-up."""
+
+    weights: dict[str, torch.Tensor]
+    optimizer: dict
+    scaler: dict
+    streams: tuple
+
+    @staticmethod
+    def take(step: TrainStep) -> _Saved:
+        device = step.ctx.device
+        cuda = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+        return _Saved({k: v.detach().clone() for k, v in step.model.state_dict().items()},
+                      copy.deepcopy(step.optimizer.state_dict()), step.scaler.state_dict(),
+                      (random.getstate(), np.random.get_state(), torch.get_rng_state(), cuda))
+
+    def put_back(self, step: TrainStep) -> None:
+        step.model.load_state_dict(self.weights)  # copied in place: CUDA graphs keep their parameters' memory
+        step.zero_grad()
+        step.optimizer.load_state_dict(self.optimizer)
+        step.scaler.load_state_dict(self.scaler)
+        python, numpy, cpu, cuda = self.streams
+        random.setstate(python)
+        np.random.set_state(numpy)
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state(cuda, step.ctx.device)
+
+
+@dataclass(frozen=True)
+class WarmUpBatches:
+    train: list[Batch]  # a per-rank micro-batch of each shape training meets
+    evals: list[Batch]  # an eval batch of each shape the eval meets
+
+
+def warm_up_batches(system: System) -> WarmUpBatches:
+    """The made-up batches of every shape the run's compiled regions will meet, on the host."""
+    run, batch, eval_batch = system.run, system.per_process_batch, system.run.eval.batch_size
+    train = _batches(system, batch, token_sizes(run.token_sizes, batch, run.max_seq_length),
+                     packed=run.balance == "packed", seed=1)
+    evals = _batches(system, eval_batch, token_sizes(run.token_sizes, eval_batch, run.max_seq_length),
+                     packed=False, seed=2)  # the eval set is never packed (bert.eval)
+    return WarmUpBatches(train, evals)
+
+
+def warm_up(step: TrainStep, system: System, batches: WarmUpBatches) -> WarmUp:
+    """Compiles (and records under CUDA graphs) every shape of the run's compiled regions through `step`, on
+    `batches` (warm_up_batches), then puts back everything it changed. Call it before the clock starts, on every
+    rank (it communicates only what the update does without DDP, and all ranks compile the same)."""
+    run, model = system.run, step.model
+    start = time.perf_counter()
+    saved = _Saved.take(step)
+    repeats = 3 if run.cuda_graphs else 1
+    train, evals = batches.train, batches.evals
+    for batch in train:
+        for _ in range(repeats):
+            step.forward_backward(batch.to(step.ctx.device), model)
+    step.update()
+    model.eval()
+    with torch.no_grad():
+        for batch in evals:
+            for _ in range(repeats):
+                with step.autocast:
+                    model(**batch.to(step.ctx.device).model_inputs(step.unpadded))
+    model.train()
+    saved.put_back(step)
+    if step.ctx.device.type == "cuda":
+        torch.cuda.synchronize(step.ctx.device)
+    return WarmUp(time.perf_counter() - start, len(train), len(evals))

@@ -1,0 +1,99 @@
+"""Compiled before the clock (bert.warmup): the warm-up runs every shape of the run through the step, touches no
+data, and leaves the run exactly as it was, so that a run with it and one without end with the same weights
+(with dropout, token sizes, gradient accumulation, and fp16 loss scaling); a run.compile run logs how long it took,
+before run_start."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from bert.data.batch import collate
+from bert.distributed.launch import DistContext
+from bert.model import BertForPreTraining
+from bert.optim.factory import build_optimizer, build_schedule
+from bert.step import TrainStep
+from bert.system import System, load_system
+from bert.token_rounding import token_sizes
+from bert.warmup import warm_up, warm_up_batches
+from compliance.checkers import compliance_check
+from compliance.result_log import read_result_log
+from tests.helpers.compile import skip_unless_compile_works
+from tests.helpers.runs import run_training
+from tests.helpers.samples import make_samples
+
+STEPS = 3
+DROPOUT = {"hidden_dropout": 0.1, "attention_dropout": 0.1}
+SYSTEMS = {
+    "bf16, dropout, 3 token sizes, 2 micro-batches": lambda: load_system("cpu_micro").variant(
+        {"model_overrides": DROPOUT, "precision": "bf16", "token_sizes": 3, "global_batch_size": 16,
+         "gradient_accumulation_steps": 2, "eval.batch_size": 8}),
+    "fp16 loss scaling (the CUDA run rehearsed), dynamic shapes": lambda: load_system("h200_1x1").variant(
+        {"model": "micro", "model_overrides": DROPOUT, "precision": "fp16", "global_batch_size": 16,
+         "gradient_accumulation_steps": 2, "max_seq_length": 64, "max_predictions_per_seq": 10,
+         "init_checkpoint": None, "performance": None, "eval.batch_size": 8}).cpu_rehearsal(),
+}
+
+
+def _trained(system: System, warm: bool) -> dict:
+    """STEPS updates of a fresh model on fixed batches, after a warm-up or not; what they leave behind."""
+    run = system.run
+    torch.manual_seed(0)
+    model = BertForPreTraining(system.model_config())
+    step = TrainStep(system, DistContext(0, 1, 0, 1, torch.device("cpu")), model,
+                     build_optimizer(model, run.optimizer), build_schedule(run.optimizer))
+    torch.manual_seed(1)  # the dropout stream both runs draw from
+    streams = (torch.get_rng_state(), np.random.get_state()[1].copy(), random.getstate())
+    calls = []
+    model.bert.encoder[0].register_forward_hook(lambda *args: calls.append(torch.is_grad_enabled()))
+    warmed = warm_up(step, system, warm_up_batches(system)) if warm else None
+    assert torch.equal(torch.get_rng_state(), streams[0]) and np.array_equal(np.random.get_state()[1], streams[1])
+    assert random.getstate() == streams[2]
+    sizes = token_sizes(run.token_sizes, system.per_process_batch, run.max_seq_length)
+    rng = np.random.default_rng(5)
+    batches = [collate(make_samples(rng.integers(8, 65, system.per_process_batch), vocab=4096, predictions=10,
+                                    seed=k), sizes=sizes) for k in range(STEPS * run.gradient_accumulation_steps)]
+    for s in range(STEPS):
+        chunk = run.gradient_accumulation_steps
+        step(iter(batches[s * chunk:(s + 1) * chunk]), s)
+    return {"weights": {n: p.detach().clone() for n, p in model.named_parameters()},
+            "moments": [v.clone() for state in step.optimizer.state.values() for v in state.values()],
+            "scaler": step.scaler.state_dict(),  # the scale and its growth tracker
+            "warm-up forwards": calls[:len(calls) - STEPS * run.gradient_accumulation_steps], "warmed": warmed}
+
+
+@pytest.mark.parametrize("name", list(SYSTEMS))
+def test_a_run_after_the_warm_up_ends_with_the_weights_of_a_run_without(name):
+    system = SYSTEMS[name]()
+    plain, warmed = _trained(system, warm=False), _trained(system, warm=True)
+    for n, w in plain["weights"].items():
+        assert torch.equal(warmed["weights"][n], w), n  # bit for bit: dropout masks, moments, scale all the same
+    assert len(plain["moments"]) == len(warmed["moments"]) > 0
+    assert all(torch.equal(a, b) for a, b in zip(plain["moments"], warmed["moments"]))
+    assert plain["scaler"] == warmed["scaler"]
+    # The warm-up ran: every training shape (with its backward) and every eval shape went through the layers.
+    run, result = system.run, warmed["warmed"]
+    expected = (len(token_sizes(run.token_sizes, system.per_process_batch, run.max_seq_length).sizes),
+                len(token_sizes(run.token_sizes, run.eval.batch_size, run.max_seq_length).sizes)) \
+        if run.token_sizes else (2, 2)
+    assert (result.train_shapes, result.eval_shapes) == expected
+    assert warmed["warm-up forwards"] == [True] * expected[0] + [False] * expected[1]
+    assert plain["warm-up forwards"] == []
+
+
+def test_a_compiled_cpu_run_logs_its_warm_up_before_run_start(tmp_path, small_dataset, cpu_env):
+    skip_unless_compile_works()
+    system = load_system("cpu_micro").variant({"compile": True, "max_samples": 1024}, name="compiled").write(tmp_path)
+    proc, log = run_training(tmp_path, system.path, small_dataset, 1, cpu_env)
+    result = read_result_log(log)
+    keys = [x.key for x in result.events]
+    assert "compile_warmup_seconds" in keys, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert keys.index("init_start") < keys.index("compile_warmup_seconds") < keys.index("init_stop") \
+        < keys.index("run_start")
+    warm = result.first("compile_warmup_seconds")
+    assert warm.value > 0 and warm.metadata["train_shapes"] == 2 and warm.metadata["eval_shapes"] == 2
+    assert "compiled before the clock in" in proc.stdout
+    assert compliance_check(log, "5.0.0").passed

@@ -34,7 +34,7 @@ from results_file import add_no_results_flag, write_results
 from bert.data.batch import Batch, collate
 from bert.data.shards import Samples
 from bert.distributed.launch import DistContext
-from bert.model import BertForPreTraining
+from bert.model.pretraining import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
 from bert.system import System, load_system
@@ -124,7 +124,7 @@ def measure(args: argparse.Namespace, world_size: int) -> dict[str, float]:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--world-sizes", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--model", default="base", help="named model config (bert.config)")
+    parser.add_argument("--model", default="base", help="named model config (bert.model.config)")
     parser.add_argument("--layers", type=int, default=None, help="override the number of encoder layers")
     parser.add_argument("--batch", type=int, default=4, help="sequences per rank and step")
     parser.add_argument("--seq", type=int, default=128, help="sequence length")

@@ -27,19 +27,19 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from bert.attention import attention_mask
-from bert.config import BertConfig, named_config
 from bert.data.batch import collate
 from bert.distributed.launch import DistContext, wait_for_all
 from bert.host_sync import host_reads_fail
-from bert.model import BertForPreTraining, EncoderLayer, choose_kernels, compile_layer
+from bert.model.attention import attention_mask
+from bert.model.config import BertConfig, named_config
+from bert.model.padding import TokenLayout
+from bert.model.pretraining import BertForPreTraining, EncoderLayer, choose_kernels, compile_layer
+from bert.model.token_rounding import TokenSizes
 from bert.optim.factory import build_optimizer, build_schedule, parameter_groups
 from bert.optim.lamb import Lamb
-from bert.padding import TokenLayout
 from bert.simulate.load_balance import named_lengths
 from bert.step import TrainStep
 from bert.system import System, load_system
-from bert.token_rounding import TokenSizes
 from bert.warmup import compiles_anything, warm_up, warm_up_batches
 
 SHORT_RUN_UPDATES, SHORT_RUN_EVALS = 60, 2
@@ -107,7 +107,7 @@ def layer_check(device: torch.device) -> bool:
     choose_kernels(layer, device)  # as TrainStep decides, before the first forward
     flash = layer.attention.flash_kernel
     path = "variable-length flash kernel" if flash else "padded fallback (SDPA with a key mask)"
-    print(f"attention path of the training step (bert.attention.unpadded_attention): {path}")
+    print(f"attention path of the training step (bert.model.attention.unpadded_attention): {path}")
 
     def forward_backward() -> torch.Tensor:
         with torch.autocast(device.type, dtype=torch.bfloat16):
@@ -211,9 +211,9 @@ def _mlperf_micro_batches(system: System, count: int) -> tuple[list, float]:
     """`count` micro-batches of the descriptor's size with MLPerf-length sequences, as many masked positions each
     as the reference masks, rounded to run.token_sizes where set; and the model FLOPs they need."""
     from bert.data.random_samples import random_samples
+    from bert.model.token_rounding import token_sizes
     from bert.prep.instances import SampleSpec
     from bert.simulate.flops import training_flops
-    from bert.token_rounding import token_sizes
 
     run, config = system.run, system.model_config()
     sizes = token_sizes(run.token_sizes, system.per_process_batch, run.max_seq_length)

@@ -194,7 +194,7 @@ if [[ "$device" == cpu ]]; then
     cuda_tests=(-k "cuda or gather_rows")  # on a CPU the CUDA tests skip; a quick one shows the stage runs
 fi
 stage "cuda tests" "$(limit 60 200)" "$out/checks.log" "$python" -m pytest -q -rs -p no:cacheprovider \
-    tests/bert/test_fast_path.py tests/bert/test_varlen_attention.py "${cuda_tests[@]}" || failed=1
+    tests/bert/model/test_fast_path.py tests/bert/model/test_varlen_attention.py "${cuda_tests[@]}" || failed=1
 wait "$loader_pid" || failed=1  # before the timed stages: the loader's 8 ranks would compete for the cores
 cat "$work/loader.log" >>"$out/checks.log"
 stage step "$(limit 60 200)" "$out/checks.log" "${checks[@]}" step --device "$device" || failed=1

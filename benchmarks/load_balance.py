@@ -49,7 +49,7 @@ from bert.data.lookahead import SWAP_PASSES
 from bert.data.shards import Samples, write_shard
 from bert.data.stratified_sampler import StratifiedPlan, stratified_plan
 from bert.distributed.launch import DistContext
-from bert.model import BertForPreTraining
+from bert.model.pretraining import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.simulate.load_balance import named_lengths, presorted, simulate_balance, stratified_draws
 from bert.step import TrainStep

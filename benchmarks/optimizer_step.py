@@ -24,8 +24,8 @@ from pathlib import Path
 
 import torch
 
-from bert.config import named_config
-from bert.model import BertForPreTraining
+from bert.model.config import named_config
+from bert.model.pretraining import BertForPreTraining
 from bert.optim.factory import parameter_groups
 from bert.optim.lamb import Lamb
 from bert.optim.traffic import FP32_BYTES, FUSED_LAMB_TENSORS, eager_lamb_bytes_per_parameter

@@ -1,6 +1,6 @@
 """Static shapes for CUDA graphs (issue 16, item 5): how many distinct token counts an epoch of MLPerf-length data
 gives the unpadded encoder, and how many are left when run.token_sizes rounds each micro-batch's count up to
-one of a few sizes, for the filler tokens that costs (bert.token_rounding, bert.simulate.static_shapes).
+one of a few sizes, for the filler tokens that costs (bert.model.token_rounding, bert.simulate.static_shapes).
 
 The peer is the unrounded layout (every token count its own shape); ours rounds to 8, 16, 32 and 64 sizes.
 An epoch: --samples sequences (default about the MLPerf phase-2 training set: 4,320 shards of about 36,000)
@@ -21,9 +21,9 @@ from pathlib import Path
 
 from results_file import add_no_results_flag, write_results
 
+from bert.model.token_rounding import TokenSizes
 from bert.simulate.load_balance import named_lengths, shard_lengths
 from bert.simulate.static_shapes import epoch_shapes
-from bert.token_rounding import TokenSizes
 
 RESULTS = Path(__file__).with_name("static_shapes_results.md")
 MLPERF_EPOCH = 4320 * 36_000  # about: the phase-2 training set's 4,320 shards hold about 36,000 sequences each

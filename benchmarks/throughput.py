@@ -1,6 +1,6 @@
 """Training throughput of this trainer against Hugging Face transformers' BertForPreTraining, in one process.
 
-Both sides get the same BERT config, the same initial weights (copied through bert.tf_names), the same batches
+Both sides get the same BERT config, the same initial weights (copied through bert.model.tf_names), the same batches
 cut from MLPerf-format shards, the same optimizer (bert.optim.lamb.Lamb with the reference parameter groups),
 the same precision and the same step (bert.step.TrainStep: autocast, loss scaling, clipping, update). They
 alternate, after a warm-up, so that a busy machine slows both alike. transformers runs with
@@ -39,18 +39,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bert.config import BertConfig
 from bert.data.batch import Batch, collate, padded_length
 from bert.data.shards import Samples, read_shard
 from bert.distributed.launch import DistContext
-from bert.model import BertForPreTraining
+from bert.model.config import BertConfig
+from bert.model.pretraining import BertForPreTraining
+from bert.model.tf_names import hf_to_torch
 from bert.optim.factory import build_optimizer, build_schedule, excluded_from_weight_decay
 from bert.optim.lamb import Lamb
 from bert.prep.synthetic.hdf5_corpus import synthesize
 from bert.simulate.flops import training_flops
 from bert.step import TrainStep
 from bert.system import SyntheticDataSpec, System, load_system
-from bert.tf_names import hf_to_torch
 from bert.transformers_peer import peer_model, to_hf_batch
 
 HERE = Path(__file__).resolve().parent

@@ -16,7 +16,7 @@ from torch.nn.parallel import DistributedDataParallel
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
 from bert.distributed.clipping import COMM_DTYPES, AfterAllreduce, BeforeAllreduce, Clipping, loss_scale
 from bert.distributed.launch import DistContext
-from bert.model import choose_kernels, compile_encoder
+from bert.model.pretraining import choose_kernels, compile_encoder
 from bert.numerics import NumericGuard
 from bert.optim.factory import set_learning_rate
 from bert.optim.schedule import LrSchedule

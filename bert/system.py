@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from bert.config import NAMED_CONFIGS, BertConfig, named_config
 from bert.mlperf_rules import (
     EVAL_SAMPLES,
     MLPERF_TARGET_ACCURACY,
@@ -27,6 +26,7 @@ from bert.mlperf_rules import (
     description_problems,
     mlperf_eval_interval,
 )
+from bert.model.config import NAMED_CONFIGS, BertConfig, named_config
 from bert.typed_config import ConfigError, checked, from_dict, ranged
 
 MAX_SEED = 2**32 - 1  # run seeds: numpy's and torch's generators take any seed from 0 to this
@@ -200,7 +200,7 @@ MAX_TOKEN_SIZES = 64
 @dataclass(frozen=True, kw_only=True)
 class RunSpec:
     model: str = "large"
-    # Fields of bert.config.BertConfig to change, e.g. {"gelu": "erf"} (the reference's is "tanh").
+    # Fields of bert.model.config.BertConfig to change, e.g. {"gelu": "erf"} (the reference's is "tanh").
     model_overrides: dict[str, int | float | str] = field(default_factory=dict)
     device: Literal["cpu", "cuda"]
     processes_per_node: int = ranged(1)
@@ -227,7 +227,7 @@ class RunSpec:
     unpadded: bool = True
     compile: bool = False  # torch.compile each encoder layer (see benchmarks/throughput_notes.md for when it helps)
     # Rounds each micro-batch's unpadded token count up to one of this many sizes with filler sequences that no
-    # loss reads (bert.token_rounding), so that the encoder meets a few fixed shapes (compiled without dynamic
+    # loss reads (bert.model.token_rounding), so that the encoder meets a few fixed shapes (compiled without dynamic
     # shapes, CUDA graphs); 0: off.
     token_sizes: int = ranged(0, MAX_TOKEN_SIZES, default=0, note="each size is one more compiled graph")
     # Captures the compiled encoder layers under CUDA graphs (torch.compile's "reduce-overhead" mode): one

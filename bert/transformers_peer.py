@@ -1,6 +1,6 @@
 """transformers' BertForPreTraining as the peer of this model, for side-by-side comparisons
 (benchmarks/throughput.py, the fast path's equivalence test): the same config (BertConfig.transformers_kwargs),
-the same weights (bert.tf_names.to_hf_state_dict) and the same samples, in the form transformers takes them."""
+the same weights (bert.model.tf_names.to_hf_state_dict) and the same samples, in the form transformers takes them."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import torch
 
-from bert.config import BertConfig
 from bert.data.batch import Batch
-from bert.model import BertForPreTraining
-from bert.tf_names import to_hf_state_dict
+from bert.model.config import BertConfig
+from bert.model.pretraining import BertForPreTraining
+from bert.model.tf_names import to_hf_state_dict
 
 
 def peer_model(ours: BertForPreTraining, config: BertConfig) -> torch.nn.Module:

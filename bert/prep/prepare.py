@@ -33,7 +33,8 @@ from bert.data.vocab import load_vocab
 from bert.mlperf_rules import REFERENCE_PREP
 from bert.ownership import OwnedFolder, claim_folder, temporary_path
 from bert.prep import exact_instances
-from bert.prep.instances import Documents, SampleSpec, SpecialIds, build_samples, plan_instances
+from bert.prep.fast_instances import build_samples, plan_instances
+from bert.prep.instances import Documents, SampleSpec, SpecialIds
 from bert.prep.progress import Advance, progress_bar
 from bert.prep.text_parts import TextError, read_documents
 from bert.prep.tokenizer import WordPieceTokenizer

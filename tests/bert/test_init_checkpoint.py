@@ -5,12 +5,12 @@ from pathlib import Path
 import torch
 
 from bert.checkpoint import convert
-from bert.config import named_config
 from bert.mllog import INIT_CHECKPOINT_EVAL_ACCURACY
 from bert.mlperf_rules import DEFAULT_RULESET
-from bert.model import BertForPreTraining
+from bert.model.config import named_config
+from bert.model.pretraining import BertForPreTraining
+from bert.model.tf_names import to_hf_state_dict
 from bert.system import load_system
-from bert.tf_names import to_hf_state_dict
 from bert.train import RunRequest, run
 from compliance.checkers import compliance_check
 from compliance.result_log import read_result_log

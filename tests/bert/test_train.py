@@ -5,10 +5,10 @@ import sys
 
 import h5py
 
-from bert.config import named_config
 from bert.mlperf_rules import RULESETS
+from bert.model.config import named_config
+from bert.model.tf_names import tensor_names
 from bert.system import load_system
-from bert.tf_names import tensor_names
 from compliance.checkers import compliance_check
 from compliance.result_log import read_result_log
 from tests.helpers.datasets import copy_dataset

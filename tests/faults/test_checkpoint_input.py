@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from bert.config import named_config
-from bert.model import BertForPreTraining
+from bert.model.config import named_config
+from bert.model.pretraining import BertForPreTraining
 from tests.helpers.compliance import cli
 
 

@@ -20,7 +20,7 @@ from bert.data.batch import Batch
 from bert.data.shards import Samples, read_shard
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
 from bert.distributed.launch import DistContext
-from bert.model import BertForPreTraining
+from bert.model.pretraining import BertForPreTraining
 from bert.optim.schedule import LrSchedule
 from bert.step import TrainStep
 from bert.system import System

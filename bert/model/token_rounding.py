@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from bert.padding import TokenLayout
+from bert.model.padding import TokenLayout
 
 MULTIPLE = 8  # every size a multiple of 8 (tensor-core friendly)
 

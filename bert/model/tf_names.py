@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bert.config import BertConfig
+from bert.model.config import BertConfig
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ scores [heads, T] (fp32) and the random state of the dropout mask [2] (uint64), 
   returns, so no mask is stored and nothing is padded. torch's own `varlen_attn` passes dropout 0 only.
 - Anywhere else: a math reference, each sequence alone through plain matmuls and softmax, with the dropout mask
   drawn from a seed kept in the same random-state tensor. It defines what the kernel computes (the tests hold
-  the two to each other where a GPU is lent) and is not the CPU training path: bert.attention keeps its own.
+  the two to each other where a GPU is lent) and is not the CPU training path: bert.model.attention keeps its own.
 
 torch.library registers the operator with a fake kernel (shapes only, so FakeTensor and torch.compile trace it
 as one node) and an autograd formula (the backward operator, itself one node). The flash operators' schemas
-changed over torch's versions; `flash_kernel_usable` checks them once per model and device, and bert.attention
+changed over torch's versions; `flash_kernel_usable` checks them once per model and device, and bert.model.attention
 falls back to the padded path where they differ or the GPU is older than the kernel (compute capability 8.0).
 """
 
@@ -53,9 +53,9 @@ def flash_kernel_usable(device: torch.device, head_size: int) -> bool:
     """The one device check of the variable-length kernel: a CUDA device of compute capability 8.0 or more, a
     head size the kernel takes, flash attention enabled in torch and operator schemas that match. It asks the
     host (torch's flags, the schemas, the GPU), so it is decided once per model and device, before anything is
-    compiled, and handed to the attention as a constant (bert.model.choose_kernels): under torch.compile such a
-    query is a graph break. The tensor's dtype, which the kernel also needs (FLASH_DTYPES), is checked where the
-    kernel is called."""
+    compiled, and handed to the attention as a constant (bert.model.pretraining.choose_kernels): under
+    torch.compile such a query is a graph break. The tensor's dtype, which the kernel also needs (FLASH_DTYPES),
+    is checked where the kernel is called."""
     return (torch.device(device).type == "cuda" and head_size % 8 == 0 and head_size <= 256
             and torch.backends.cuda.flash_sdp_enabled() and _flash_schemas_match()
             and _capability(torch.device(device).index or 0) >= (8, 0))

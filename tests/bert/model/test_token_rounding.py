@@ -1,4 +1,4 @@
-"""Rounding the unpadded token count to a few sizes (bert.token_rounding, run.token_sizes): the sizes, the filler
+"""Rounding the unpadded token count to a few sizes (bert.model.token_rounding, run.token_sizes): the sizes, the filler
 sequences that reach them, and a step on rounded batches that equals the step on the same batches unrounded."""
 
 
@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from bert.attention import unpadded_attention
-from bert.config import named_config
 from bert.data.batch import collate
-from bert.model import BertForPreTraining
+from bert.model.attention import unpadded_attention
+from bert.model.config import named_config
+from bert.model.pretraining import BertForPreTraining
+from bert.model.token_rounding import TokenSizes, token_sizes
+from bert.model.varlen_attention import varlen_attention
 from bert.system import load_system
-from bert.token_rounding import TokenSizes, token_sizes
-from bert.varlen_attention import varlen_attention
 from compliance.result_log import read_result_log
 from tests.helpers.samples import make_samples
 

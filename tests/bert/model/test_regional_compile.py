@@ -1,4 +1,4 @@
-"""Regional compilation (bert.model.compile_encoder) on the CPU's inductor: an encoder layer compiles whole,
+"""Regional compilation (bert.model.pretraining.compile_encoder) on the CPU's inductor: an encoder layer compiles whole,
 with dropout, in one graph that every layer shares, and batches of ever-changing token counts recompile it at
 most a couple of times; with token sizes (run.token_sizes) the layer is compiled for static shapes, once per
 size. One inductor compilation of a small layer: about 20-60 s on a shared 2-core machine."""
@@ -9,11 +9,11 @@ import torch
 import torch._dynamo
 from torch._dynamo.utils import counters
 
-from bert.config import named_config
 from bert.data.batch import collate
-from bert.model import BertForPreTraining, EncoderLayer, compile_encoder
-from bert.padding import TokenLayout
-from bert.token_rounding import TokenSizes
+from bert.model.config import named_config
+from bert.model.padding import TokenLayout
+from bert.model.pretraining import BertForPreTraining, EncoderLayer, compile_encoder
+from bert.model.token_rounding import TokenSizes
 from tests.helpers.compile import skip_unless_compile_works
 from tests.helpers.samples import make_samples
 

@@ -1,16 +1,16 @@
 """BERT for pre-training: embeddings, post-LayerNorm encoder, masked-LM head (tied decoder) and NSP head.
 
 One model, two token layouts. `unpadded=True` (the default) runs the whole encoder on the real tokens only
-(see bert.padding); `unpadded=False` runs it on [B, L] with a key mask. Either way the masked-LM head runs on
+(see bert.model.padding); `unpadded=False` runs it on [B, L] with a key mask. Either way the masked-LM head runs on
 the masked positions alone, gathered by indices the data pipeline computed on the host, so no step waits on the
 device.
 
-Parameters are one tensor per reference TF variable (see bert.tf_names), except the attention's query, key and
+Parameters are one tensor per reference TF variable (see bert.model.tf_names), except the attention's query, key and
 value, stacked in one [3H, H] parameter (and one [3H] bias) so that the QKV matmul takes it as it is: no
-concatenation every micro-batch. bert.tf_names names each third, and LAMB keeps one trust ratio per third, as
+concatenation every micro-batch. bert.model.tf_names names each third, and LAMB keeps one trust ratio per third, as
 the reference has one per variable (bert.optim.lamb). The encoder's LayerNorms are torch's, run in the residual
 stream's dtype (`norm_into`); the embeddings' and the masked-LM head's are apex's fused kernel where apex is
-importable (bert.fused). `compile_encoder` compiles each encoder layer with torch.compile.
+importable (bert.model.fused). `compile_encoder` compiles each encoder layer with torch.compile.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bert.attention import attention_mask, padded_attention, unpadded_attention
-from bert.config import BertConfig
-from bert.fused import is_layer_norm, layer_norm
-from bert.padding import TokenLayout, gather_rows, unpad
-from bert.varlen_attention import flash_kernel_usable
+from bert.model.attention import attention_mask, padded_attention, unpadded_attention
+from bert.model.config import BertConfig
+from bert.model.fused import is_layer_norm, layer_norm
+from bert.model.padding import TokenLayout, gather_rows, unpad
+from bert.model.varlen_attention import flash_kernel_usable
 
 
 @dataclass
@@ -77,7 +77,7 @@ class SelfAttention(nn.Module):
         super().__init__()
         h = config.hidden_size
         self.num_heads, self.head_size = config.num_heads, config.head_size
-        self.qkv = nn.Linear(h, 3 * h)  # query, key and value stacked: three reference tensors (bert.tf_names)
+        self.qkv = nn.Linear(h, 3 * h)  # query, key and value stacked: three reference tensors (bert.model.tf_names)
         self.output = nn.Linear(h, h)
         self.layer_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
@@ -214,7 +214,7 @@ class BertForPreTraining(nn.Module):
 
 def choose_kernels(module: nn.Module, device: torch.device) -> None:
     """Decides once, on the host, which kernels `module`'s attention layers run on `device` (the variable-length
-    flash kernel where bert.varlen_attention.flash_kernel_usable says so, else the padded path) and sets the
+    flash kernel where bert.model.varlen_attention.flash_kernel_usable says so, else the padded path) and sets the
     choice on each layer as a constant: a compiled layer then asks the host nothing. Call it after moving the
     model to its device and before its first forward (TrainStep does)."""
     for layer in module.modules():
@@ -227,12 +227,12 @@ def compile_encoder(model: BertForPreTraining, token_sizes: int = 0, cuda_graphs
     layer's elementwise work (bias + GeLU, bias + dropout + residual add, LayerNorm) around the matmuls and the
     attention operator. Parameter names do not change. The layers share one compiled graph per shape (their
     parameters are its inputs); fullgraph: a graph break is an error here, not a silent split
-    (tests/bert/test_regional_compile.py counts graphs and recompiles).
+    (tests/bert/model/test_regional_compile.py counts graphs and recompiles).
 
     Without `token_sizes` the shapes are dynamic from the start: the unpadded token count (and the batch's
     sequence count, padded length and longest sequence) change with every batch, and recompiling for each would
     cost more than the compiled layer saves. The model's floats (dropout rates, LayerNorm's eps) stay constants
-    (compile_layer). With token sizes (run.token_sizes, bert.token_rounding) every batch has one of a few
+    (compile_layer). With token sizes (run.token_sizes, bert.model.token_rounding) every batch has one of a few
     shapes, and each is compiled for itself: at most `token_sizes` graphs for training and as many for eval,
     which the recompile limit must allow. `cuda_graphs` records each under a CUDA graph (torch.compile's
     "reduce-overhead"); each forward of the model starts a new round of replays, so the graphs' outputs of the

@@ -4,7 +4,7 @@
   kernels on GPU, a fused kernel on CPU).
 - unpadded: [T, H] real tokens with cumulative sequence lengths. On CUDA in half precision (training, with
   dropout, and eval) this is the variable-length flash kernel, one operator for autograd and torch.compile
-  (bert.varlen_attention); elsewhere, and where that kernel is not usable, it scatters the tokens back to a
+  (bert.model.varlen_attention); elsewhere, and where that kernel is not usable, it scatters the tokens back to a
   padded tile (or the packed rows), runs the padded kernel with the layout's mask and gathers them again,
   which is exact, so both paths agree.
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from bert.padding import TokenLayout, pad, unpad
-from bert.varlen_attention import FLASH_DTYPES, varlen_attention
+from bert.model.padding import TokenLayout, pad, unpad
+from bert.model.varlen_attention import FLASH_DTYPES, varlen_attention
 
 
 def key_padding_mask(layout: TokenLayout, device: torch.device) -> torch.Tensor:
@@ -69,7 +69,7 @@ def _cpu_attention(
 def unpadded_attention(qkv: torch.Tensor, layout: TokenLayout, dropout_p: float,
                        flash_kernel: bool = False) -> torch.Tensor:
     """qkv: [T, 3, heads, head_size] -> [T, heads, head_size]; attention never crosses sequences. `flash_kernel`:
-    bert.varlen_attention.flash_kernel_usable for this device, decided before (never inside) a compiled region."""
+    bert.model.varlen_attention.flash_kernel_usable for this device, decided before (never inside) a compiled region."""
     if flash_kernel and qkv.is_cuda and qkv.dtype in FLASH_DTYPES:
         q, k, v = qkv.unbind(1)
         return varlen_attention(q, k, v, layout.cu_seqlens, layout.max_len, dropout_p)

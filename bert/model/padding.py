@@ -27,7 +27,7 @@ class TokenLayout:
     batch_size, padded_len: the padded view, [batch_size, padded_len] (rows of a packed layout).
     positions, sequence_ids: packed layouts only, each [rows, padded_len]: a token's position in its
     sequence, and the sequence's number within the row (-1 at padding).
-    fillers, filler_tokens: a rounded layout's (bert.token_rounding) last `fillers` sequences, of
+    fillers, filler_tokens: a rounded layout's (bert.model.token_rounding) last `fillers` sequences, of
     `filler_tokens` tokens in all, are padding that rounds the token count to a fixed size: no loss reads them.
     """
 

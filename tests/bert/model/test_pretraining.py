@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from bert.config import named_config
-from bert.model import BertForPreTraining
-from bert.padding import TokenLayout, pad, unpad
+from bert.model.config import named_config
+from bert.model.padding import TokenLayout, pad, unpad
+from bert.model.pretraining import BertForPreTraining
 
 
 def _batch(vocab: int, lengths: list[int], length: int, seed: int = 0):

@@ -2,14 +2,8 @@ import random
 
 import numpy as np
 
-from bert.prep.instances import (
-    Documents,
-    SampleSpec,
-    SpecialIds,
-    build_samples,
-    plan_instances,
-    truncated_lengths,
-)
+from bert.prep.fast_instances import build_samples, plan_instances, truncated_lengths
+from bert.prep.instances import Documents, SampleSpec, SpecialIds
 
 SPECIAL = SpecialIds(cls=2, sep=3, mask=4, vocab_size=1000)
 

@@ -1,4 +1,4 @@
-"""bert::varlen_attention (bert/varlen_attention.py): its math reference against the padded path the CPU trains
+"""bert::varlen_attention (bert/model/varlen_attention.py): its math reference against the padded path the CPU trains
 with, its dropout and autograd formula against a direct composition, torch.compile seeing it as one operator,
 and, on a GPU (benchmarks/gpu_check.sh runs these), the flash kernel against the reference."""
 
@@ -6,10 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bert.attention import unpadded_attention
 from bert.data.batch import collate_packed
-from bert.padding import TokenLayout
-from bert.varlen_attention import _keep_masks, flash_kernel_usable, varlen_attention
+from bert.model.attention import unpadded_attention
+from bert.model.padding import TokenLayout
+from bert.model.varlen_attention import _keep_masks, flash_kernel_usable, varlen_attention
 from tests.helpers.samples import LENGTHS, make_samples
 
 HEADS, HEAD_SIZE = 2, 8

@@ -2,9 +2,9 @@ import pytest
 import torch
 
 from bert.checkpoint import Source, map_to_model, model_shapes
-from bert.config import named_config
-from bert.model import BertForPreTraining
-from bert.tf_names import HF_TIED, TensorName, hf_name, hf_to_torch, tensor_names, to_hf_state_dict
+from bert.model.config import named_config
+from bert.model.pretraining import BertForPreTraining
+from bert.model.tf_names import HF_TIED, TensorName, hf_name, hf_to_torch, tensor_names, to_hf_state_dict
 
 
 def _by_tf_name(config) -> dict[str, TensorName]:

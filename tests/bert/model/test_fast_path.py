@@ -6,18 +6,18 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bert.attention import padded_attention
-from bert.config import named_config
 from bert.data.batch import collate
 from bert.data.shards import read_shard
 from bert.distributed.launch import DistContext
 from bert.host_sync import host_reads_fail
-from bert.model import BertForPreTraining
+from bert.model.attention import padded_attention
+from bert.model.config import named_config
+from bert.model.padding import gather_rows
+from bert.model.pretraining import BertForPreTraining
+from bert.model.tf_names import hf_name, tensor_names
 from bert.optim.factory import build_optimizer, build_schedule
-from bert.padding import gather_rows
 from bert.step import TrainStep
 from bert.system import load_system
-from bert.tf_names import hf_name, tensor_names
 from bert.transformers_peer import peer_model, to_hf_batch
 from bert.typed_config import ConfigError
 from tests.helpers.compile import skip_unless_compile_works

@@ -1,4 +1,4 @@
-"""bert.fused picks apex's fused LayerNorm exactly when apex is importable (tests/helpers/stand_in_apex.py), for
+"""bert.model.fused picks apex's fused LayerNorm exactly when apex is importable (tests/helpers/stand_in_apex.py), for
 the LayerNorms outside the encoder layers: those are torch's, which a compiled layer traces and fuses."""
 
 import contextlib
@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch import nn
 
-from bert import fused
-from bert.config import named_config
-from bert.model import BertForPreTraining
+from bert.model import fused
+from bert.model.config import named_config
+from bert.model.pretraining import BertForPreTraining
 from tests.helpers.stand_in_apex import FusedLayerNorm, apex_importable
 
 

@@ -257,7 +257,9 @@ class RunSpec:
     dataset: DatasetSpec
     launch: LaunchSpec = field(default_factory=LaunchSpec)
     performance: PerformanceSpec | None = None  # set: `mlperf-bert simulate` can predict this system
-    notes: str = ""
+    # What the values mean and where they come from: text, or an object of topics ("configuration",
+    # "performance", ...), which a descriptor merges with its base's topic by topic (null drops one).
+    notes: str | dict[str, str | None] = ""
     search: dict[str, SearchParam] = field(default_factory=dict)  # the space of `mlperf-bert hpo`
 
 
@@ -352,6 +354,12 @@ class System:
         if given is not None:
             return given
         return self.run.seed if self.run.seed is not None else secrets.randbelow(2**31)
+
+    @property
+    def notes_text(self) -> str:
+        """run.notes as one text: its topics in order."""
+        notes = self.run.notes
+        return notes if isinstance(notes, str) else " ".join(text for text in notes.values() if text)
 
     def init_checkpoint_path(self) -> Path | None:
         if self.run.init_checkpoint is None:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bert.system import load_system, merged_descriptor
+from bert.system import load_system, merged_descriptor, resolved_descriptor
 from bert.typed_config import ConfigError
 from tests.helpers.repo import REPO
 
@@ -18,7 +18,7 @@ def _write(folder, name, data) -> None:
 
 @pytest.fixture
 def base(tmp_path):
-    data = json.loads((REPO / "systems" / "cpu_micro.json").read_text())
+    data, _ = resolved_descriptor(REPO / "systems" / "cpu_micro.json")
     data["run"]["dataset"]["dir"] = str(REPO / "data" / "cpu_micro")
     _write(tmp_path, "micro_base", data)
     return data

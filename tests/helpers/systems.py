@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from bert.system import System, with_run_values
+from bert.system import System, resolved_descriptor, with_run_values
 from tests.helpers.repo import REPO
 
 
@@ -23,7 +23,8 @@ def unchecked_descriptor(run: Mapping[str, object] | None = None) -> dict:
     """The JSON of systems/cpu_micro.json with run fields set by dotted path (`optimizer.beta_1`) and nothing
     checked: the input of the tests of what the loader refuses, to break further by hand and write with
     write_unchecked. Every valid variant is made with System.variant (and System.write)."""
-    return with_run_values(json.loads((REPO / "systems" / "cpu_micro.json").read_text()), run or {})
+    data, _ = resolved_descriptor(REPO / "systems" / "cpu_micro.json")
+    return with_run_values(data, run or {})
 
 
 def write_unchecked(folder: Path, name: str, data: dict) -> Path:

@@ -21,7 +21,6 @@ from bert.system import load_system
 from bert.transformers_peer import peer_model, to_hf_batch
 from bert.typed_config import ConfigError
 from tests.helpers.compile import skip_unless_compile_works
-from tests.helpers.systems import cpu_variant
 
 CPU = DistContext(0, 1, 0, 1, torch.device("cpu"))
 
@@ -93,7 +92,7 @@ def test_bf16_autocast_keeps_the_residual_stream_in_bf16_and_weights_in_fp32(sma
 
 
 def _step(precision: str, **run_changes) -> tuple[TrainStep, BertForPreTraining]:
-    system = cpu_variant(load_system("cpu_micro"), {"precision": precision, "processes_per_node": 1, **run_changes})
+    system = load_system("cpu_micro").cpu_variant({"precision": precision, "processes_per_node": 1, **run_changes})
     model = BertForPreTraining(system.model_config())
     run = system.run
     step = TrainStep(system, CPU, model, build_optimizer(model, run.optimizer), build_schedule(run.optimizer))

@@ -1,4 +1,4 @@
-"""Static shapes for CUDA graphs (issue 16, item 5): how many distinct token counts an epoch of MLPerf-length data
+"""Static shapes for CUDA graphs: how many distinct token counts an epoch of MLPerf-length data
 gives the unpadded encoder, and how many are left when run.token_sizes rounds each micro-batch's count up to
 one of a few sizes, for the filler tokens that costs (bert.model.token_rounding, bert.simulate.static_shapes).
 
@@ -9,7 +9,7 @@ mix of bert.simulate.load_balance, or from the lengths of real shards (--lengths
 and eval batches (--eval-batch, 128) are rounded with sizes of their own: both add to the graphs a run
 records. The last line is `distinct_shapes_per_epoch=<x>` for --sizes (16) sizes.
 
-    python benchmarks/static_shapes.py [--samples N] [--batch 56] [--lengths DIR] [--no-results]
+    python -m benchmarks.static_shapes [--samples N] [--batch 56] [--lengths DIR] [--no-results]
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from results_file import add_no_results_flag, write_results
-
+from benchmarks.common.results_file import add_no_results_flag, print_and_record
 from bert.model.token_rounding import TokenSizes
 from bert.simulate.load_balance import named_lengths, shard_lengths
 from bert.simulate.static_shapes import epoch_shapes
@@ -72,9 +71,7 @@ def report(args: argparse.Namespace) -> tuple[list[str], int]:
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     lines, chosen = report(args)
-    print("\n".join(lines))
-    if not args.no_results:
-        write_results(RESULTS, lines, argv)
+    print_and_record(RESULTS, lines, args, argv)
     return chosen
 
 

@@ -297,6 +297,16 @@ class System:
                              "run (make the variant with device \"cuda\" first)")
         return dataclasses.replace(self, run=dataclasses.replace(self.run, device="cpu"), rehearsal=True)
 
+    def cpu_variant(self, run: Mapping[str, object] | None = None, *, name: str | None = None,
+                    description: Mapping[str, str] | None = None) -> System:
+        """A variant (`variant`) with the `run` changes that runs on the CPU. In fp16, which a descriptor keeps
+        for CUDA, it is the CUDA run rehearsed on the CPU (`cpu_rehearsal`): torch runs fp16 autocast and loss
+        scaling there too."""
+        run = dict(run or {})
+        fp16 = run.get("precision", self.run.precision) == "fp16"
+        system = self.variant({**run, "device": "cuda" if fp16 else "cpu"}, name=name, description=description)
+        return system.cpu_rehearsal() if fp16 and not system.rehearsal else system
+
     def write(self, folder: str | os.PathLike) -> System:
         """Writes this descriptor as `folder/<name>.json` and returns it as loaded from there. Relative dataset
         and checkpoint paths are made absolute when the file lands in another repository root, so that the

@@ -69,7 +69,7 @@ def gpu_throughput(system: System, lengths: np.ndarray) -> Throughput:
     rate = perf.model_flops_utilization * perf.peak_tflops * 1e12 / flops
     return Throughput(rate, f"ESTIMATE: {perf.model_flops_utilization:.0%} model FLOP utilisation of "
                       f"{perf.peak_tflops:g} TFLOP/s at {flops / 1e9:.0f} GFLOP per sequence; "
-                      "benchmarks/gpu_check.sh measures it", True)
+                      "acceptance/gpu_check.sh measures it", True)
 
 
 @dataclass(frozen=True)

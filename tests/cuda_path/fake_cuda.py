@@ -36,7 +36,7 @@ How it works (torch 2.13 CPU build; each piece is needed, and each is checked by
 What it cannot show: values (no dropout mask can be compared), and which SDPA backend CUDA would pick (a CPU
 build has no CUDA kernel selection: SDPA falls back to its math decomposition). The record therefore names
 the attention entry point the trainer called and its arguments (for bert::varlen_attention, its fake kernel
-runs: the flash kernel it stands for is CUDA code); benchmarks/gpu_check.sh lists the kernels on a real GPU.
+runs: the flash kernel it stands for is CUDA code); acceptance/gpu_check.sh lists the kernels on a real GPU.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ import pytest
 from mlperf_logging.compliance_checker.mlp_parser import parse_file
 from mlperf_logging.compliance_checker.mlp_parser.ruleset_500 import parse_generator
 
+from benchmarks.common.ranks import free_port
 from bert.mlperf_rules import DEFAULT_RULESET
 from bert.system import load_system
-from tests.helpers.ports import free_port
 from tests.helpers.repo import REPO
 from tests.helpers.runs import torchrun_command, train_command
 

@@ -1,4 +1,5 @@
-"""Descriptor variants the tests share."""
+"""Descriptors the tests break on purpose: unchecked JSON, written as it is (every valid variant is made
+with System.variant or System.cpu_variant)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from bert.system import System, resolved_descriptor, with_run_values
+from bert.system import resolved_descriptor, with_run_values
 from tests.helpers.repo import REPO
-
-
-def cpu_variant(system: System, run: Mapping[str, object]) -> System:
-    """A variant of the CPU descriptor `system` with the `run` changes (System.variant). In fp16, which a
-    descriptor keeps for CUDA, it is the CUDA run rehearsed on the CPU (System.cpu_rehearsal): torch runs fp16
-    autocast and loss scaling there too."""
-    if run.get("precision") == "fp16":
-        return system.variant({**run, "device": "cuda"}).cpu_rehearsal()
-    return system.variant(run)
 
 
 def unchecked_descriptor(run: Mapping[str, object] | None = None) -> dict:

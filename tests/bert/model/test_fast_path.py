@@ -6,10 +6,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from benchmarks.common.host_sync import host_reads_fail
+from benchmarks.common.transformers_peer import peer_model, to_hf_batch
 from bert.data.batch import collate
 from bert.data.shards import read_shard
 from bert.distributed.launch import DistContext
-from bert.host_sync import host_reads_fail
 from bert.model.attention import padded_attention
 from bert.model.config import named_config
 from bert.model.padding import gather_rows
@@ -18,10 +19,8 @@ from bert.model.tf_names import hf_name, tensor_names
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
 from bert.system import load_system
-from bert.transformers_peer import peer_model, to_hf_batch
 from bert.typed_config import ConfigError
 from tests.helpers.compile import skip_unless_compile_works
-from tests.helpers.systems import cpu_variant
 
 CPU = DistContext(0, 1, 0, 1, torch.device("cpu"))
 
@@ -93,7 +92,7 @@ def test_bf16_autocast_keeps_the_residual_stream_in_bf16_and_weights_in_fp32(sma
 
 
 def _step(precision: str, **run_changes) -> tuple[TrainStep, BertForPreTraining]:
-    system = cpu_variant(load_system("cpu_micro"), {"precision": precision, "processes_per_node": 1, **run_changes})
+    system = load_system("cpu_micro").cpu_variant({"precision": precision, "processes_per_node": 1, **run_changes})
     model = BertForPreTraining(system.model_config())
     run = system.run
     step = TrainStep(system, CPU, model, build_optimizer(model, run.optimizer), build_schedule(run.optimizer))
@@ -188,7 +187,7 @@ def test_compile_switch_compiles_the_encoder_and_matches_eager(small_dataset):
 
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
-                                reason="GPU-only: benchmarks/gpu_check.sh runs them on a CUDA machine")
+                                reason="GPU-only: acceptance/gpu_check.sh runs them on a CUDA machine")
 
 
 @needs_cuda

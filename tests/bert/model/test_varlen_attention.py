@@ -1,6 +1,6 @@
 """bert::varlen_attention (bert/model/varlen_attention.py): its math reference against the padded path the CPU trains
 with, its dropout and autograd formula against a direct composition, torch.compile seeing it as one operator,
-and, on a GPU (benchmarks/gpu_check.sh runs these), the flash kernel against the reference."""
+and, on a GPU (acceptance/gpu_check.sh runs these), the flash kernel against the reference."""
 
 import pytest
 import torch
@@ -93,7 +93,7 @@ def test_torch_compile_sees_one_operator_with_its_autograd_formula():
 
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(),
-                          reason="GPU-only: benchmarks/gpu_check.sh runs them on a CUDA machine")
+                          reason="GPU-only: acceptance/gpu_check.sh runs them on a CUDA machine")
 
 
 @cuda

@@ -1,17 +1,19 @@
 """Where the time of a profiled piece of work goes: summed by kind of work (attention, matmuls, LayerNorm, the
 optimizer, the rest), the kernels that took the most, and the peak memory. On a GPU it is the kernels' device
-time; on a CPU the operators' own CPU time. Used by benchmarks/throughput.py (--profile) and gpu_check.py."""
+time; on a CPU the operators' own CPU time. Used by benchmarks/throughput.py (--profile) and
+acceptance/gpu_check.py."""
 
 from __future__ import annotations
 
 import re
 import resource
-import statistics
 import time
 from collections.abc import Callable
 
 import torch
 from torch.profiler import ProfilerActivity, profile
+
+from benchmarks.common.timing import sync
 
 # First match wins; kernel names on Hopper: nvjet/sm90_xmma (cuBLAS GEMMs), fmha/flash/efficient (attention).
 CATEGORIES = (
@@ -25,23 +27,6 @@ OTHER = "elementwise and other"
 
 def category(name: str) -> str:
     return next((label for label, pattern in CATEGORIES if pattern.search(name)), OTHER)
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def median_seconds(work: Callable[[], object], device: torch.device, repeats: int) -> float:
-    """The median wall time of `work` over `repeats` calls, the device's work included."""
-    times = []
-    for _ in range(repeats):
-        sync(device)
-        start = time.perf_counter()
-        work()
-        sync(device)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def profile_once(work: Callable[[], object], device: torch.device) -> tuple[profile, float]:

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_check.sh rehearsed on the CPU (GPU_CHECK_DEVICE=cpu): every stage of the check a lent GPU
+"""acceptance/gpu_check.sh rehearsed on the CPU (GPU_CHECK_DEVICE=cpu): every stage of the check a lent GPU
 runs passes at toy sizes, so that the script cannot drift from the descriptors, the CLI or the trainer."""
 
 import json
@@ -9,6 +9,7 @@ import sys
 
 from tests.helpers.repo import REPO
 
+GPU_CHECK = REPO / "acceptance" / "gpu_check.sh"
 FILES = {"summary.md", "env.txt", "checks.log", "throughput.log", "throughput_results.md", "gpu_check.json",
          "train.log", "result_0.txt"}
 STAGES = ("env", "descriptor", "data", "loader", "layer", "nosync", "cuda tests", "step", "throughput", "train",
@@ -18,7 +19,7 @@ STAGES = ("env", "descriptor", "data", "loader", "layer", "nosync", "cuda tests"
 def test_the_gpu_check_rehearsal_passes_every_stage_on_the_cpu(tmp_path, cpu_env):
     out = tmp_path / "gpu_check"
     env = dict(cpu_env, GPU_CHECK_DEVICE="cpu", PYTHON=sys.executable)
-    proc = subprocess.run([str(REPO / "benchmarks" / "gpu_check.sh"), str(out)], env=env, capture_output=True,
+    proc = subprocess.run([str(GPU_CHECK), str(out)], env=env, capture_output=True,
                           text=True, timeout=1200)
     summary = (out / "summary.md").read_text() if (out / "summary.md").exists() else proc.stdout
     assert proc.returncode == 0, summary + proc.stderr[-3000:]
@@ -44,7 +45,7 @@ def test_the_gpu_check_rehearsal_passes_every_stage_on_the_cpu(tmp_path, cpu_env
 
 def test_the_gpu_check_refuses_a_folder_that_holds_files(tmp_path):
     (tmp_path / "earlier.txt").write_text("kept")
-    proc = subprocess.run([str(REPO / "benchmarks" / "gpu_check.sh"), str(tmp_path)], capture_output=True, text=True,
+    proc = subprocess.run([str(GPU_CHECK), str(tmp_path)], capture_output=True, text=True,
                           timeout=60, env=dict(os.environ, GPU_CHECK_DEVICE="cpu"))
     assert proc.returncode == 2 and "is not empty" in proc.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["earlier.txt"]
@@ -57,7 +58,7 @@ def test_a_failed_stage_is_one_line_of_the_summary_with_its_last_words(tmp_path,
     fails.write_text("#!/bin/sh\necho 'this python is broken on purpose' >&2\nexit 3\n")
     fails.chmod(0o755)
     env = dict(cpu_env, GPU_CHECK_DEVICE="cpu", GPU_CHECK_BUDGET_S="25", PYTHON=str(fails))
-    proc = subprocess.run([str(REPO / "benchmarks" / "gpu_check.sh"), str(tmp_path / "out")], env=env,
+    proc = subprocess.run([str(GPU_CHECK), str(tmp_path / "out")], env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     lines = [line for line in proc.stdout.splitlines() if line.startswith("- env:")]

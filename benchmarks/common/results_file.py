@@ -1,5 +1,6 @@
-"""The results file a benchmark keeps beside itself: its latest output with the date, machine, torch version
-and command line, replaced atomically (a failed run leaves the previous results)."""
+"""The results file a benchmark keeps beside itself (benchmarks/<name>_results.md for benchmarks/<name>.py): its
+latest output with the date, machine, torch version and command line, replaced atomically (a failed run leaves
+the previous results)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,16 @@ def write_results(path: Path, lines: list[str], argv: list[str], setting: str = 
         f"- machine: {platform.node()}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"load average at the end {' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min)",
         f"- torch {torch.__version__}{setting}",
-        f"- command: python benchmarks/{path.stem.removesuffix('_results')}.py {' '.join(argv)}", "", "```",
+        f"- command: python -m benchmarks.{path.stem.removesuffix('_results')} {' '.join(argv)}".rstrip(), "", "```",
     ]
     partial = path.with_name(path.name + ".partial")
     partial.write_text("\n".join([*header, *lines, "```", ""]))
     os.replace(partial, path)
+
+
+def print_and_record(path: Path, lines: list[str], args: argparse.Namespace, argv: list[str],
+                     setting: str = "") -> None:
+    """Prints `lines` and, unless `args.no_results`, writes them to the results file `path` (write_results)."""
+    print("\n".join(lines))
+    if not args.no_results:
+        write_results(path, lines, argv, setting)

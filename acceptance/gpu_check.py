@@ -1,14 +1,14 @@
-"""The Python checks of benchmarks/gpu_check.sh: each subcommand prints what it found, ends with one line
+"""The Python checks of acceptance/gpu_check.sh: each subcommand prints what it found, ends with one line
 `<check>: ok ...` or `<check>: FAILED ...`, and exits non-zero when the check fails. With --device cpu each runs
 at toy sizes, as the rehearsal (GPU_CHECK_DEVICE=cpu) that CI runs so that the script cannot drift.
 
-    python benchmarks/gpu_check.py descriptor OUTDIR DATADIR   # the short run's descriptor (OUTDIR/gpu_check.json)
-    python benchmarks/gpu_check.py layer       # one BERT-large layer, train mode: attention path, kernels, dtype
-    python benchmarks/gpu_check.py nosync      # the real step never waits for the GPU (bf16, then fp16)
-    python benchmarks/gpu_check.py step        # the descriptor's step on the MLPerf length mix: seq/s and MFU
-    python benchmarks/gpu_check.py speed       # compiled layer and compiled LAMB update against their eager forms
-    python benchmarks/gpu_check.py nccl        # DDP with the bucket-wise clip hook (bf16 gradient), a gloo group
-    python benchmarks/gpu_check.py graphs      # a static-shape compiled layer with and without CUDA graphs
+    python -m acceptance.gpu_check descriptor OUTDIR DATADIR   # the short run's descriptor (OUTDIR/gpu_check.json)
+    python -m acceptance.gpu_check layer       # one BERT-large layer, train mode: attention path, kernels, dtype
+    python -m acceptance.gpu_check nosync      # the real step never waits for the GPU (bf16, then fp16)
+    python -m acceptance.gpu_check step        # the descriptor's step on the MLPerf length mix: seq/s and MFU
+    python -m acceptance.gpu_check speed       # compiled layer and compiled LAMB update against their eager forms
+    python -m acceptance.gpu_check nccl        # DDP with the bucket-wise clip hook (bf16 gradient), a gloo group
+    python -m acceptance.gpu_check graphs      # a static-shape compiled layer with and without CUDA graphs
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import argparse
 import copy
 import dataclasses
 import datetime
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -27,18 +26,25 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from benchmarks.common.data import synthetic_samples
+from benchmarks.common.host_sync import host_reads_fail
+from benchmarks.common.lamb_pair import DRIFT_TOLERANCE, LambPair
+from benchmarks.common.profiling import profile_once, summary
+from benchmarks.common.ranks import free_port, process_group
+from benchmarks.common.timing import median_seconds, peak_flops, sync
 from bert.data.batch import collate
+from bert.data.random_samples import random_samples
 from bert.distributed.launch import DistContext, wait_for_all
-from bert.host_sync import host_reads_fail
 from bert.model.attention import attention_mask
 from bert.model.config import BertConfig, named_config
 from bert.model.padding import TokenLayout
 from bert.model.pretraining import BertForPreTraining, EncoderLayer, choose_kernels, compile_layer
-from bert.model.token_rounding import TokenSizes
-from bert.optim.factory import build_optimizer, build_schedule, parameter_groups
-from bert.optim.lamb import Lamb
+from bert.model.token_rounding import TokenSizes, token_sizes
+from bert.optim.factory import build_optimizer, build_schedule
+from bert.prep.instances import SampleSpec
+from bert.simulate.flops import training_flops
 from bert.simulate.load_balance import named_lengths
-from bert.step import TrainStep
+from bert.step import PRECISION_DTYPES, TrainStep
 from bert.system import System, load_system
 from bert.warmup import compiles_anything, warm_up, warm_up_batches
 
@@ -49,15 +55,17 @@ SHORT_RUN_UPDATES, SHORT_RUN_EVALS = 60, 2
 class Sizes:
     sequences: int  # per micro-batch
     length: int
+    predictions: int  # masked positions per sequence of the no-sync and NCCL checks' batches
     run: dict  # the short run's changes to systems/h200_1x1.json besides its length and updates
     corpus: dict  # its synthetic corpus
     model: str = "large"
 
 
 SIZES = {
-    "cuda": Sizes(56, 512, {}, {"train_samples": 8192, "eval_samples": 1000, "shards": 8}),
-    "cpu": Sizes(4, 64, {"model": "micro", "device": "cpu", "global_batch_size": 8, "gradient_accumulation_steps": 2,
-                         "max_predictions_per_seq": 10, "print_interval_steps": 10},
+    "cuda": Sizes(56, 512, 76, {}, {"train_samples": 8192, "eval_samples": 1000, "shards": 8}),
+    "cpu": Sizes(4, 64, 20, {"model": "micro", "device": "cpu", "global_batch_size": 8,
+                             "gradient_accumulation_steps": 2, "max_predictions_per_seq": 10,
+                             "print_interval_steps": 10},
                  {"train_samples": 512, "eval_samples": 64, "shards": 2, "max_predictions": 10}, model="micro"),
 }
 
@@ -115,8 +123,6 @@ def layer_check(device: torch.device) -> bool:
         out.float().square().mean().backward()
         return out
 
-    from profiling import profile_once, summary  # beside this script
-
     out = forward_backward()  # warm-up: kernel selection, allocations
     prof, wall = profile_once(forward_backward, device)
     print(f"one layer forward + backward, {sizes.sequences} x {sizes.length} tokens:")
@@ -147,11 +153,9 @@ def _step_system(device: torch.device, precision: str, world_size: int = 1, **ru
 
 
 def _batches(device: torch.device, count: int) -> list:
-    from throughput import PRESETS, read_samples  # beside this script
-
+    """`count` micro-batches of a synthetic corpus of the check's sizes, on the device."""
     sizes = SIZES[device.type]
-    preset = dataclasses.replace(PRESETS["large" if device.type == "cuda" else "tiny"], seq_len=sizes.length)
-    samples = read_samples(None, preset, count * sizes.sequences)
+    samples = synthetic_samples(count * sizes.sequences, sizes.length, sizes.predictions)
     return [collate(samples.take(np.arange(k * sizes.sequences, (k + 1) * sizes.sequences))).to(device)
             for k in range(count)]
 
@@ -167,7 +171,8 @@ def nosync_check(device: torch.device) -> bool:
         layer.register_forward_hook(lambda m, args, out: seen.append((args[0].dtype, out.dtype)))
     batches = _batches(device, 6)
     ok = True
-    for precision, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
+    for precision in ("bf16", "fp16"):
+        dtype = PRECISION_DTYPES[precision]
         system = _step_system(device, precision)
         ctx = DistContext(0, 1, 0, 1, device)
         step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
@@ -210,11 +215,6 @@ def _descriptor_system(device: torch.device) -> System:
 def _mlperf_micro_batches(system: System, count: int) -> tuple[list, float]:
     """`count` micro-batches of the descriptor's size with MLPerf-length sequences, as many masked positions each
     as the reference masks, rounded to run.token_sizes where set; and the model FLOPs they need."""
-    from bert.data.random_samples import random_samples
-    from bert.model.token_rounding import token_sizes
-    from bert.prep.instances import SampleSpec
-    from bert.simulate.flops import training_flops
-
     run, config = system.run, system.model_config()
     sizes = token_sizes(run.token_sizes, system.per_process_batch, run.max_seq_length)
     spec = SampleSpec(max_seq_length=run.max_seq_length, max_predictions=run.max_predictions_per_seq)
@@ -233,9 +233,6 @@ def step_check(device: torch.device) -> bool:
     accumulation, precision, optimizer and clipping, compiled before the clock where it compiles), on batches of
     the MLPerf length mix: sequences/s and model FLOP utilisation, the figures run.performance takes
     (gpu_samples_per_s, or model_flops_utilization with the peak)."""
-    from profiling import sync  # beside this script
-    from throughput import DTYPES, peak_flops
-
     system, updates = _descriptor_system(device), STEP_UPDATES[device.type]
     run = system.run
     torch.manual_seed(0)
@@ -256,8 +253,8 @@ def step_check(device: torch.device) -> bool:
     seconds = time.perf_counter() - start
     rate = updates * run.global_batch_size / seconds
     # A CPU's bf16 matmuls are emulated: its rehearsal measures a peak in small fp32 matmuls (meaningless there).
-    peak, peak_source = (peak_flops(device, DTYPES[run.precision], None) if device.type == "cuda"
-                         else peak_flops(device, torch.float32, None, n=512))
+    peak, peak_source = (peak_flops(device, PRECISION_DTYPES[run.precision]) if device.type == "cuda"
+                         else peak_flops(device, torch.float32, n=512))
     mfu = flops * updates / (updates + 1) / seconds / peak  # the timed updates' share of the batches' FLOPs
     mean = float(np.mean([b.layout.real_tokens / b.num_samples for b in batches]))
     print(f"step of {system.name} as it trains ({accumulate} micro-batch(es) of {system.per_process_batch}, MLPerf "
@@ -300,18 +297,23 @@ def _layer_steps(module: torch.nn.Module, batches: list, device: torch.device,
     return run
 
 
-def speed_check(device: torch.device) -> bool:
-    """Issue 16's compiled forms against their eager ones, in one process: an encoder layer (regional
-    compilation, dynamic token counts, dropout 0.1) over batches of MLPerf-length sequences, and the LAMB update
-    of the whole model. Prints each one's time and the ratio; the update must equal the eager one."""
-    from profiling import median_seconds  # beside this script
-
-    sizes = SIZES[device.type]
-    config = descriptor_config(sizes.model, hidden_dropout=0.1, attention_dropout=0.1)
+def _layer_twins(device: torch.device, dropout: float) -> tuple[BertConfig, EncoderLayer, EncoderLayer]:
+    """An encoder layer of the check's model in train mode, its kernels chosen as TrainStep chooses them, and an
+    identical copy of it."""
+    config = descriptor_config(SIZES[device.type].model, hidden_dropout=dropout, attention_dropout=dropout)
     torch.manual_seed(0)
     layer = EncoderLayer(config).to(device).train()
     choose_kernels(layer, device)
-    compiled_layer = copy.deepcopy(layer)
+    return config, layer, copy.deepcopy(layer)
+
+
+def speed_check(device: torch.device) -> bool:
+    """The compiled forms against their eager ones, in one process: an encoder layer (regional compilation,
+    dynamic token counts, dropout 0.1) over batches of MLPerf-length sequences, and the LAMB update of the model
+    (benchmarks.common.lamb_pair). Prints each one's time and the ratio; the compiled update must stay within
+    DRIFT_TOLERANCE of the eager one."""
+    sizes = SIZES[device.type]
+    config, layer, compiled_layer = _layer_twins(device, dropout=0.1)
     compile_layer(compiled_layer)
     # Three token counts: the compiled layer must not recompile for each.
     batches = _mlperf_batches(sizes, config.hidden_size, device, dtype=torch.bfloat16)
@@ -327,42 +329,28 @@ def speed_check(device: torch.device) -> bool:
 
     with torch.device(device):  # 4 of the layers: the bytes per parameter are the same, the compilation shorter
         model = BertForPreTraining(descriptor_config(sizes.model, num_layers=min(4, config.num_layers)))
-    twin = copy.deepcopy(model)
-    optimizers = [Lamb(parameter_groups(m, 0.01), lr=1e-3, compiled=compiled) for m, compiled in
-                  ((model, False), (twin, True))]
-    for m in (model, twin):
-        for p in m.parameters():
-            p.grad = torch.full_like(p, 1e-3)
-    start = time.perf_counter()
-    optimizers[1].step()
-    optimizers[0].step()
-    lamb_compile_s = time.perf_counter() - start
-    eager_s, compiled_s = (median_seconds(o.step, device, TIMED_REPEATS) for o in optimizers)
-    with torch.no_grad():
-        drift = max(float((a - b).abs().max()) for a, b in zip(model.parameters(), twin.parameters()))
-    parameters = sum(p.numel() for p in model.parameters())
-    print(f"LAMB update of BERT-{sizes.model} with {len(model.bert.encoder)} layers ({parameters:,} parameters): "
-          f"eager {eager_s * 1e3:.2f} ms, compiled {compiled_s * 1e3:.2f} ms (compiled in {lamb_compile_s:.1f} s), "
-          f"largest difference after {1 + TIMED_REPEATS} updates {drift:.2g}: "
-          f"compiled_over_eager_lamb={compiled_s / eager_s:.3f}")
-    ok = drift < 1e-5 and all(x.grad is not None and x.grad.isfinite().all() for x, _ in batches)
+    pair = LambPair(model)
+    pair.warm_up(device)
+    for r in range(TIMED_REPEATS):
+        pair.round(r, 1, device)
+    eager_s, compiled_s = (side.seconds_per_update("wall") for side in pair.sides)
+    drift, scale = pair.drift()
+    print(f"LAMB update of BERT-{sizes.model} with {len(model.bert.encoder)} layers ({pair.parameters:,} parameters): "
+          f"eager {eager_s * 1e3:.2f} ms, compiled {compiled_s * 1e3:.2f} ms (compiled in {pair.compile_seconds:.1f} "
+          f"s), largest difference after {1 + TIMED_REPEATS} updates {drift:.2g} (at most {DRIFT_TOLERANCE:g} of the "
+          f"largest weight, {scale:.3g}): compiled_over_eager_lamb={pair.ratio('wall'):.3f}")
+    ok = pair.agree() and all(x.grad is not None and x.grad.isfinite().all() for x, _ in batches)
     print(f"speed: {'ok' if ok else 'FAILED'}")
     return ok
 
 
 def graphs_check(device: torch.device) -> bool:
-    """Issue 16 item 5: an encoder layer compiled for static shapes (run.token_sizes) against the same layer
+    """An encoder layer compiled for static shapes (run.token_sizes) against the same layer
     recorded under CUDA graphs (run.cuda_graphs), forward and backward in train mode over micro-batches rounded
     to one size, so that each side compiles once. On a CPU, reduce-overhead records no graph: the rehearsal runs
     the code path only. Both sides must give the same gradient (the graph replays the same kernels)."""
-    from profiling import median_seconds  # beside this script
-
     sizes = SIZES[device.type]
-    config = descriptor_config(sizes.model, hidden_dropout=0.0, attention_dropout=0.0)
-    torch.manual_seed(0)
-    static = EncoderLayer(config).to(device).train()
-    choose_kernels(static, device)
-    graphed = copy.deepcopy(static)
+    config, static, graphed = _layer_twins(device, dropout=0.0)
     for p in (*static.parameters(), *graphed.parameters()):  # kept in place, as the step keeps them under graphs
         p.grad = torch.zeros_like(p)
     compile_layer(static, static=True)
@@ -394,13 +382,9 @@ def nccl_check(device: torch.device) -> bool:
     sent in bf16 (run.grad_comm_dtype), for 2 steps,
     a gloo sub-group with run.dist_timeout_s as the presort exchange makes one, and the barrier before
     run_start. (Several ranks on one GPU are refused by NCCL; tests/bert/distributed covers several gloo ranks.)"""
-    from clipping_overlap import free_port  # beside this script
-
     backend = "nccl" if device.type == "cuda" else "gloo"
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-    dist.init_process_group(backend, rank=0, world_size=1, timeout=datetime.timedelta(seconds=60),
-                            device_id=device if device.type == "cuda" else None)
-    try:
+    with process_group(0, 1, free_port(), datetime.timedelta(seconds=60), backend=backend, threads=None,
+                       device_id=device if device.type == "cuda" else None):
         system = _step_system(device, "bf16", world_size=2, clip="bucketwise_before_allreduce", grad_comm_dtype="bf16",
                               model_overrides={"num_layers": 2}, bucket_cap_mb=25.0 if device.type == "cuda" else 0.25)
         # TrainStep wraps DDP for several ranks; the group has one (this GPU), which DDP reduces over.
@@ -428,8 +412,6 @@ def nccl_check(device: torch.device) -> bool:
               f"all_gather {gathered[0].tolist()}; barrier passed")
         print(f"nccl: {'ok' if ok else 'FAILED'}")
         return ok
-    finally:
-        dist.destroy_process_group()
 
 
 def main(argv: list[str] | None = None) -> int:

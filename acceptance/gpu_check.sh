@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The first run on a lent GPU: one H200 (or any single CUDA GPU), no network, in under 8 minutes.
 #
-#   benchmarks/gpu_check.sh OUTDIR        (a new or empty folder: everything the check writes lands there)
+#   acceptance/gpu_check.sh OUTDIR        (a new or empty folder: everything the check writes lands there)
 #
 # Stages, the biggest risks first, and those that compile (speed, graphs) after every stage that cannot fail for
 # a compiler's reasons; each under a time limit cut to what is left of the budget (GPU_CHECK_BUDGET_S, default
@@ -9,8 +9,7 @@
 # the summary, with the last line it printed, and the next one runs:
 #   1. env         the packages (a missing one from the wheels carried in .whl/), GPU, driver, torch, apex
 #   2. layer       one BERT-large layer in train mode, bf16, 56 x 512: the attention path (the variable-length
-#                  flash kernel with dropout, issue 16 item 1), the padded fallback's SDPA backend, the kernels, the
-#                  dtype
+#                  flash kernel with dropout), the padded fallback's SDPA backend, the kernels, the dtype
 #   3. nosync      the real step (dropout 0.1, 2 micro-batches of 56 x 512) never waits for the GPU, in bf16 and
 #                  then fp16 with loss scaling; the dtype between encoder layers; then the tests that need CUDA
 #                  (-k cuda: the flash kernel against the math reference, with its dropout mask replayed; the
@@ -21,19 +20,19 @@
 #                  time shares of matmuls, attention, LayerNorm, optimizer and the rest; peak memory
 #   6. train       60 updates and 2 evals at systems/h200_1x1.json's batch through run_and_time.sh (a synthetic
 #                  corpus made on the CPU during stages 1-5, random weights)
-#   7. nccl        DDP with the bucket-wise clip hook over NCCL with the gradient sent in bf16 (item 4), a gloo
+#   7. nccl        DDP with the bucket-wise clip hook over NCCL with the gradient sent in bf16, a gloo
 #                  sub-group, the barrier before run_start
-#   8. speed       a compiled encoder layer (item 2) and the compiled LAMB update of BERT-large's parameters (4
-#                  of its layers; item 3) against their eager forms, in one process
-#   9. graphs      a compiled encoder layer for static shapes with and without CUDA graphs (item 5; last, as
-#                  the stretch item: it runs when the budget has time left)
-# On the CPU cores, beside stages 2-3: the synthetic corpus (until stage 6), and benchmarks/loader.py (item 6:
-# every balance strategy's sequences per CPU second per rank on 8 ranks, with real pinning).
+#   8. speed       a compiled encoder layer and the compiled LAMB update of BERT-large's parameters (4 of its
+#                  layers) against their eager forms, in one process
+#   9. graphs      a compiled encoder layer for static shapes with and without CUDA graphs (last, as the least
+#                  certain gain: it runs when the budget has time left)
+# On the CPU cores, beside stages 2-3: the synthetic corpus (until stage 6), and benchmarks/loader.py (every
+# balance strategy's sequences per CPU second per rank on 8 ranks, with real pinning).
 # OUTDIR gets 8 files, the most a lend brings back: summary.md (also printed at the end), env.txt, checks.log
 # (layer, nosync, speed, nccl, loader), throughput.log, throughput_results.md, gpu_check.json (the short run's
 # descriptor), train.log and result_0.txt. Exit status 0 when every stage passed.
 #
-# GPU_CHECK_DEVICE=cpu rehearses every stage at toy sizes on a CPU (tests/benchmarks/test_gpu_check.py runs it
+# GPU_CHECK_DEVICE=cpu rehearses every stage at toy sizes on a CPU (tests/acceptance/test_gpu_check.py runs it
 # in CI). PYTHON names the interpreter (default python3). Wheels for packages the GPU machine lacks
 # (mlperf-logging): in the repository root run
 #   python3 -m pip download --no-deps --only-binary=:all: -d .whl mlperf-logging==4.1.68
@@ -177,7 +176,7 @@ export -f missing_modules environment short_run
 } >"$summary"
 
 failed=0
-checks=("$python" benchmarks/gpu_check.py)
+checks=("$python" -m acceptance.gpu_check)
 stage env "$(limit 90)" "$out/env.txt" environment || failed=1
 stage descriptor "$(limit 30)" "$out/train.log" "${checks[@]}" descriptor "$out" "$work/data" --device "$device" \
     || failed=1
@@ -185,7 +184,7 @@ stage descriptor "$(limit 30)" "$out/train.log" "${checks[@]}" descriptor "$out"
 stage data "$(limit 240 60)" "$work/data.log" "$python" -m bert.cli data synth --system "$out/gpu_check.json" \
     --out "$work/data" &
 data_pid=$!
-stage loader "$(limit 120 60)" "$work/loader.log" "$python" benchmarks/loader.py "${loader_args[@]}" --no-results &
+stage loader "$(limit 120 60)" "$work/loader.log" "$python" -m benchmarks.loader "${loader_args[@]}" --no-results &
 loader_pid=$!
 stage layer "$(limit 60 240)" "$out/checks.log" "${checks[@]}" layer --device "$device" || failed=1
 stage nosync "$(limit 90 200)" "$out/checks.log" "${checks[@]}" nosync --device "$device" || failed=1
@@ -198,7 +197,7 @@ stage "cuda tests" "$(limit 60 200)" "$out/checks.log" "$python" -m pytest -q -r
 wait "$loader_pid" || failed=1  # before the timed stages: the loader's 8 ranks would compete for the cores
 cat "$work/loader.log" >>"$out/checks.log"
 stage step "$(limit 60 200)" "$out/checks.log" "${checks[@]}" step --device "$device" || failed=1
-stage throughput "$(limit 120 200)" "$out/throughput.log" "$python" benchmarks/throughput.py "${throughput_args[@]}" \
+stage throughput "$(limit 120 200)" "$out/throughput.log" "$python" -m benchmarks.throughput "${throughput_args[@]}" \
     --profile --results "$out/throughput_results.md" --note "gpu_check" || failed=1
 data_status=0
 wait "$data_pid" || data_status=$?

@@ -1,6 +1,7 @@
 """transformers' BertForPreTraining as the peer of this model, for side-by-side comparisons
 (benchmarks/throughput.py, the fast path's equivalence test): the same config (BertConfig.transformers_kwargs),
-the same weights (bert.model.tf_names.to_hf_state_dict) and the same samples, in the form transformers takes them."""
+the same weights (bert.model.tf_names.to_hf_state_dict), the same optimizer groups and the same samples, in the
+form transformers takes them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import torch
 from bert.data.batch import Batch
 from bert.model.config import BertConfig
 from bert.model.pretraining import BertForPreTraining
-from bert.model.tf_names import to_hf_state_dict
+from bert.model.tf_names import hf_to_torch, to_hf_state_dict
+from bert.optim.factory import excluded_from_weight_decay
 
 
 def peer_model(ours: BertForPreTraining, config: BertConfig) -> torch.nn.Module:
@@ -23,6 +25,16 @@ def peer_model(ours: BertForPreTraining, config: BertConfig) -> torch.nn.Module:
         transformers.BertConfig(**config.transformers_kwargs(), attn_implementation="sdpa"))
     peer.load_state_dict(to_hf_state_dict(ours.state_dict(), config))
     return peer
+
+
+def hf_parameter_groups(hf_model: torch.nn.Module, config: BertConfig, weight_decay: float) -> list[dict]:
+    """The reference groups (no decay or trust ratio for LayerNorm and biases), found through our names."""
+    ours = hf_to_torch(config)
+    decay, no_decay = [], []
+    for name, p in hf_model.named_parameters():
+        (no_decay if excluded_from_weight_decay(ours[name]) else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay, "layer_adaptation": True},
+            {"params": no_decay, "weight_decay": 0.0, "layer_adaptation": False}]
 
 
 @dataclass

@@ -56,6 +56,7 @@ if [[ "${1:-}" == --dry-run ]]; then dry_run=1; shift; fi
 # With no SYSTEM, `system env` takes the default system (bert.system.DEFAULT_SYSTEM).
 system_env="$(mlperf-bert system env ${1:+"$1"})" || exit 2  # it printed the descriptor's error
 eval "$system_env"
+system="${1:-$SYSTEM_NAME}"  # as the user named it, so that a refusal's fix repeats their words
 nexp=$(whole_number NEXP "${NEXP:-1}" 1 100000) || exit 2
 if [[ -n "${SEED:-}" ]]; then
     first_seed=$(whole_number SEED "$SEED" 0 "$MAX_SEED") || exit 2
@@ -72,7 +73,7 @@ node_rank=$(whole_number NODE_RANK "${NODE_RANK:-0}" 0 $((NODES - 1))) || exit 2
 plan_args=(--data-dir "$datadir" --node-rank "$node_rank")
 if [[ -n "${SLURM_JOB_ID:-}" ]]; then
     # Refuses an allocation that cannot run the descriptor (one line); prints the first node's address.
-    first_node=$(mlperf-bert system allocation "$SYSTEM_PATH") || exit 2
+    first_node=$(mlperf-bert system allocation "$system") || exit 2
     plan_args+=(--launcher slurm --master-addr "${MASTER_ADDR:-$first_node}")
 else
     plan_args+=(--launcher torchrun)

@@ -6,7 +6,8 @@
 # nodes it then runs the pre-flight alone (started on every node as the run would be).
 # SYSTEM is a descriptor name in systems/ or a path to one. Environment:
 #   NEXP=N          number of runs (default 1, at least 1); each gets a distinct seed and its own result file
-#   SEED=S          seed of the first run (a whole number; default: drawn at random); run i uses S+i
+#   SEED=S          seed of the first run (a whole number; default: the descriptor's run.seed, else drawn at
+#                   random); run i uses S+i
 #   LOGDIR=DIR      where results go (default: logs); files are DIR/<system>/result_<i>.txt, never overwritten
 #   ON_EXISTING=next|refuse   when that folder already holds results: take the next free index (default), or
 #                   refuse to start (of several wrappers started together, one runs). A run logs to
@@ -52,9 +53,10 @@ whole_number() {  # NAME VALUE MIN MAX: prints VALUE as a number, or refuses it
 
 dry_run=0
 if [[ "${1:-}" == --dry-run ]]; then dry_run=1; shift; fi
-system="${1:-cpu_tiny}"
-system_env="$(mlperf-bert system env "$system")" || exit 2  # it printed the descriptor's error
+# With no SYSTEM, `system env` takes the default system (bert.system.DEFAULT_SYSTEM).
+system_env="$(mlperf-bert system env ${1:+"$1"})" || exit 2  # it printed the descriptor's error
 eval "$system_env"
+system="${1:-$SYSTEM_NAME}"  # as the user named it, so that a refusal's fix repeats their words
 nexp=$(whole_number NEXP "${NEXP:-1}" 1 100000) || exit 2
 if [[ -n "${SEED:-}" ]]; then
     first_seed=$(whole_number SEED "$SEED" 0 "$MAX_SEED") || exit 2

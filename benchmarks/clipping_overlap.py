@@ -8,8 +8,8 @@ sequences. Modes alternate over rounds, and each mode's time is the median of it
 (the slowest rank's). The last line is the ratio at the largest world size:
 `bucketwise_over_after_allreduce=<x>` (below 1: the overlap pays).
 
-    python benchmarks/clipping_overlap.py                       # 2 and 4 ranks, BERT-base (long on 2 cores)
-    python benchmarks/clipping_overlap.py --world-sizes 2 --layers 2 --steps 2 --rounds 1   # a quick check
+    python -m benchmarks.clipping_overlap                       # 2 and 4 ranks, BERT-base (long on 2 cores)
+    python -m benchmarks.clipping_overlap --world-sizes 2 --layers 2 --steps 2 --rounds 1   # a quick check
 
 Results (with date, machine and torch version) go to benchmarks/clipping_overlap_results.md.
 """
@@ -18,29 +18,26 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import sys
 import time
 from datetime import timedelta
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
-from results_file import add_no_results_flag, write_results
 
+from benchmarks.common.ranks import gather_from_ranks
+from benchmarks.common.results_file import add_no_results_flag, write_results
 from bert.data.batch import Batch, collate
-from bert.data.shards import Samples
+from bert.data.random_samples import random_samples
+from bert.distributed.clipping import CLIP_MODES
 from bert.distributed.launch import DistContext
-from bert.model import BertForPreTraining
+from bert.model.pretraining import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
 from bert.system import System, load_system
 
-REPO = Path(__file__).resolve().parent.parent
-MODES = ("after_allreduce", "before_allreduce", "bucketwise_before_allreduce")
 RESULTS = Path(__file__).with_name("clipping_overlap_results.md")
 
 
@@ -55,20 +52,11 @@ def bench_system(args: argparse.Namespace, world_size: int, mode: str) -> System
     })
 
 
-def random_batch(system: System, rng: np.random.Generator) -> Batch:
+def random_batch(system: System, seed: int) -> Batch:
     """Full-length random sequences, so that every rank does the same work."""
-    n, length, width = system.per_process_batch, system.run.max_seq_length, system.run.max_predictions_per_seq
-    vocab = system.model_config().vocab_size
-    positions = np.sort(np.stack([rng.choice(np.arange(1, length), width, replace=False) for _ in range(n)]), axis=1)
-    samples = Samples(
-        tokens=rng.integers(5, vocab, n * length).astype(np.int32),
-        segments=np.tile((np.arange(length) >= length // 2).astype(np.int8), n),
-        offsets=np.arange(n + 1, dtype=np.int64) * length,
-        masked_positions=positions.astype(np.int32),
-        masked_ids=rng.integers(5, vocab, (n, width)).astype(np.int32),
-        nsp_labels=rng.integers(0, 2, n).astype(np.int8),
-    )
-    return collate(samples)
+    run = system.run
+    return collate(random_samples([run.max_seq_length] * system.per_process_batch, system.model_config().vocab_size,
+                                  run.max_predictions_per_seq, seed=seed))
 
 
 def time_mode(args: argparse.Namespace, rank: int, world_size: int, mode: str) -> float:
@@ -79,7 +67,7 @@ def time_mode(args: argparse.Namespace, rank: int, world_size: int, mode: str) -
     model = BertForPreTraining(system.model_config())
     step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
                      build_schedule(system.run.optimizer))
-    batch = random_batch(system, np.random.default_rng(rank))
+    batch = random_batch(system, rank)
     batches = iter(lambda: batch, None)
     for s in range(args.warmup):
         step(batches, s)
@@ -92,39 +80,27 @@ def time_mode(args: argparse.Namespace, rank: int, world_size: int, mode: str) -
     return float(elapsed)
 
 
-def rank_main(rank: int, args: argparse.Namespace, world_size: int, port: int, results: dict) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
-    dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=timedelta(minutes=30))
-    times: dict[str, list[float]] = {mode: [] for mode in MODES}
+def rank_main(rank: int, world_size: int, args: argparse.Namespace, results: dict) -> None:
+    times: dict[str, list[float]] = {mode: [] for mode in CLIP_MODES}
     for r in range(args.rounds):
-        for mode in MODES if r % 2 == 0 else reversed(MODES):
+        for mode in CLIP_MODES if r % 2 == 0 else reversed(CLIP_MODES):
             times[mode].append(time_mode(args, rank, world_size, mode))
             if rank == 0:
                 print(f"  world {world_size} round {r + 1}/{args.rounds} {mode}: {times[mode][-1]:.3f} s/step",
                       flush=True)
     if rank == 0:
         results.update({mode: statistics.median(t) for mode, t in times.items()})
-    dist.destroy_process_group()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def measure(args: argparse.Namespace, world_size: int) -> dict[str, float]:
-    with mp.Manager() as manager:
-        results = manager.dict()
-        mp.spawn(rank_main, args=(args, world_size, free_port(), results), nprocs=world_size)
-        return dict(results)
+    return gather_from_ranks(rank_main, world_size, args, timeout=timedelta(minutes=30),
+                             threads=max(1, (os.cpu_count() or 1) // world_size))
 
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--world-sizes", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--model", default="base", help="named model config (bert.config)")
+    parser.add_argument("--model", default="base", help="named model config (bert.model.config)")
     parser.add_argument("--layers", type=int, default=None, help="override the number of encoder layers")
     parser.add_argument("--batch", type=int, default=4, help="sequences per rank and step")
     parser.add_argument("--seq", type=int, default=128, help="sequence length")
@@ -138,7 +114,7 @@ def main(argv: list[str]) -> None:
     for world_size in sorted(args.world_sizes):
         times = measure(args, world_size)
         ratio = times["bucketwise_before_allreduce"] / times["after_allreduce"]
-        lines += [f"world {world_size}: " + ", ".join(f"{m} {times[m]:.3f} s/step" for m in MODES),
+        lines += [f"world {world_size}: " + ", ".join(f"{m} {times[m]:.3f} s/step" for m in CLIP_MODES),
                   f"world {world_size}: peer (after_allreduce) {times['after_allreduce']:.3f} s/step, ours "
                   f"(bucketwise_before_allreduce) {times['bucketwise_before_allreduce']:.3f} s/step, "
                   f"ratio {ratio:.3f}"]

@@ -3,8 +3,8 @@ whether `data prepare` makes exactly the reference's samples, and how fast per c
 sampler; the default fixed-length form, whose gzip costs about a third of the time, and the variable-length
 form), then reshard throughput and memory.
 
-    python benchmarks/data_pipeline.py --reference DIR [--wiki FILE... | --text FILE] [--megabytes 2] [--work DIR]
-                                       [--repeat N]
+    python -m benchmarks.data_pipeline --reference DIR [--wiki FILE... | --text FILE] [--megabytes 2] [--work DIR]
+                                      [--repeat N]
 
 DIR holds the reference's create_pretraining_data.py and tokenization.py (a checkout of google-research/bert or
 mlcommons/training's bert cleanup_scripts); running it needs TensorFlow (`pip install -e .[tf]`). The text is
@@ -37,9 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.reference_peer import check_reference_dir, run_reference  # noqa: E402
+# Neither loads torch: it is loaded only when write_results runs, after the measurements, because a child's peak
+# RSS starts at its parent's (Linux keeps the high-water mark across fork and exec), so the measuring process must
+# stay small.
+from benchmarks.common.reference_peer import check_reference_dir, run_reference
+from benchmarks.common.results_file import add_no_results_flag, write_results
 
 SHAPE = ["--max-seq-length", "512", "--max-predictions", "76"]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
@@ -217,11 +219,6 @@ def _versions() -> str:
 
 
 def main() -> None:
-    # Beside this script; it loads torch only when write_results runs, after the measurements: a child's peak
-    # RSS starts at its parent's (Linux keeps the high-water mark across fork and exec), so the measuring
-    # process must stay small.
-    from results_file import add_no_results_flag, write_results
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reference", type=Path, required=True, help="folder of the reference scripts")
     parser.add_argument("--text", type=Path, help="a text part in the reference layout")

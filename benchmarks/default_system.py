@@ -2,8 +2,8 @@
 synthetic corpus written in under 30 s, the timed run (run_start to run_stop) at 0.720 in under 3 minutes, and
 the whole `./run_and_time.sh` command (install done, corpus present) in under 4 minutes.
 
-    python benchmarks/default_system.py              # cpu_tiny, one run
-    python benchmarks/default_system.py --runs 3     # three seeds; the figures are medians
+    python -m benchmarks.default_system              # cpu_tiny, one run
+    python -m benchmarks.default_system --runs 3     # three seeds; the figures are medians
 
 Everything runs in a scratch folder (its own corpus and logs), exactly as a user runs it: the corpus through
 `mlperf-bert data synth`, each run through `run_and_time.sh`. Prints goal, ours and ratio (ours/goal, below 1 is
@@ -22,8 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from results_file import write_results
-
+from benchmarks.common.results_file import write_results
 from compliance.result_log import read_result_log
 
 REPO = Path(__file__).resolve().parent.parent

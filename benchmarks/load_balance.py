@@ -3,13 +3,13 @@ the strategies measured on gloo ranks of this machine.
 
 Simulated (bert.simulate.load_balance): 128 and 512 nodes x 8 ranks, 16 sequences per rank, lengths shaped like
 MLPerf Wikipedia (mlperf-wiki). Per strategy with the trainer's defaults: the busiest rank's tokens over the
-mean, the padding waste and the step time against perfect balance. Then the rungs of issue 19 on
-stratified+local_presort: the seed paper's plan (4 bins, snake deal, no lookahead), quantile bins, the balanced
-deal, lookahead (the default), and lookahead 2. Then two more ideas for nodes that balance each other, tried
-here and not kept in the library (the results file says why): (A) each bin's draws dealt across the nodes in
-complementary order, which moves samples between nodes and so only bounds what a plan from lengths could do,
-and (B) a per-step exchange of the windows' lengths with the steering done per node (8 ranks' windows
-pooled). The peer is the seed paper's plan, ours the default.
+mean, the padding waste and the step time against perfect balance. Then the rungs from the seed paper's plan
+to the default on stratified+local_presort: the seed paper's plan (4 bins, snake deal, no lookahead), quantile
+bins, the balanced deal, lookahead (the default), and lookahead 2. Then two more ideas for nodes that balance
+each other, tried here and not kept in the library (the results file says why): (A) each bin's draws dealt
+across the nodes in complementary order, which moves samples between nodes and so only bounds what a plan from
+lengths could do, and (B) a per-step exchange of the windows' lengths with the steering done per node (8 ranks'
+windows pooled). The peer is the seed paper's plan, ours the default.
 
 Deals: microseconds per deal of 8 ranks x 16 and x 64 sequences, snake against balanced, and the spread
 (busiest rank's cost over the mean) each leaves.
@@ -20,8 +20,8 @@ with the same length mix (scaled to --seq tokens); per strategy, the mean step t
 against `none`, and the tokens each rank computes per step (real tokens unpadded, batch x padded length
 padded, rows x --seq packed and padded); the paper's plan against the default for the local presort.
 
-    python benchmarks/load_balance.py                                     # all parts
-    python benchmarks/load_balance.py --steps 5 --sim-steps 8 --no-results  # a quick check
+    python -m benchmarks.load_balance                                     # all parts
+    python -m benchmarks.load_balance --steps 5 --sim-steps 8 --no-results  # a quick check
 
 Results (with date, machine, load average and torch version) go to benchmarks/load_balance_results.md.
 """
@@ -29,7 +29,6 @@ Results (with date, machine, load average and torch version) go to benchmarks/lo
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -39,24 +38,23 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
-from results_file import add_no_results_flag, write_results
 
+from benchmarks.common.data import write_mlperf_length_shards
+from benchmarks.common.ranks import gather_from_ranks
+from benchmarks.common.results_file import add_no_results_flag, write_results
 from bert.cli.simulate import format_stats
 from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH, PAPER_BINS, STRATEGIES, bin_of, deal, sequence_cost
 from bert.data.loader import TrainLoader
 from bert.data.lookahead import SWAP_PASSES
-from bert.data.shards import Samples, write_shard
 from bert.data.stratified_sampler import StratifiedPlan, stratified_plan
 from bert.distributed.launch import DistContext
-from bert.model import BertForPreTraining
+from bert.model.pretraining import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.simulate.load_balance import named_lengths, presorted, simulate_balance, stratified_draws
 from bert.step import TrainStep
 from bert.system import System, load_system
 from bert.train import loader_balance
 
-REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).with_name("load_balance_results.md")
 LOCAL = "stratified+local_presort"
 PAPER = dict(bins=list(PAPER_BINS), deal_how="snake", lookahead=0)  # the seed paper's plan
@@ -180,28 +178,6 @@ def deal_timing(repeats: int = 300) -> list[str]:
     return lines
 
 
-def write_dataset(folder: Path, seq: int, samples: int, shards: int, seed: int = 0, form: str = "fixed") -> list[Path]:
-    """Random tokens with mlperf-wiki lengths scaled to `seq`; 15% of each sample masked; shards of `form`."""
-    rng = np.random.default_rng(seed)
-    lengths = np.maximum(named_lengths("mlperf-wiki", samples, seed, max_len=seq), 8)
-    width = seq // 7
-    paths = []
-    for k, part in enumerate(np.array_split(np.arange(samples), shards)):
-        n = lengths[part]
-        positions = np.zeros((len(part), width), np.int32)
-        for i, length in enumerate(n):
-            chosen = np.sort(rng.choice(np.arange(1, length), max(1, min(width, length * 15 // 100)), replace=False))
-            positions[i, :len(chosen)] = chosen
-        segments = np.concatenate([(np.arange(m) >= m // 2) for m in n]).astype(np.int8)
-        shard = Samples(rng.integers(5, 4096, n.sum()).astype(np.int32), segments,
-                        np.concatenate([[0], np.cumsum(n)]).astype(np.int64), positions,
-                        np.where(positions > 0, rng.integers(5, 4096, positions.shape), 0).astype(np.int32),
-                        rng.integers(0, 2, len(part)).astype(np.int8))
-        paths.append(folder / f"part-{k:05d}.hdf5")
-        write_shard(paths[-1], shard, form, seq, width)
-    return paths
-
-
 def bench_system(args: argparse.Namespace, strategy: str, unpadded: bool, changes: dict) -> System:
     return load_system("cpu_tiny").variant({
         "processes_per_node": RANKS_PER_NODE, "global_batch_size": RANKS * args.batch, "max_seq_length": args.seq,
@@ -248,28 +224,19 @@ def time_strategy(args, rank: int, paths: list[Path], system: System) -> tuple[f
     return seconds / RANKS, total / RANKS, most
 
 
-def rank_main(rank: int, args: argparse.Namespace, port: int, paths: list[Path], results: dict) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=RANKS, timeout=timedelta(minutes=30))
+def rank_main(rank: int, world_size: int, args: argparse.Namespace, paths: list[Path], results: dict) -> None:
     for repeat in range(args.repeats):  # interleaved, the fastest kept: the cores are shared and noisy
         for label, strategy, unpadded, changes in MEASURED:
             figures = time_strategy(args, rank, paths, bench_system(args, strategy, unpadded, changes))
             if rank == 0:
                 results[label] = min(results.get(label, figures), figures)
                 print(f"  {label} (pass {repeat + 1}): {figures[0]:.3f} s/step", flush=True)
-    dist.destroy_process_group()
 
 
 def measured(args: argparse.Namespace) -> list[str]:
-    from clipping_overlap import free_port  # beside this script
-
-    with tempfile.TemporaryDirectory() as tmp, mp.Manager() as manager:
-        paths = write_dataset(Path(tmp), args.seq, 16384, 8)  # 2,048 a shard: the first one sets the bins
-        results = manager.dict()
-        port = free_port()
-        mp.spawn(rank_main, args=(args, port, paths, results), nprocs=RANKS)
-        results = dict(results)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_mlperf_length_shards(Path(tmp), args.seq, 16384, 8)  # 2,048 a shard: the first sets the bins
+        results = gather_from_ranks(rank_main, RANKS, args, paths, timeout=timedelta(minutes=30))
     base = results["none (unpadded)"][0]
     lines = [f"measured: {RANKS} gloo ranks ({RANKS // RANKS_PER_NODE} nodes x {RANKS_PER_NODE}) on this machine's "
              f"cores, tiny BERT, {args.batch} per rank, mlperf-wiki lengths scaled to {args.seq}, {args.steps} steps "

@@ -15,11 +15,11 @@ are copied into new ones where the loader would pin them (the copy a pin makes; 
 
 Each strategy's rate is also given as a ratio to `none` (no balancing: the plain loader), measured in the
 same run. What the loader must keep up with is quoted, not measured here, and divides nothing: one H200 should
-train about 1,000 sequences/s (issue 16). The last line is the slowest strategy's figure,
+train about 1,000 sequences/s (the project's goal for one GPU). The last line is the slowest strategy's figure,
 `loader_seq_per_s_per_rank=<x>` (goal: at least 3,000 sequences per CPU second).
 
-    python benchmarks/loader.py                           # 8 shards of 4,096 samples, 150 batches a strategy
-    python benchmarks/loader.py --batches 20 --samples 4096 --no-results   # a quick check
+    python -m benchmarks.loader                           # 8 shards of 4,096 samples, 150 batches a strategy
+    python -m benchmarks.loader --batches 20 --samples 4096 --no-results   # a quick check
 
 Results (with date, machine and torch version) go to benchmarks/loader_results.md.
 """
@@ -27,7 +27,6 @@ Results (with date, machine and torch version) go to benchmarks/loader_results.m
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -36,8 +35,10 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
+from benchmarks.common.data import write_mlperf_length_shards
+from benchmarks.common.ranks import gather_from_ranks
+from benchmarks.common.results_file import add_no_results_flag, print_and_record
 from bert.data.balance_plans import STRATEGIES
 from bert.data.batch import Batch
 from bert.data.loader import TrainLoader
@@ -46,12 +47,10 @@ from bert.system import System, load_system
 from bert.train import loader_balance
 
 RESULTS = Path(__file__).with_name("loader_results.md")
-GOAL, CONSUMER = 3000, 1000  # sequences/s: the goal, and one H200's appetite (quoted from issue 16)
+GOAL, CONSUMER = 3000, 1000  # sequences/s: the goal, and one H200's appetite (the project's goal for one GPU)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    from results_file import add_no_results_flag  # beside this script
-
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--batch", type=int, default=56, help="sequences per rank and batch")
     p.add_argument("--seq", type=int, default=512, help="the longest sequence")
@@ -98,20 +97,14 @@ def time_strategy(args: argparse.Namespace, rank: int, paths: list[Path], strate
         loader.close()
 
 
-def rank_main(rank: int, args: argparse.Namespace, port: int, paths: list[Path], results: dict) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
+def rank_main(rank: int, world_size: int, args: argparse.Namespace, paths: list[Path], results: dict) -> None:
     copy_instead_of_pinning()
-    dist.init_process_group("gloo", rank=rank, world_size=args.ranks, timeout=timedelta(minutes=10))
-    try:
-        for strategy in STRATEGIES:
-            figures = torch.tensor(time_strategy(args, rank, paths, strategy), dtype=torch.float64)
-            gathered = [torch.zeros_like(figures) for _ in range(args.ranks)]
-            dist.all_gather(gathered, figures)
-            if rank == 0:
-                results[strategy] = [t.tolist() for t in gathered]
-    finally:
-        dist.destroy_process_group()
+    for strategy in STRATEGIES:
+        figures = torch.tensor(time_strategy(args, rank, paths, strategy), dtype=torch.float64)
+        gathered = [torch.zeros_like(figures) for _ in range(world_size)]
+        dist.all_gather(gathered, figures)
+        if rank == 0:
+            results[strategy] = [t.tolist() for t in gathered]
 
 
 def report(args: argparse.Namespace, results: dict) -> tuple[list[str], float]:
@@ -131,32 +124,21 @@ def report(args: argparse.Namespace, results: dict) -> tuple[list[str], float]:
     slowest = min(per_cpu.values())
     lines.append(f"slowest strategy: {slowest:.0f} sequences per CPU second per rank; goal {GOAL:,}: "
                  f"{'met' if slowest >= GOAL else 'NOT met'} (one H200 should train about {CONSUMER:,} sequences/s: "
-                 f"quoted from issue 16)")
+                 f"the project's goal for one GPU)")
     lines.append(f"loader_seq_per_s_per_rank={slowest:.0f}")
     return lines, slowest
 
 
 def main(argv: list[str]) -> float:
-    from clipping_overlap import free_port  # beside this script
-    from load_balance import write_dataset
-
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="loader-bench-") as tmp:
         started = time.perf_counter()
-        paths = write_dataset(Path(tmp), args.seq, args.samples, args.shards, form="varlen")
+        paths = write_mlperf_length_shards(Path(tmp), args.seq, args.samples, args.shards, form="varlen")
         print(f"wrote {args.samples} samples in {args.shards} varlen shards in {time.perf_counter() - started:.1f} s",
               flush=True)
-        port = free_port()
-        with mp.Manager() as manager:
-            shared = manager.dict()
-            mp.spawn(rank_main, args=(args, port, paths, shared), nprocs=args.ranks, join=True)
-            results = dict(shared)
+        results = gather_from_ranks(rank_main, args.ranks, args, paths, timeout=timedelta(minutes=10))
     lines, slowest = report(args, results)
-    print("\n".join(lines))
-    if not args.no_results:
-        from results_file import write_results  # beside this script
-
-        write_results(RESULTS, lines, argv, ", gloo on one machine")
+    print_and_record(RESULTS, lines, args, argv, ", gloo on one machine")
     return slowest
 
 

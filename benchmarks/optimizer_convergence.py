@@ -2,8 +2,8 @@
 (ours, the seed paper's open-division choice), over the same seeds, each run launched as run_and_time.sh
 launches it (torchrun with the descriptor's processes) and read from its MLPerf log.
 
-    python benchmarks/optimizer_convergence.py                            # cpu_tiny vs cpu_tiny_adam, 5 seeds
-    python benchmarks/optimizer_convergence.py --seeds 1 --max-samples 16384   # a quick check of the machinery
+    python -m benchmarks.optimizer_convergence                            # cpu_tiny vs cpu_tiny_adam, 5 seeds
+    python -m benchmarks.optimizer_convergence --seeds 1 --max-samples 16384   # a quick check of the machinery
 
 A run that stops at the sample cap counts as the cap (marked "capped"). The last line is
 `adam_over_lamb_samples=<x>`, the ratio of the mean samples (below 1: ADAM needs fewer). Results (with date,
@@ -19,8 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from results_file import add_no_results_flag, write_results
-
+from benchmarks.common.results_file import add_no_results_flag, write_results
 from bert.system import System, load_system
 from compliance.result_log import read_result_log
 

@@ -1,6 +1,6 @@
-"""Static shapes for CUDA graphs (issue 16, item 5): how many distinct token counts an epoch of MLPerf-length data
+"""Static shapes for CUDA graphs: how many distinct token counts an epoch of MLPerf-length data
 gives the unpadded encoder, and how many are left when run.token_sizes rounds each micro-batch's count up to
-one of a few sizes, for the filler tokens that costs (bert.token_rounding, bert.simulate.static_shapes).
+one of a few sizes, for the filler tokens that costs (bert.model.token_rounding, bert.simulate.static_shapes).
 
 The peer is the unrounded layout (every token count its own shape); ours rounds to 8, 16, 32 and 64 sizes.
 An epoch: --samples sequences (default about the MLPerf phase-2 training set: 4,320 shards of about 36,000)
@@ -9,7 +9,7 @@ mix of bert.simulate.load_balance, or from the lengths of real shards (--lengths
 and eval batches (--eval-batch, 128) are rounded with sizes of their own: both add to the graphs a run
 records. The last line is `distinct_shapes_per_epoch=<x>` for --sizes (16) sizes.
 
-    python benchmarks/static_shapes.py [--samples N] [--batch 56] [--lengths DIR] [--no-results]
+    python -m benchmarks.static_shapes [--samples N] [--batch 56] [--lengths DIR] [--no-results]
 """
 
 from __future__ import annotations
@@ -19,11 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-from results_file import add_no_results_flag, write_results
-
+from benchmarks.common.results_file import add_no_results_flag, print_and_record
+from bert.model.token_rounding import TokenSizes
 from bert.simulate.load_balance import named_lengths, shard_lengths
 from bert.simulate.static_shapes import epoch_shapes
-from bert.token_rounding import TokenSizes
 
 RESULTS = Path(__file__).with_name("static_shapes_results.md")
 MLPERF_EPOCH = 4320 * 36_000  # about: the phase-2 training set's 4,320 shards hold about 36,000 sequences each
@@ -72,9 +71,7 @@ def report(args: argparse.Namespace) -> tuple[list[str], int]:
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     lines, chosen = report(args)
-    print("\n".join(lines))
-    if not args.no_results:
-        write_results(RESULTS, lines, argv)
+    print_and_record(RESULTS, lines, args, argv)
     return chosen
 
 

@@ -1,6 +1,6 @@
 """Training throughput of this trainer against Hugging Face transformers' BertForPreTraining, in one process.
 
-Both sides get the same BERT config, the same initial weights (copied through bert.tf_names), the same batches
+Both sides get the same BERT config, the same initial weights (copied through bert.model.tf_names), the same batches
 cut from MLPerf-format shards, the same optimizer (bert.optim.lamb.Lamb with the reference parameter groups),
 the same precision and the same step (bert.step.TrainStep: autocast, loss scaling, clipping, update). They
 alternate, after a warm-up, so that a busy machine slows both alike. transformers runs with
@@ -14,12 +14,13 @@ on masked positions only, pooler and NSP per sequence. Padding and logits at unm
 work, so they lower utilisation. The peak is the datasheet's dense half-precision rate on GPUs it knows
 and otherwise a measured large matmul in the compute dtype (printed, with how it was obtained).
 
-    python benchmarks/throughput.py --preset base            # CPU, BERT-base, seq 128
-    python benchmarks/throughput.py --preset large           # GPU, BERT-large, seq 512
+    python -m benchmarks.throughput --preset base            # CPU, BERT-base, seq 128
+    python -m benchmarks.throughput --preset large           # GPU, BERT-large, seq 512
 
-The results file (benchmarks/throughput_results.md, written through results_file.py; --no-results skips it)
-holds this run's figures, the table of every recorded run (the rows already there are kept, this run's is
-added) with the load average it ran under, and the status of the issue's goals derived from that table. The
+The results file (benchmarks/throughput_results.md, written through benchmarks.common.results_file;
+--no-results skips it) holds this run's figures, the table of every recorded run (the rows already there are
+kept, this run's is added) with the load average it ran under, and where the performance goals stand, derived
+from that table. The
 last line printed is `speedup_vs_transformers=<ours / transformers>`.
 """
 
@@ -31,7 +32,6 @@ import datetime
 import os
 import platform
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,25 +39,22 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bert.config import BertConfig
+from benchmarks.common.data import read_samples, synthetic_samples
+from benchmarks.common.profiling import profile_once, summary
+from benchmarks.common.results_file import add_no_results_flag, write_results
+from benchmarks.common.timing import peak_flops, sync
+from benchmarks.common.transformers_peer import hf_parameter_groups, peer_model, to_hf_batch
 from bert.data.batch import Batch, collate, padded_length
-from bert.data.shards import Samples, read_shard
 from bert.distributed.launch import DistContext
-from bert.model import BertForPreTraining
-from bert.optim.factory import build_optimizer, build_schedule, excluded_from_weight_decay
+from bert.model.config import BertConfig
+from bert.model.pretraining import BertForPreTraining
+from bert.optim.factory import build_optimizer, build_schedule
 from bert.optim.lamb import Lamb
-from bert.prep.synthetic.hdf5_corpus import synthesize
 from bert.simulate.flops import training_flops
-from bert.step import TrainStep
-from bert.system import SyntheticDataSpec, System, load_system
-from bert.tf_names import hf_to_torch
-from bert.transformers_peer import peer_model, to_hf_batch
+from bert.step import PRECISION_DTYPES, TrainStep
+from bert.system import System, load_system
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "throughput_results.md"
-# Dense bf16/fp16 tensor-core peaks from NVIDIA's datasheets (SXM parts), in FLOP/s.
-DATASHEET_PEAKS = {"H200": 989e12, "H100": 989e12, "A100": 312e12}
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+RESULTS = Path(__file__).with_name("throughput_results.md")
 
 
 @dataclass(frozen=True)
@@ -78,52 +75,17 @@ PRESETS = {
 }
 
 
-def read_samples(data: Path | None, preset: Preset, needed: int) -> Samples:
-    """`needed` samples from the shards in data/train (or a fresh synthetic corpus of the preset's shapes)."""
-    if data is None:
-        spec = SyntheticDataSpec(train_samples=needed, eval_samples=16, shards=1, vocab_size=4096,
-                                 max_seq_length=preset.seq_len, max_predictions=preset.max_predictions)
-        with tempfile.TemporaryDirectory(prefix="throughput-data-") as tmp:
-            synthesize(tmp, spec)
-            return read_samples(Path(tmp), preset, needed)
-    shards = sorted((data / "train").glob("*.hdf5")) or sorted(data.glob("*.hdf5"))
-    if not shards:
-        raise SystemExit(f"{data}: no *.hdf5 shards in it or in its train/ folder")
-    parts, count = [], 0
-    for shard in shards:
-        parts.append(read_shard(shard))
-        count += len(parts[-1])
-        if count >= needed:
-            break
-    if count < needed:
-        raise SystemExit(f"{data}: {count} samples, fewer than the {needed} the run needs; lower --batches")
-    return Samples.concat(parts).take(np.arange(needed))
-
-
 def benchmark_system(preset: Preset, args: argparse.Namespace) -> System:
-    """The preset's descriptor, as one process training the preset's model and batch; fp16 on a CPU runs as a
-    rehearsal of the CUDA run (bert.system.System.cpu_rehearsal), as --device cpu always could."""
-    precision = args.precision or preset.precision
-    rehearsal = preset.device == "cpu" and precision == "fp16"
+    """The preset's descriptor, as one process training the preset's model and batch; on a CPU in fp16 it is the
+    CUDA run rehearsed (bert.system.System.cpu_variant)."""
     base = load_system(preset.system)
-    system = base.variant(  # the preset's model size, with the descriptor's GELU
-        {"model": preset.model, "model_overrides": {"gelu": base.model_config().gelu},
-         "device": "cuda" if rehearsal else preset.device, "processes_per_node": 1, "precision": precision,
-         "global_batch_size": args.batch_size or preset.batch_size,
-         "gradient_accumulation_steps": 1, "max_seq_length": preset.seq_len, "unpadded": True,
-         "compile": args.compile},
-        description={"number_of_nodes": "1"})
-    return system.cpu_rehearsal() if rehearsal else system
-
-
-def hf_parameter_groups(hf_model: torch.nn.Module, config: BertConfig, weight_decay: float) -> list[dict]:
-    """The reference groups (no decay or trust ratio for LayerNorm and biases), found through our names."""
-    ours = hf_to_torch(config)
-    decay, no_decay = [], []
-    for name, p in hf_model.named_parameters():
-        (no_decay if excluded_from_weight_decay(ours[name]) else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay, "layer_adaptation": True},
-            {"params": no_decay, "weight_decay": 0.0, "layer_adaptation": False}]
+    changes = {  # the preset's model size, with the descriptor's GELU
+        "model": preset.model, "model_overrides": {"gelu": base.model_config().gelu}, "processes_per_node": 1,
+        "precision": args.precision or preset.precision, "global_batch_size": args.batch_size or preset.batch_size,
+        "gradient_accumulation_steps": 1, "max_seq_length": preset.seq_len, "unpadded": True, "compile": args.compile}
+    if preset.device == "cpu":
+        return base.cpu_variant(changes, description={"number_of_nodes": "1"})
+    return base.variant({**changes, "device": preset.device}, description={"number_of_nodes": "1"})
 
 
 def build_steps(system: System, config: BertConfig, ctx: DistContext) -> tuple[TrainStep, TrainStep]:
@@ -142,32 +104,6 @@ def model_flops(config: BertConfig, batch: Batch) -> float:
     """Training FLOPs the model needs for this batch (bert.simulate.flops)."""
     lengths = (batch.layout.cu_seqlens[1:] - batch.layout.cu_seqlens[:-1]).numpy()
     return training_flops(config, lengths, batch.mlm_labels.numel())
-
-
-def peak_flops(device: torch.device, dtype: torch.dtype, override_tflops: float | None,
-               n: int = 2048) -> tuple[float, str]:
-    if override_tflops:
-        return override_tflops * 1e12, "given with --peak-tflops"
-    if device.type == "cuda" and dtype != torch.float32:
-        name = torch.cuda.get_device_name(device)
-        for model, peak in DATASHEET_PEAKS.items():
-            if model in name:
-                return peak, f"{model} datasheet dense bf16/fp16"
-    repeats = 5
-    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
-    best = float("inf")
-    for _ in range(repeats + 1):
-        _sync(device)
-        start = time.perf_counter()
-        a @ b
-        _sync(device)
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best, f"measured: best of {repeats} {n}x{n} {str(dtype).removeprefix('torch.')} matmuls"
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 class Feed:
@@ -203,13 +139,13 @@ class Side:
 
     def run(self, steps: int, device: torch.device) -> float:
         """Runs `steps` updates; returns the seconds they took, the device's work included."""
-        _sync(device)
+        sync(device)
         start, start_cpu = time.perf_counter(), time.process_time()
         for _ in range(steps):
             self.step(self.feed, self.updates)
             self.updates += 1
         loss, _ = self.step.take_window()  # reads the loss, so the device has finished
-        _sync(device)
+        sync(device)
         if loss != loss:
             raise SystemExit(f"{self.name}: the loss is not a number; the comparison is void")
         self.cpu_seconds += time.process_time() - start_cpu
@@ -248,7 +184,7 @@ def recorded_rows(path: Path) -> list[dict[str, str]]:
 
 
 def goal_status(rows: list[dict[str, str]]) -> list[str]:
-    """Where the issue's goals stand, from the latest matching row: measured, or not yet."""
+    """Where the performance goals stand, from the latest matching row: measured, or not yet."""
     cpu = [r for r in rows if r["device"] == "cpu" and r["preset"] == "base"]
     gpu = [r for r in rows if r["device"] == "cuda" and r["preset"] == "large" and "H200" in r["machine"]]
     lines = ["Goals (from the latest matching row):"]
@@ -259,9 +195,9 @@ def goal_status(rows: list[dict[str, str]]) -> list[str]:
             met += " (measured under load: indicative only)"
         lines.append(f"- CPU, base preset: at least {CPU_GOAL}x transformers: {met}, {r['speedup']}x on {r['date']} "
                      f"({r['machine']}, load {r['load 1/5 min']}; {r['notes'].split(';')[0]}). Re-measure on a quiet "
-                     f"machine with: python benchmarks/throughput.py --preset base")
+                     f"machine with: python -m benchmarks.throughput --preset base")
     else:
-        lines.append("- CPU, base preset: not yet measured (python benchmarks/throughput.py --preset base)")
+        lines.append("- CPU, base preset: not yet measured (python -m benchmarks.throughput --preset base)")
     if gpu:
         r = gpu[-1]
         lines.append(f"- H200, BERT-large seq 512 bf16: MFU {r['MFU ours']} (goal {GPU_GOAL_MFU:.0%}), "
@@ -269,15 +205,13 @@ def goal_status(rows: list[dict[str, str]]) -> list[str]:
     else:
         lines.append(f"- H200, BERT-large seq 512 bf16 (goals: MFU at least {GPU_GOAL_MFU:.0%}, at least "
                      f"{GPU_GOAL_SPEEDUP}x transformers): NOT YET MEASURED. No H200 row is recorded: "
-                     f"benchmarks/gpu_check.sh has not been run on an H200. Run it there (carrying .whl with the "
+                     f"acceptance/gpu_check.sh has not been run on an H200. Run it there (carrying .whl with the "
                      f"mlperf-logging wheel, see its header) and copy the rows of OUTDIR/throughput_results.md "
                      f"into the table below.")
     return lines
 
 
 def record(path: Path, figures: list[str], row: dict[str, str], argv: list[str], setting: str) -> None:
-    from results_file import write_results  # beside this script
-
     rows = [*recorded_rows(path), row]
     table = ["| " + " | ".join(COLUMNS) + " |", "|---" * len(COLUMNS) + "|",
              *("| " + " | ".join(r[c] for c in COLUMNS) + " |" for r in rows)]
@@ -294,13 +228,11 @@ def load_average() -> tuple[str, str]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from results_file import add_no_results_flag  # beside this script
-
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="base")
     p.add_argument("--data", type=Path, default=None,
                    help="dataset folder with train/*.hdf5 (default: a fresh synthetic corpus of the preset's shapes)")
-    p.add_argument("--precision", choices=sorted(DTYPES), default=None, help="default: the preset's")
+    p.add_argument("--precision", choices=sorted(PRECISION_DTYPES), default=None, help="default: the preset's")
     p.add_argument("--batch-size", type=int, default=None, help="default: the preset's")
     p.add_argument("--device", default=None, help="default: the preset's (cpu or cuda)")
     p.add_argument("--compile", action="store_true", help="torch.compile our encoder layers (run.compile)")
@@ -335,7 +267,9 @@ def main(argv: list[str] | None = None) -> float:
                          "pass --device cpu to run it here anyway")
     config = system.model_config()
     ctx = DistContext(0, 1, 0, 1, device)
-    samples = read_samples(args.data, preset, args.batches * run.global_batch_size)
+    needed = args.batches * run.global_batch_size
+    samples = (read_samples(args.data, needed) if args.data is not None
+               else synthetic_samples(needed, preset.seq_len, preset.max_predictions))
     if int(samples.lengths.max()) > config.max_position_embeddings:
         raise SystemExit(f"{args.data}: sequences longer than the model's {config.max_position_embeddings} positions")
     seq_len = padded_length(samples, 8)
@@ -355,7 +289,7 @@ def main(argv: list[str] | None = None) -> float:
     alternate(sides, args, device)
     if args.profile:
         profile_step(sides[0], device)
-    peak, peak_source = peak_flops(device, DTYPES[run.precision], args.peak_tflops)
+    peak, peak_source = peak_flops(device, PRECISION_DTYPES[run.precision], args.peak_tflops)
     figures, measured, speedup = report(sides, peak, peak_source)
     if not args.no_results:
         load, busy = load_average()
@@ -391,9 +325,7 @@ def alternate(sides: list[Side], args: argparse.Namespace, device: torch.device)
 
 
 def profile_step(side: Side, device: torch.device) -> None:
-    """Prints where one step of `side` spends its time (benchmarks/profiling.py); not part of the timings."""
-    from profiling import profile_once, summary  # beside this script
-
+    """Prints where one step of `side` spends its time (benchmarks.common.profiling); not part of the timings."""
     rounds, sequences, flops = list(side.round_seconds), side.feed.sequences, side.feed.model_flops
     prof, wall = profile_once(lambda: side.run(1, device), device)
     side.round_seconds, side.feed.sequences, side.feed.model_flops = rounds, sequences, flops

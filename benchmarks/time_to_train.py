@@ -6,7 +6,7 @@ notes say which). Goal: every ratio within 25% of 1. For the multi-node systems 
 with the other inter-node allreduce algorithm (ring <-> tree): where a submission does not say which one NCCL
 ran, that line shows how much the prediction depends on it.
 
-    python benchmarks/time_to_train.py [--no-results]
+    python -m benchmarks.time_to_train [--no-results]
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.common.results_file import add_no_results_flag, print_and_record
 from bert.system import System, load_system
 
-# Published times to train (MLPerf_BERT.md section 4).
+# Published times to train: the MLPerf Training results of the rounds named (v2.0, v2.1).
 PUBLISHED = [
     ("dgxa100_1x8", "NVIDIA v2.1 DGX A100 1x8 (closed)", 16.9 * 60),
     ("dgxa100_512x8_packed", "NVIDIA v2.0 DGX A100 512x8, packed (closed)", 12.3),
@@ -56,8 +57,6 @@ def other_algorithm_line(system: System) -> str | None:
 
 
 def main(argv: list[str]) -> None:
-    from results_file import add_no_results_flag  # beside this script
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_no_results_flag(parser)
     args = parser.parse_args(argv)
@@ -78,11 +77,7 @@ def main(argv: list[str]) -> None:
     elapsed = time.perf_counter() - started
     out = [*rows, "", "inter-node allreduce algorithm:", *algorithms, "", SOURCE,
            f"simulate time for the three: {elapsed:.1f} s", *details]
-    print("\n".join(out))
-    if not args.no_results:
-        from results_file import write_results
-
-        write_results(Path(__file__).with_name("time_to_train_results.md"), out, argv)
+    print_and_record(Path(__file__).with_name("time_to_train_results.md"), out, args, argv)
 
 
 if __name__ == "__main__":

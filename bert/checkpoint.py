@@ -3,7 +3,7 @@
 Sources: the MLPerf phase-1 TensorFlow 1 checkpoint (read with TensorFlow, an optional extra), PyTorch files
 in NVIDIA's `{'model': state_dict}` layout or a bare state dict, and safetensors files (read by the small
 reader below). Tensor names may be the reference TF names, transformers' names (what NVIDIA's PyTorch
-implementations use too) or this model's own. Every name goes through the one table in bert.tf_names:
+implementations use too) or this model's own. Every name goes through the one table in bert.model.tf_names:
 TF kernels are transposed there, and vocabulary tensors gain (or keep) their padding rows.
 """
 
@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bert.config import BertConfig
+from bert.model.config import BertConfig
+from bert.model.tf_names import HF_TIED, TensorName, hf_name, tensor_names
 from bert.ownership import OwnershipError, claim_file, temporary_path
-from bert.tf_names import HF_TIED, TensorName, hf_name, tensor_names
 
 TF_INSTALL_HINT = "pip install -e '.[tf]'  (or: pip install tensorflow-cpu)"
 # Present in published checkpoints but not model parameters; listed by inspect and skipped by convert. The
@@ -257,7 +257,7 @@ def map_to_model(source: Source, config: BertConfig, shapes: Mapping[str, torch.
 
 def model_shapes(config: BertConfig) -> dict[str, torch.Size]:
     """Every parameter's shape, from a model built on the meta device (no memory, no initialisation)."""
-    from bert.model import BertForPreTraining
+    from bert.model.pretraining import BertForPreTraining
 
     with torch.device("meta"):
         model = BertForPreTraining(config)

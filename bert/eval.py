@@ -11,7 +11,7 @@ from torch import nn
 from bert.data.batch import Batch, collate
 from bert.data.shards import SampleLimits, ShardError, read_shard
 from bert.distributed.launch import DistContext, all_reduce_sum
-from bert.token_rounding import TokenSizes
+from bert.model.token_rounding import TokenSizes
 
 
 class EvalSet:

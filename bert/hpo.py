@@ -201,11 +201,15 @@ def summary(study: optuna.Study, system: System, top: int) -> str:
     return "\n".join(lines)
 
 
-def tuned_notes(system: System, study: optuna.Study, best: FrozenTrial, adam: bool) -> str:
+def tuned_notes(system: System, study: optuna.Study, best: FrozenTrial, adam: bool) -> str | dict[str, str | None]:
+    """The tuned descriptor's notes: the study and its best trial added (as the topic "tuning" of notes kept as
+    topics), and for ADAM the key names its values are logged under (the topic "optimizer")."""
     reached = (f"{best.value:.0f} training samples to the target" if best.value < system.run.max_samples else
                f"the target not reached within the cap of {system.run.max_samples} samples")
     note = f"Tuned by mlperf-bert hpo (study {study.study_name}, trial {best.number}: {reached}, in one process)."
-    adam_note = ADAM_KEYS_NOTE if adam and ADAM_KEYS_NOTE not in system.run.notes else ""
+    adam_note = ADAM_KEYS_NOTE if adam and ADAM_KEYS_NOTE not in system.notes_text else ""
+    if isinstance(system.run.notes, dict):
+        return {**system.run.notes, "tuning": note, **({"optimizer": adam_note} if adam_note else {})}
     return " ".join(part for part in (system.run.notes, note, adam_note) if part)
 
 

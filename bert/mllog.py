@@ -24,7 +24,7 @@ from bert.mlperf_rules import BENCHMARK
 from bert.system import System
 
 if TYPE_CHECKING:  # only a type here: `mlperf-bert log seal` (a run's failure path) must not wait for torch
-    from bert.tf_names import TensorName
+    from bert.model.tf_names import TensorName
 
 MAX_PREDICTIONS_PER_SEQ = "max_predictions_per_seq"  # no constant in mlperf_logging for this key
 # The init checkpoint's accuracy, measured before run_start; a key of its own, since an eval_accuracy line

@@ -8,6 +8,7 @@ facts as the trainer (see ../shared/MLPERF_BERT.md for where each comes from).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 BENCHMARK = "bert"  # the submission_benchmark value and the results folder name of a package
 # The rulesets whose tools still accept BERT (retired after 5.0.0); the newest is the default of every check.
@@ -27,6 +28,25 @@ SYSTEM_DESCRIPTION_FIELDS = (
 )
 DIVISIONS = ("closed", "open")
 MLPERF_TARGET_ACCURACY = 0.720  # masked-LM eval accuracy a closed-division run must reach
+
+
+@dataclass(frozen=True)
+class ReferencePreprocessing:
+    """The flags of create_pretraining_data.py in the MLPerf reference's preprocessing: they make the dataset a
+    closed submission must train on. The seed is also the default of every seeded data command (shuffles,
+    synthetic corpora), so that the defaults reproduce."""
+
+    max_seq_length: int = 512
+    max_predictions_per_seq: int = 76
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    dupe_factor: int = 10
+    random_seed: int = 12345
+
+
+REFERENCE_PREP = ReferencePreprocessing()
+EVAL_SAMPLES = 10000  # the eval set: the samples pick_eval_samples.py keeps
+TRAINING_SHARDS = 4320  # the usual re-cut of the 500 prepared parts (2048 below 256 nodes)
 # System-description status -> the value of the `submission_status` log key.
 STATUSES = {
     "Available on-premise": "onprem",

@@ -16,17 +16,18 @@ from torch.nn.parallel import DistributedDataParallel
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
 from bert.distributed.clipping import COMM_DTYPES, AfterAllreduce, BeforeAllreduce, Clipping, loss_scale
 from bert.distributed.launch import DistContext
-from bert.model import choose_kernels, compile_encoder
+from bert.model.pretraining import choose_kernels, compile_encoder
 from bert.numerics import NumericGuard
 from bert.optim.factory import set_learning_rate
 from bert.optim.schedule import LrSchedule
 from bert.system import System
 
+PRECISION_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}  # run.precision
+
 
 def autocast_for(system: System, ctx: DistContext) -> torch.autocast:
     precision = system.run.precision
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32)
-    return torch.autocast(ctx.device.type, dtype=dtype, enabled=precision != "fp32")
+    return torch.autocast(ctx.device.type, dtype=PRECISION_DTYPES[precision], enabled=precision != "fp32")
 
 
 def data_parallel(model: nn.Module, bucket_cap_mb: float) -> DistributedDataParallel:

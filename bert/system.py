@@ -18,8 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from bert.config import NAMED_CONFIGS, BertConfig, named_config
-from bert.mlperf_rules import MLPERF_TARGET_ACCURACY, STATUSES, description_problems, mlperf_eval_interval
+from bert.mlperf_rules import (
+    EVAL_SAMPLES,
+    MLPERF_TARGET_ACCURACY,
+    REFERENCE_PREP,
+    STATUSES,
+    description_problems,
+    mlperf_eval_interval,
+)
+from bert.model.config import NAMED_CONFIGS, BertConfig, named_config
 from bert.typed_config import ConfigError, checked, from_dict, ranged
 
 MAX_SEED = 2**32 - 1  # run seeds: numpy's and torch's generators take any seed from 0 to this
@@ -28,6 +35,8 @@ MAX_GLOBAL_BATCH = 2**20  # samples per step; the published BERT submissions use
 SYSTEM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 SYSTEM_NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or a digit"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+BASE_KEY = "base"  # a descriptor's optional top-level field naming the descriptor it inherits from
+DEFAULT_SYSTEM = "cpu_tiny"  # what run_and_time.sh and the commands run when no system is named
 
 
 def env_names_problem(env: dict[str, str]) -> str | None:
@@ -50,7 +59,7 @@ class SyntheticDataSpec:
     vocab_size: int = ranged(1024, default=4096, note="the grammar's own words need that many pieces")
     max_seq_length: int = ranged(5, default=128, note="[CLS] A [SEP] B [SEP] with a token in each segment")
     max_predictions: int = ranged(1, default=20)
-    seed: int = ranged(0, MAX_SEED, default=12345)
+    seed: int = ranged(0, MAX_SEED, default=REFERENCE_PREP.random_seed)
     form: Literal["fixed", "varlen"] = "fixed"
 
 
@@ -90,7 +99,7 @@ class OptimizerSpec:
 @dataclass(frozen=True, kw_only=True)
 class EvalSpec:
     target_accuracy: float = ranged(0, 1, low_open=True, high_open=True, default=MLPERF_TARGET_ACCURACY)
-    samples: int = ranged(1, default=10000)
+    samples: int = ranged(1, default=EVAL_SAMPLES)
     # null: the MLPerf formula of the global batch size
     interval_samples: int | None = ranged(1, default=None, note="or null for the MLPerf formula")
     batch_size: int = ranged(1, default=128)  # per process
@@ -191,7 +200,7 @@ MAX_TOKEN_SIZES = 64
 @dataclass(frozen=True, kw_only=True)
 class RunSpec:
     model: str = "large"
-    # Fields of bert.config.BertConfig to change, e.g. {"gelu": "erf"} (the reference's is "tanh").
+    # Fields of bert.model.config.BertConfig to change, e.g. {"gelu": "erf"} (the reference's is "tanh").
     model_overrides: dict[str, int | float | str] = field(default_factory=dict)
     device: Literal["cpu", "cuda"]
     processes_per_node: int = ranged(1)
@@ -201,8 +210,9 @@ class RunSpec:
     initial_loss_scale: float = ranged(0, low_open=True, default=1024.0)
     global_batch_size: int = ranged(1, MAX_GLOBAL_BATCH)
     gradient_accumulation_steps: int = ranged(1, default=1)
-    max_seq_length: int = ranged(5, default=512, note="[CLS] A [SEP] B [SEP] with a token in each segment")
-    max_predictions_per_seq: int = ranged(1, default=76)
+    max_seq_length: int = ranged(5, default=REFERENCE_PREP.max_seq_length,
+                                 note="[CLS] A [SEP] B [SEP] with a token in each segment")
+    max_predictions_per_seq: int = ranged(1, default=REFERENCE_PREP.max_predictions_per_seq)
     optimizer: OptimizerSpec
     # Where the gradient is clipped to clip_norm (bert.distributed.clipping): the global norm after DDP's
     # allreduce (NVIDIA's), each rank's whole gradient before one allreduce (the reference's), or each DDP bucket
@@ -217,7 +227,7 @@ class RunSpec:
     unpadded: bool = True
     compile: bool = False  # torch.compile each encoder layer (see benchmarks/throughput_notes.md for when it helps)
     # Rounds each micro-batch's unpadded token count up to one of this many sizes with filler sequences that no
-    # loss reads (bert.token_rounding), so that the encoder meets a few fixed shapes (compiled without dynamic
+    # loss reads (bert.model.token_rounding), so that the encoder meets a few fixed shapes (compiled without dynamic
     # shapes, CUDA graphs); 0: off.
     token_sizes: int = ranged(0, MAX_TOKEN_SIZES, default=0, note="each size is one more compiled graph")
     # Captures the compiled encoder layers under CUDA graphs (torch.compile's "reduce-overhead" mode): one
@@ -247,7 +257,9 @@ class RunSpec:
     dataset: DatasetSpec
     launch: LaunchSpec = field(default_factory=LaunchSpec)
     performance: PerformanceSpec | None = None  # set: `mlperf-bert simulate` can predict this system
-    notes: str = ""
+    # What the values mean and where they come from: text, or an object of topics ("configuration",
+    # "performance", ...), which a descriptor merges with its base's topic by topic (null drops one).
+    notes: str | dict[str, str | None] = ""
     search: dict[str, SearchParam] = field(default_factory=dict)  # the space of `mlperf-bert hpo`
 
 
@@ -284,6 +296,16 @@ class System:
             raise ValueError(f"{self.name}: run.device is {self.run.device!r}; a CPU rehearsal is made from a CUDA "
                              "run (make the variant with device \"cuda\" first)")
         return dataclasses.replace(self, run=dataclasses.replace(self.run, device="cpu"), rehearsal=True)
+
+    def cpu_variant(self, run: Mapping[str, object] | None = None, *, name: str | None = None,
+                    description: Mapping[str, str] | None = None) -> System:
+        """A variant (`variant`) with the `run` changes that runs on the CPU. In fp16, which a descriptor keeps
+        for CUDA, it is the CUDA run rehearsed on the CPU (`cpu_rehearsal`): torch runs fp16 autocast and loss
+        scaling there too."""
+        run = dict(run or {})
+        fp16 = run.get("precision", self.run.precision) == "fp16"
+        system = self.variant({**run, "device": "cuda" if fp16 else "cpu"}, name=name, description=description)
+        return system.cpu_rehearsal() if fp16 and not system.rehearsal else system
 
     def write(self, folder: str | os.PathLike) -> System:
         """Writes this descriptor as `folder/<name>.json` and returns it as loaded from there. Relative dataset
@@ -343,6 +365,12 @@ class System:
             return given
         return self.run.seed if self.run.seed is not None else secrets.randbelow(2**31)
 
+    @property
+    def notes_text(self) -> str:
+        """run.notes as one text: its topics in order."""
+        notes = self.run.notes
+        return notes if isinstance(notes, str) else " ".join(text for text in notes.values() if text)
+
     def init_checkpoint_path(self) -> Path | None:
         if self.run.init_checkpoint is None:
             return None
@@ -373,7 +401,9 @@ def _check_run(where: str, system: System) -> None:
     run = system.run
     try:
         config = system.model_config()
-    except (ValueError, TypeError) as e:
+    except ConfigError as e:  # a model config field, which only an override can set wrong
+        raise ConfigError(where, f"run.model_overrides.{e.field}", e.problem) from None
+    except ValueError as e:
         field_name = "run.model_overrides" if run.model in NAMED_CONFIGS and run.model_overrides else "run.model"
         raise ConfigError(where, field_name, str(e)) from None
     # Cross-field rules; each field's own range was checked when the run block was read (typed_config), so
@@ -485,11 +515,7 @@ def system_from_data(data: object, path: Path) -> System:
     return system
 
 
-def load_system(path: str | os.PathLike) -> System:
-    """Loads and validates a descriptor; a bare name means systems/<name>.json of this repository."""
-    path = Path(path)
-    if path.suffix != ".json" and not path.exists():
-        path = Path(__file__).resolve().parent.parent / "systems" / f"{path.name}.json"
+def _read_descriptor_json(path: Path) -> object:
     where = str(path)
     if path.is_dir():
         raise ConfigError(where, "", "is a folder, not a descriptor; give a descriptor file (e.g. "
@@ -502,7 +528,7 @@ def load_system(path: str | os.PathLike) -> System:
         raise ConfigError(where, "", "no such descriptor" + (f"; available: {', '.join(available)}"
                                                             if available else ""))
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(where, "", "not a text file (not UTF-8); a descriptor is a JSON file like "
                           "systems/cpu_tiny.json") from None
@@ -510,4 +536,80 @@ def load_system(path: str | os.PathLike) -> System:
         raise ConfigError(where, "", f"not valid JSON: {e}") from None
     except OSError as e:
         raise ConfigError(where, "", f"cannot be read ({e.strerror or e})") from None
-    return system_from_data(data, path)
+
+
+def merged_descriptor(base: dict, own: Mapping) -> dict:
+    """`own` laid over `base`: an object merges key by key, any other value (a list, a number, null) replaces
+    the base's. The one rule by which a descriptor inherits from its base."""
+    merged = copy.deepcopy(base)
+    for key, value in own.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merged_descriptor(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _inheritance_chain(path: Path) -> list[tuple[Path, object]]:
+    """The descriptor at `path` and the bases it names (`"base": "<name>"`, a descriptor in the same folder),
+    most basic first, each with its own JSON (without the base key)."""
+    chain: list[tuple[Path, object]] = []
+    while True:
+        data = _read_descriptor_json(path)
+        if any(path.resolve() == seen.resolve() for seen, _ in chain):
+            names = " -> ".join(p.stem for p in [*(p for p, _ in chain), path])
+            raise ConfigError(str(chain[0][0]), BASE_KEY, f"the bases form a cycle ({names}); one of them must "
+                              "state its values instead of naming a base")
+        if not isinstance(data, dict) or BASE_KEY not in data:
+            chain.append((path, data))
+            return list(reversed(chain))
+        base = data[BASE_KEY]
+        if not isinstance(base, str) or not SYSTEM_NAME.fullmatch(base):
+            raise ConfigError(str(path), BASE_KEY, f"{base!r} must name a descriptor in the same folder by its "
+                              "file stem, e.g. \"dgxa100_1x8\"")
+        chain.append((path, {k: v for k, v in data.items() if k != BASE_KEY}))
+        if not (path.parent / f"{base}.json").is_file():
+            raise ConfigError(str(path), BASE_KEY, f"no descriptor {base}.json beside this one to inherit from")
+        path = path.parent / f"{base}.json"
+
+
+def _set_in(data: object, field_path: str) -> bool:
+    """Whether descriptor JSON `data` states the field at the dotted path (list indices ignored)."""
+    for part in re.sub(r"\[[^]]*\]", "", field_path).split("."):
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def resolved_descriptor(path: Path) -> tuple[object, list[tuple[Path, object]]]:
+    """The JSON of the descriptor at `path` with its bases merged in, and the chain it came from: each file
+    with its own JSON, most basic first."""
+    chain = _inheritance_chain(path)
+    data = chain[0][1]
+    for _, own in chain[1:]:
+        data = merged_descriptor(data, own) if isinstance(data, dict) and isinstance(own, dict) else own
+    return data, chain
+
+
+def descriptor_files(system: System) -> list[Path]:
+    """The files a loaded descriptor was resolved from: its own and its bases', in the same folder."""
+    return [p for p, _ in _inheritance_chain(system.path)]
+
+
+def load_system(path: str | os.PathLike) -> System:
+    """Loads and validates a descriptor; a bare name means systems/<name>.json of this repository. A descriptor
+    may name a base (`"base": "dgxa100_1x8"`) and state only what differs (merged_descriptor); the System holds
+    the resolved values, and an error in a value it inherits names the base that sets it."""
+    path = Path(path)
+    if path.suffix != ".json" and not path.exists():
+        path = Path(__file__).resolve().parent.parent / "systems" / f"{path.name}.json"
+    data, chain = resolved_descriptor(path)
+    try:
+        return system_from_data(data, path)
+    except ConfigError as e:
+        origin = next((p for p, own in reversed(chain) if e.field and _set_in(own, e.field)), path)
+        if origin == path:
+            raise
+        raise ConfigError(e.where, e.field, f"{e.problem} (the value comes from the base {origin.name}; state "
+                          "the field in this descriptor to override it)") from None

@@ -41,12 +41,12 @@ from bert.distributed.row_exchange import RowExchange, build_row_exchange
 from bert.eval import EvalSet
 from bert.interrupts import RunInterrupted, SignalGuard, exit_code
 from bert.mllog import ABORTED, SUCCESS, RunLog
-from bert.model import BertForPreTraining
+from bert.model.pretraining import BertForPreTraining
+from bert.model.tf_names import tensor_names
+from bert.model.token_rounding import token_sizes
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
 from bert.system import System
-from bert.tf_names import tensor_names
-from bert.token_rounding import token_sizes
 from bert.warmup import compiles_anything, warm_up, warm_up_batches
 
 

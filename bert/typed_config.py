@@ -178,3 +178,14 @@ def from_dict(cls: type[T], data: Any, where: str, prefix: str = "") -> T:
             raise ConfigError(where, path, f"missing; add it ({_type_name(hints[name])})")
     return cls(**kwargs)
 
+
+def check_fields(obj: Any, where: str) -> None:
+    """Checks a dataclass built in code (not read by from_dict) the way from_dict checks JSON: every field's type
+    and its declared check (`ranged`, `checked`); raises ConfigError for the first bad field."""
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        value = _convert(hints[f.name], getattr(obj, f.name), where, f.name)
+        check = f.metadata.get(CHECK)
+        problem = check(value) if check is not None and value is not None else None
+        if problem:
+            raise ConfigError(where, f.name, problem)

@@ -27,9 +27,9 @@ import torch
 
 from bert.data.batch import Batch, collate, collate_packed
 from bert.data.random_samples import random_samples
+from bert.model.token_rounding import TokenSizes, token_sizes
 from bert.step import TrainStep
 from bert.system import System
-from bert.token_rounding import TokenSizes, token_sizes
 
 MIN_LENGTH = 8  # the shortest made-up sequence: [CLS] A [SEP] B [SEP] and masked positions to spare
 
@@ -52,7 +52,7 @@ def _lengths(tokens: int, count: int, max_len: int) -> np.ndarray:
 
 
 def _lengths_per_size(sizes: TokenSizes, count: int) -> list[np.ndarray]:
-    """For each size, the lengths of `count` sequences that round to it (bert.token_rounding)."""
+    """For each size, the lengths of `count` sequences that round to it (bert.model.token_rounding)."""
     fillers = sizes.slots - count
     out = []
     for size in sizes.sizes:

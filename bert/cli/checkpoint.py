@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from bert.cli.common import load_descriptor
-from bert.config import BertConfig, named_config
+from bert.model.config import BertConfig, named_config
 
 _SOURCES = ("SRC: a TensorFlow checkpoint prefix (model.ckpt-28252, or its folder), a PyTorch file (a state dict "
             "or NVIDIA's {'model': ...}) or a .safetensors file, with TF, transformers or this model's names.")

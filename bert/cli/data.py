@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from bert.cli.common import load_descriptor, parse_length_bins
+from bert.mlperf_rules import EVAL_SAMPLES, REFERENCE_PREP, TRAINING_SHARDS
+from bert.system import DEFAULT_SYSTEM
 
 
 @click.group()
@@ -18,7 +20,7 @@ def data() -> None:
 @data.command()
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output directory (default: the descriptor's run.dataset.dir).")
-@click.option("--system", "system_name", default="cpu_tiny", show_default=True,
+@click.option("--system", "system_name", default=DEFAULT_SYSTEM, show_default=True,
               help="Descriptor whose run.dataset.synthetic block sets the corpus size and shapes.")
 @click.option("--overwrite", is_flag=True, help="Replace a corpus this command wrote earlier in the output directory.")
 @click.option("--if-missing", is_flag=True, help="Do nothing when a complete corpus is already there (an "
@@ -98,10 +100,11 @@ def _shard_input_options(f):
 
 def _shape_options(f):
     # Applied bottom-up, so that --help lists --format, --max-seq-length, --max-predictions in that order.
-    f = click.option("--max-predictions", type=click.IntRange(min=1), default=76, show_default=True,
+    f = click.option("--max-predictions", type=click.IntRange(min=1),
+                     default=REFERENCE_PREP.max_predictions_per_seq, show_default=True,
                      help="Masked positions per sample at most.")(f)
-    f = click.option("--max-seq-length", type=click.IntRange(min=5), default=512, show_default=True,
-                     help="Tokens per sample, [CLS] and both [SEP] included.")(f)
+    f = click.option("--max-seq-length", type=click.IntRange(min=5), default=REFERENCE_PREP.max_seq_length,
+                     show_default=True, help="Tokens per sample, [CLS] and both [SEP] included.")(f)
     return click.option("--format", "form", type=click.Choice(["fixed", "varlen"]), default="fixed",
                         show_default=True, help="fixed: the MLPerf form, rows padded to --max-seq-length with "
                         "an input_mask; varlen: rows cut to their length (no input_mask).")(f)
@@ -128,7 +131,8 @@ def _bucket_options(overwrite_help: str):
 @click.option("--parts", type=click.IntRange(min=1), default=8, show_default=True, help="Training text parts.")
 @click.option("--eval-megabytes", type=click.FloatRange(min=0), default=1.0, show_default=True,
               help="Eval text (documents of their own); 0 for none.")
-@click.option("--seed", type=int, default=12345, show_default=True, help="Seed of the lexicon and the text.")
+@click.option("--seed", type=int, default=REFERENCE_PREP.random_seed, show_default=True,
+              help="Seed of the lexicon and the text.")
 @click.option("--lexicon-size", type=click.IntRange(min=1024), default=4096, show_default=True,
               help="Word pieces of the grammar's lexicon (not the vocabulary `data vocab` learns).")
 @click.option("--mean-sentences", type=click.FloatRange(min=1), default=24.0, show_default=True,
@@ -187,15 +191,16 @@ def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out:
 @_shape_options
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
               show_default="one per core", help="Parts prepared at once, each by its own process.")
-@click.option("--masked-lm-prob", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.15,
+@click.option("--masked-lm-prob", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=REFERENCE_PREP.masked_lm_prob,
               show_default=True, help="Share of each sequence masked (rounded; at least 1 position).")
-@click.option("--short-seq-prob", type=click.FloatRange(0, 1), default=0.1, show_default=True,
+@click.option("--short-seq-prob", type=click.FloatRange(0, 1), default=REFERENCE_PREP.short_seq_prob, show_default=True,
               help="Chance that a document pass aims at a random shorter length.")
-@click.option("--dupe-factor", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--dupe-factor", type=click.IntRange(min=1), default=REFERENCE_PREP.dupe_factor, show_default=True,
               help="Passes over each part's documents, each cut and masked afresh.")
-@click.option("--seed", type=int, default=12345, show_default=True,
-              help="Preprocessing seed (MLPerf: 12345); the same text, vocab, options and seed give "
-              "byte-identical shards.")
+@click.option("--seed", type=int, default=REFERENCE_PREP.random_seed, show_default=True,
+              help=f"Preprocessing seed (MLPerf: {REFERENCE_PREP.random_seed}); the same text, vocab, options and "
+              "seed give byte-identical shards.")
 @click.option("--fast", is_flag=True, help="Draw samples of the reference's distribution at array speed instead "
               "of the reference's exact samples: a different dataset, never one for a closed submission.")
 @click.option("--overwrite", is_flag=True, help="Delete the shards already in --out and prepare every part.")
@@ -240,7 +245,7 @@ def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: P
 @data.command(name="eval-set")
 @_shard_input_options
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The eval file.")
-@click.option("--samples", type=click.IntRange(min=1), default=10000, show_default=True,
+@click.option("--samples", type=click.IntRange(min=1), default=EVAL_SAMPLES, show_default=True,
               help="How many samples: of the n samples of the inputs (in order), sample int(i * (n / N)) "
               "for i < N, as the reference's pick_eval_samples.py picks them.")
 @_shape_options
@@ -263,7 +268,8 @@ def eval_set(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder for the new shards: OUT/part-00000-of-0000K.hdf5 ...")
 @click.option("--shards", type=click.IntRange(min=1), required=True, help="How many shards to write (K).")
-@click.option("--seed", type=int, default=12345, show_default=True, help="Seed of the sample-level shuffle.")
+@click.option("--seed", type=int, default=REFERENCE_PREP.random_seed, show_default=True,
+              help="Seed of the sample-level shuffle.")
 @_shape_options
 @_bucket_options("Delete the shards already in --out.")
 def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, shards: int, seed: int, form: str,
@@ -295,7 +301,8 @@ def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
                    "(fewer where one length fills more than a share).")
 @click.option("--shards", type=click.IntRange(min=1), required=True,
               help="Shards per bin (K); at least the number of ranks lets every rank read its own.")
-@click.option("--seed", type=int, default=12345, show_default=True, help="Seed of the sample-level shuffle.")
+@click.option("--seed", type=int, default=REFERENCE_PREP.random_seed, show_default=True,
+              help="Seed of the sample-level shuffle.")
 @_shape_options
 @_bucket_options("Delete the shards already in the bin folders.")
 def stratify(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, bins_text: str | None,
@@ -349,16 +356,18 @@ def import_(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="The dataset folder to make: train/, train_varlen/, eval.hdf5, eval_varlen.hdf5, vocab.txt, "
               "manifest.json (and .work/ for the intermediate results).")
-@click.option("--shards", type=click.IntRange(min=1), default=4320, show_default=True, help="Training shards.")
-@click.option("--eval-samples", type=click.IntRange(min=1), default=10000, show_default=True,
+@click.option("--shards", type=click.IntRange(min=1), default=TRAINING_SHARDS, show_default=True,
+              help="Training shards.")
+@click.option("--eval-samples", type=click.IntRange(min=1), default=EVAL_SAMPLES, show_default=True,
               help="Samples of the eval set.")
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="one per core",
               help="Processes for hashing, preparing, re-cutting and verifying.")
-@click.option("--max-seq-length", type=click.IntRange(min=5), default=512, show_default=True,
-              help="The reference flag (change it only to try the command on small inputs).")
-@click.option("--max-predictions", type=click.IntRange(min=1), default=76, show_default=True,
+@click.option("--max-seq-length", type=click.IntRange(min=5), default=REFERENCE_PREP.max_seq_length,
+              show_default=True, help="The reference flag (change it only to try the command on small inputs).")
+@click.option("--max-predictions", type=click.IntRange(min=1), default=REFERENCE_PREP.max_predictions_per_seq,
+              show_default=True, help="The reference flag.")
+@click.option("--dupe-factor", type=click.IntRange(min=1), default=REFERENCE_PREP.dupe_factor, show_default=True,
               help="The reference flag.")
-@click.option("--dupe-factor", type=click.IntRange(min=1), default=10, show_default=True, help="The reference flag.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def mlperf(root: Path, out: Path, shards: int, eval_samples: int, workers: int, max_seq_length: int,
            max_predictions: int, dupe_factor: int, quiet: bool) -> None:

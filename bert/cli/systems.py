@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 import click
 
 from bert.cli.common import load_descriptor, seed_option
-from bert.system import MAX_SEED
+from bert.system import DEFAULT_SYSTEM, MAX_SEED
 from bert.typed_config import ConfigError
 
 
@@ -36,8 +37,16 @@ def system_check(systems: tuple[str, ...]) -> None:
                    f"global batch {s.run.global_batch_size}, model {s.run.model})")
 
 
-@system_group.command(name="env")
+@system_group.command(name="show")
 @click.argument("system")
+def system_show(system: str) -> None:
+    """Print a descriptor as the trainer reads it: its bases merged in, every value stated."""
+    s = load_descriptor(system)
+    click.echo(json.dumps(s.data, indent=2))
+
+
+@system_group.command(name="env")
+@click.argument("system", default=DEFAULT_SYSTEM)
 def system_env(system: str) -> None:
     """Print the launch shape as shell assignments (used by run_and_time.sh and run_and_time.sbatch, which
     evaluate them; every value is quoted)."""

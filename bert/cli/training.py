@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from bert.cli.common import load_descriptor, seed_option
+from bert.system import DEFAULT_SYSTEM
 from bert.typed_config import ConfigError
 
 # Fault-injection tests only: the loss of this (1-based) step becomes NaN on every rank. An environment
@@ -26,7 +27,7 @@ def _nan_injection_step() -> int | None:
 
 
 @click.command()
-@click.option("--system", "system_name", default="cpu_tiny", show_default=True,
+@click.option("--system", "system_name", default=DEFAULT_SYSTEM, show_default=True,
               help="Descriptor: a path to a JSON file or the name of one in systems/.")
 @seed_option("run.seed, else drawn at random; the log records it")
 @click.option("--log-file", "log_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -47,7 +48,7 @@ def train(system_name: str, seed: int | None, log_path: Path | None, data_dir: P
 
 
 @click.command()
-@click.option("--system", "system_name", default="cpu_tiny", show_default=True,
+@click.option("--system", "system_name", default=DEFAULT_SYSTEM, show_default=True,
               help="Descriptor whose run.search declares the space: a path or a name in systems/.")
 @click.option("--trials", type=click.IntRange(min=1), default=20, show_default=True,
               help="Finished (complete or pruned) trials the study should hold; a resumed study, or one that "

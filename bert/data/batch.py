@@ -14,8 +14,8 @@ import torch
 
 from bert.data.row_packing import pack_rows
 from bert.data.shards import Samples, concat_ranges
-from bert.padding import TokenLayout
-from bert.token_rounding import TokenSizes
+from bert.model.padding import TokenLayout
+from bert.model.token_rounding import TokenSizes
 
 
 @dataclass
@@ -76,7 +76,7 @@ def padded_length(samples: Samples, multiple: int) -> int:
 def collate(samples: Samples, pad_to_multiple: int = 8, sizes: TokenSizes | None = None) -> Batch:
     """Pads to the longest sample rounded up to `pad_to_multiple` (tensor-core friendly shapes). With `sizes`
     (run.token_sizes), the token count is rounded up to one of them by filler sequences after the samples
-    (bert.token_rounding): rows of [PAD] in a view padded to sizes.max_len."""
+    (bert.model.token_rounding): rows of [PAD] in a view padded to sizes.max_len."""
     if sizes is None:
         length = padded_length(samples, pad_to_multiple)
         layout = TokenLayout.from_lengths(torch.from_numpy(samples.lengths), length)

@@ -38,7 +38,7 @@ from bert.data.stratified_sampler import (
     plan_from_shard,
     stratified_batches,
 )
-from bert.token_rounding import TokenSizes
+from bert.model.token_rounding import TokenSizes
 
 
 @dataclass(frozen=True)

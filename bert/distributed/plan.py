@@ -15,10 +15,10 @@ from pathlib import Path
 
 from bert.data.samplers import rank_shards
 from bert.distributed.cpu_binding import Topology, describe_binding
+from bert.model.size import gradient_buckets, parameter_count
 from bert.system import System
 
 LAUNCHERS = ("slurm", "torchrun")
-_FP32_BYTES = 4  # DDP buckets hold the parameters' (fp32) gradients
 
 
 @dataclass(frozen=True)
@@ -113,25 +113,10 @@ def build_plan(system: System, args: TrainArgs, launcher: str, num_shards: int,
                       rank_slots(system, num_shards, args.seed))
 
 
-def model_parameters(system: System) -> int:
-    """The parameters of the descriptor's model (counted on the meta device: nothing is allocated)."""
-    import torch
-
-    from bert.model import BertForPreTraining
-
-    with torch.device("meta"):
-        return sum(p.numel() for p in BertForPreTraining(system.model_config()).parameters())
-
-
-def gradient_buckets(parameters: int, system: System) -> int:
-    """DDP's gradient buckets for `parameters` at the descriptor's bucket_cap_mb."""
-    return max(1, math.ceil(parameters * _FP32_BYTES / (system.run.bucket_cap_mb * 2**20)))
-
-
 def _clip_line(system: System) -> str:
     run = system.run
-    params = model_parameters(system)
-    buckets = gradient_buckets(params, system)
+    params = parameter_count(system.model_config())
+    buckets = gradient_buckets(params, system.run.bucket_cap_mb)
     if run.clip == "bucketwise_before_allreduce":
         return (f"clip: bucketwise_before_allreduce: DDP communication hook BucketwiseBeforeAllreduce, "
                 f"{buckets} bucket(s) of <= {run.bucket_cap_mb:g} MB for {params:,} parameters, each clipped to "

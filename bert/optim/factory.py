@@ -15,11 +15,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from bert.config import BertConfig
+from bert.model.config import BertConfig
+from bert.model.tf_names import fused_parts
 from bert.optim.lamb import Lamb
 from bert.optim.schedule import LrSchedule
 from bert.system import OptimizerSpec
-from bert.tf_names import fused_parts
 
 
 def excluded_from_weight_decay(name: str) -> bool:
@@ -33,7 +33,7 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     """The decayed and the undecayed parameters. Decay and LAMB's trust ratio follow the name alone, as in the
     reference, so a decay rate of 0 keeps the adaptation (AdamW ignores `layer_adaptation`). Each group lists the
     number of reference tensors each of its parameters holds ("parts": 3 for the fused query/key/value,
-    bert.tf_names), for LAMB's trust ratios."""
+    bert.model.tf_names), for LAMB's trust ratios."""
     config = getattr(model, "config", None)
     fused = fused_parts(config) if isinstance(config, BertConfig) else {}
     decay, no_decay = {"params": [], "parts": []}, {"params": [], "parts": []}

@@ -29,6 +29,7 @@ from pathlib import Path
 from bert.data.manifest import MANIFEST_FILE, sha256_of
 from bert.data.shards import read_shard, shard_header
 from bert.data.vocab import load_vocab
+from bert.mlperf_rules import EVAL_SAMPLES, REFERENCE_PREP, TRAINING_SHARDS
 from bert.ownership import OwnedFolder, claim_folder, temporary_path
 from bert.prep.instances import SampleSpec
 from bert.prep.official_inputs import OfficialInputs, find_inputs, read_md5_list, verify_inputs
@@ -46,12 +47,12 @@ PROVENANCE = "provenance.json"
 
 @dataclass(frozen=True)
 class MlperfOptions:
-    spec: SampleSpec = SampleSpec()  # the reference flags: 512 tokens, 76 predictions, 0.15, 0.1
-    dupe_factor: int = 10
-    seed: int = 12345  # create_pretraining_data's --random_seed
-    shards: int = 4320
-    eval_samples: int = 10000
-    reshard_seed: int = 12345
+    spec: SampleSpec = SampleSpec()  # the reference flags (REFERENCE_PREP)
+    dupe_factor: int = REFERENCE_PREP.dupe_factor
+    seed: int = REFERENCE_PREP.random_seed  # create_pretraining_data's --random_seed
+    shards: int = TRAINING_SHARDS
+    eval_samples: int = EVAL_SAMPLES
+    reshard_seed: int = REFERENCE_PREP.random_seed
     workers: int = 1
 
 

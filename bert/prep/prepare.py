@@ -30,9 +30,11 @@ import numpy as np
 
 from bert.data.shards import FORMS, ShardWriter
 from bert.data.vocab import load_vocab
+from bert.mlperf_rules import REFERENCE_PREP
 from bert.ownership import OwnedFolder, claim_folder, temporary_path
 from bert.prep import exact_instances
-from bert.prep.instances import Documents, SampleSpec, SpecialIds, build_samples, plan_instances
+from bert.prep.fast_instances import build_samples, plan_instances
+from bert.prep.instances import Documents, SampleSpec, SpecialIds
 from bert.prep.progress import Advance, progress_bar
 from bert.prep.text_parts import TextError, read_documents
 from bert.prep.tokenizer import WordPieceTokenizer
@@ -51,8 +53,8 @@ class PrepareOptions:
     out_dir: Path
     spec: SampleSpec = SampleSpec()
     form: str = "fixed"
-    dupe_factor: int = 10
-    seed: int = 12345
+    dupe_factor: int = REFERENCE_PREP.dupe_factor
+    seed: int = REFERENCE_PREP.random_seed
     exact: bool = True  # the reference's dataset; False: the fast sampler's, same distribution
 
     def check(self) -> None:

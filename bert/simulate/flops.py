@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bert.config import BertConfig
+from bert.model.config import BertConfig
 from bert.prep.instances import SampleSpec
 
 

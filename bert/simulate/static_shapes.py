@@ -1,5 +1,5 @@
 """How many shapes the unpadded encoder meets in an epoch, unrounded and rounded to run.token_sizes' sizes
-(bert.token_rounding), and what the filler tokens of the rounding cost.
+(bert.model.token_rounding), and what the filler tokens of the rounding cost.
 
 Unpadded, a micro-batch's token count is the sum of its lengths and takes thousands of values in an epoch;
 rounded, it takes at most as many as there are sizes, for the filler tokens that reach them. The micro-batches
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bert.token_rounding import TokenSizes
+from bert.model.token_rounding import TokenSizes
 
 
 @dataclass(frozen=True)

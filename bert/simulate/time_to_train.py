@@ -39,13 +39,13 @@ import numpy as np
 
 from bert.data.balance_plans import attention_width
 from bert.distributed.clipping import COMM_DTYPES
-from bert.distributed.plan import gradient_buckets, model_parameters
+from bert.model.size import gradient_buckets, parameter_count
+from bert.model.token_rounding import token_sizes
 from bert.optim.traffic import FP32_BYTES, optimizer_bytes_per_parameter
 from bert.simulate.flops import flops_per_sequence
 from bert.simulate.load_balance import named_lengths, simulate_balance
 from bert.simulate.static_shapes import epoch_shapes
 from bert.system import System
-from bert.token_rounding import token_sizes
 
 BACKWARD_SHARE = 2 / 3  # backward does twice the forward's matmul work
 ROUNDED_BATCHES = 4096  # micro-batches drawn to measure the fillers' share
@@ -69,7 +69,7 @@ def gpu_throughput(system: System, lengths: np.ndarray) -> Throughput:
     rate = perf.model_flops_utilization * perf.peak_tflops * 1e12 / flops
     return Throughput(rate, f"ESTIMATE: {perf.model_flops_utilization:.0%} model FLOP utilisation of "
                       f"{perf.peak_tflops:g} TFLOP/s at {flops / 1e9:.0f} GFLOP per sequence; "
-                      "benchmarks/gpu_check.sh measures it", True)
+                      "acceptance/gpu_check.sh measures it", True)
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def step_breakdown(system: System, parameters: int, balance_ratio: float, sample
     run, perf = system.run, system.run.performance
     micro_s = system.per_process_batch / samples_per_s * balance_ratio * token_cost
     compute = micro_s * run.gradient_accumulation_steps
-    buckets = gradient_buckets(parameters, system)
+    buckets = gradient_buckets(parameters, system.run.bucket_cap_mb)
     messages = 1 if run.clip == "before_allreduce" else buckets
     allreduce = 0.0
     if system.world_size > 1:
@@ -188,7 +188,7 @@ def predict(system: System, samples_to_converge: int, lengths: np.ndarray | None
                                  unpadded=run.unpadded, max_len=run.max_seq_length,
                                  attention_width=attention_width(system.model_config().hidden_size),
                                  deal_how=run.presort_deal, lookahead=run.balance_lookahead).step_time_ratio
-    parameters = model_parameters(system)
+    parameters = parameter_count(system.model_config())
     throughput = gpu_throughput(system, lengths)
     step = step_breakdown(system, parameters, ratio, throughput.samples_per_s,
                           token_cost(system, lengths, system.per_process_batch, seed))

@@ -5,12 +5,12 @@ import re
 import subprocess
 import sys
 
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 
 def test_static_shapes_benchmark_prints_each_size_count_and_the_shapes_of_16_last(cpu_env):
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "static_shapes.py"), "--samples", "200000",
-                           "--no-results"], env=cpu_env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.static_shapes", "--samples", "200000", "--no-results"],
+                          cwd=REPO, env=cpu_env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
     unrounded = int(re.search(r"unrounded \(peer\): ([0-9,]+) distinct", proc.stdout).group(1).replace(",", ""))

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from benchmarks.throughput import COLUMNS, goal_status, recorded_rows
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 EARLIER = {**dict.fromkeys(COLUMNS, "x"), "date": "2026-01-02", "device": "cpu", "preset": "base",
            "speedup": "1.62", "machine": "quiet CPU", "load 1/5 min": "0.1/0.1 on 2 cores", "notes": "earlier run"}
@@ -23,10 +23,10 @@ def test_throughput_benchmark_runs_both_sides_and_records_a_row(small_dataset, t
     pytest.importorskip("transformers", reason="transformers is in the test extra")
     results = tmp_path / "throughput_results.md"
     results.write_text(f"# throughput results\n\n```\n{_row(EARLIER)}\n```\n")
-    cmd = [sys.executable, str(REPO / "benchmarks" / "throughput.py"), "--preset", "tiny", "--data",
+    cmd = [sys.executable, "-m", "benchmarks.throughput", "--preset", "tiny", "--data",
            str(small_dataset), "--batch-size", "4", "--batches", "2", "--warmup", "1", "--rounds", "2",
            "--steps", "1", "--threads", "1", "--peak-tflops", "1", "--results", str(results), "--note", "test"]
-    proc = subprocess.run(cmd, env=cpu_env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, cwd=REPO, env=cpu_env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
     ratio = float(re.fullmatch(r"speedup_vs_transformers=([0-9.]+)", lines[-1]).group(1))
@@ -43,10 +43,10 @@ def test_throughput_benchmark_runs_both_sides_and_records_a_row(small_dataset, t
     assert "test; 2 rounds of 1 step(s), ratio " in row["notes"] and "; CPU-time ratio " in row["notes"]
     assert row["notes"].endswith("; peak given with --peak-tflops")
     text = results.read_text()
-    assert "- command: python benchmarks/throughput.py --preset tiny" in text and "load average" in text
+    assert "- command: python -m benchmarks.throughput --preset tiny" in text and "load average" in text
     # The tiny run is no evidence for either goal: the CPU goal is read from the earlier base row.
     assert "- CPU, base preset: at least 1.5x transformers: met, 1.62x on 2026-01-02 (quiet CPU" in text
-    assert "NOT YET MEASURED. No H200 row is recorded: benchmarks/gpu_check.sh has not been run on an H200" in text
+    assert "NOT YET MEASURED. No H200 row is recorded: acceptance/gpu_check.sh has not been run on an H200" in text
 
 
 def test_goal_status_reads_the_latest_matching_rows():

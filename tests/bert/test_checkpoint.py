@@ -16,10 +16,10 @@ from bert.checkpoint import (
     read_safetensors,
     read_source,
 )
-from bert.config import named_config
-from bert.model import BertForPreTraining
+from bert.model.config import named_config
+from bert.model.pretraining import BertForPreTraining
+from bert.model.tf_names import hf_name, tensor_names, to_hf_state_dict
 from bert.system import load_system
-from bert.tf_names import hf_name, tensor_names, to_hf_state_dict
 
 # An odd vocabulary so that the padding rows (4093 -> 4096) are exercised.
 CONFIG = named_config("micro", vocab_size=4093)

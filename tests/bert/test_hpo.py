@@ -80,8 +80,8 @@ def test_study_is_interrupted_resumed_and_its_best_descriptor_trains_and_passes(
     tuned = load_system(out)
     assert tuned.run.optimizer.name == best.params["optimizer.name"]
     assert tuned.run.optimizer.base_learning_rate == best.params["optimizer.base_learning_rate"]
-    assert f"trial {best.number}" in tuned.run.notes
-    assert ("logged under the LAMB key names" in tuned.run.notes) == (tuned.run.optimizer.name == "adam")
+    assert f"trial {best.number}" in tuned.notes_text
+    assert ("logged under the LAMB key names" in tuned.notes_text) == (tuned.run.optimizer.name == "adam")
 
     log = tmp_path / "result_0.txt"
     train = subprocess.run(train_command(out, small_dataset, log, seed=5), env=cpu_env, capture_output=True,

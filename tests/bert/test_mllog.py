@@ -3,7 +3,7 @@ import pytest
 
 from bert.mllog import ADAM_KEYS_NOTE, hyperparameters
 from bert.system import load_system
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 
 def test_open_division_adam_logs_under_the_lamb_key_names():
@@ -18,4 +18,4 @@ def test_open_division_adam_logs_under_the_lamb_key_names():
 @pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "systems").glob("*.json")))
 def test_adam_descriptors_say_how_their_optimizer_is_logged(name):
     system = load_system(REPO / "systems" / f"{name}.json")
-    assert (ADAM_KEYS_NOTE in system.run.notes) == (system.run.optimizer.name == "adam")
+    assert (ADAM_KEYS_NOTE in system.notes_text) == (system.run.optimizer.name == "adam")

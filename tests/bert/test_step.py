@@ -5,7 +5,7 @@ import torch
 from bert.data.batch import collate
 from bert.data.shards import read_shard
 from bert.distributed.launch import DistContext
-from bert.model import BertForPreTraining
+from bert.model.pretraining import BertForPreTraining
 from bert.numerics import NumericalFault
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep

@@ -6,7 +6,8 @@ import pytest
 from bert.mlperf_rules import SYSTEM_DESCRIPTION_FIELDS, mlperf_eval_interval
 from bert.system import load_system
 from bert.typed_config import ConfigError
-from tests.conftest import REPO, unchecked_descriptor, write_unchecked
+from tests.helpers.repo import REPO
+from tests.helpers.systems import unchecked_descriptor, write_unchecked
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "systems").glob("*.json")))
@@ -148,6 +149,20 @@ def test_fp16_runs_on_a_cpu_only_as_a_rehearsal_of_the_cuda_run(tmp_path):
     assert not list(tmp_path.iterdir())
     with pytest.raises(ValueError, match="made from a CUDA run"):
         base.cpu_rehearsal()
+
+
+def test_a_cpu_variant_in_fp16_is_the_cuda_run_rehearsed_and_otherwise_a_plain_variant():
+    micro = load_system("cpu_micro")
+    bf16 = micro.cpu_variant({"precision": "bf16", "gradient_accumulation_steps": 2})
+    assert (bf16.run.device, bf16.run.precision, bf16.rehearsal) == ("cpu", "bf16", False)
+    assert bf16 == micro.variant({"precision": "bf16", "gradient_accumulation_steps": 2})
+    fp16 = micro.cpu_variant({"precision": "fp16"}, name="fp16_micro", description={"number_of_nodes": "1"})
+    assert (fp16.name, fp16.run.device, fp16.run.precision, fp16.rehearsal) == ("fp16_micro", "cpu", "fp16", True)
+    assert fp16.run == micro.variant({"device": "cuda", "precision": "fp16"}).cpu_rehearsal().run
+    cuda = load_system("h200_1x1").cpu_variant({"init_checkpoint": None, "performance": None})  # a CUDA descriptor
+    assert (cuda.run.device, cuda.rehearsal) == ("cpu", False)
+    again = fp16.cpu_variant({"gradient_accumulation_steps": 2})  # fp16 still: still the rehearsal
+    assert (again.run.device, again.run.gradient_accumulation_steps, again.rehearsal) == ("cpu", 2, True)
 
 
 def test_length_bins_have_one_rule_for_the_descriptor_and_every_bins_option(tmp_path):

@@ -5,13 +5,15 @@ import sys
 
 import h5py
 
-from bert.config import named_config
+from bert.mlperf_rules import RULESETS
+from bert.model.config import named_config
+from bert.model.tf_names import tensor_names
 from bert.system import load_system
-from bert.tf_names import tensor_names
 from compliance.checkers import compliance_check
 from compliance.result_log import read_result_log
-from tests.conftest import copy_dataset, unchecked_descriptor, write_unchecked
+from tests.helpers.datasets import copy_dataset
 from tests.helpers.runs import run_training
+from tests.helpers.systems import unchecked_descriptor, write_unchecked
 
 
 def test_two_process_gloo_run_converges_and_passes_the_checker(tmp_path, small_dataset, cpu_env):
@@ -30,7 +32,7 @@ def test_two_process_gloo_run_converges_and_passes_the_checker(tmp_path, small_d
     assert result.first("seed").metadata["file"].endswith("bert/train.py")
     logged = [x.metadata["tensor"] for x in result.all("weights_initialization")]
     assert logged == [e.tf for e in tensor_names(named_config("micro"))]
-    for ruleset in ("5.0.0", "4.1.0"):
+    for ruleset in RULESETS:
         result = compliance_check(log, ruleset)
         assert result.passed, result.output
 

@@ -13,11 +13,11 @@ import torch
 
 from bert.data.batch import collate
 from bert.distributed.launch import DistContext
-from bert.model import BertForPreTraining
+from bert.model.pretraining import BertForPreTraining
+from bert.model.token_rounding import token_sizes
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
 from bert.system import System, load_system
-from bert.token_rounding import token_sizes
 from bert.warmup import warm_up, warm_up_batches
 from compliance.checkers import compliance_check
 from compliance.result_log import read_result_log

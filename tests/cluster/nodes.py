@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.common.ranks import free_port
 from bert.system import System, load_system
 from tests.cluster.netns import Host, HostNetwork
-from tests.conftest import REPO
-from tests.faults.conftest import descendants
-from tests.helpers.ports import free_port
+from tests.helpers.faults import descendants
+from tests.helpers.repo import REPO
 
 MICRO = REPO / "systems" / "cpu_micro.json"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.cluster import netns
-from tests.conftest import REPO
-from tests.faults.conftest import alive
+from tests.helpers.faults import alive
+from tests.helpers.repo import REPO
 
 
 def machine_network() -> tuple[str, str, str]:

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 import compliance.package as package_module
+from bert.mlperf_rules import DEFAULT_RULESET, RULESETS
 from compliance.checkers import PACKAGE_SUCCESS
 from compliance.folders import replace_folder
-from tests.compliance.conftest import cli
 from tests.compliance.fakes import write_runs
-from tests.conftest import REPO
+from tests.helpers.compliance import cli
+from tests.helpers.repo import REPO
 
 
 def _olympic_minutes(logs_dir) -> float:
@@ -59,7 +60,7 @@ def _changed_files() -> set[str]:
 
 def test_official_package_checker_accepts_the_package(micro_package, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mlperf_logging.package_checker", str(micro_package.org),
-                           "training", "5.0.0"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                           "training", DEFAULT_RULESET], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert PACKAGE_SUCCESS in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
@@ -77,8 +78,8 @@ def test_score_is_the_olympic_mean_of_the_run_times(micro_package):
 
 def test_check_accepts_the_package_the_logs_folder_and_one_log(micro_package):
     """`package` has checked the tree under 5.0.0 already: here the tree under 4.1.0, the logs folder and one log."""
-    for target, ruleset in ((micro_package.org, "4.1.0"), (micro_package.logs, "5.0.0"),
-                            (micro_package.logs / "result_0.txt", "5.0.0")):
+    for target, ruleset in ((micro_package.org, RULESETS[0]), (micro_package.logs, DEFAULT_RULESET),
+                            (micro_package.logs / "result_0.txt", DEFAULT_RULESET)):
         result = cli("check", target, "--ruleset", ruleset)
         assert result.exit_code == 0, result.output
         assert "VERDICT: PASS" in result.output and f"(ruleset {ruleset}" in result.output

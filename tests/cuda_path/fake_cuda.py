@@ -22,7 +22,7 @@ How it works (torch 2.13 CPU build; each piece is needed, and each is checked by
   gradient in a traced backward).
 - `torch.cuda.is_available()` and `is_bf16_supported()` answer True, so that `torch.autocast("cuda")` applies
   CUDA's casting policy (which differs from the CPU's: LayerNorm runs in fp32) and GradScaler("cuda") works;
-  `get_device_capability()` answers (9, 0), an H100's or H200's, for the kernel checks (bert.varlen_attention).
+  `get_device_capability()` answers (9, 0), an H100's or H200's, for the kernel checks (bert.model.varlen_attention).
 - DDP runs over torch's fake process group ("fake" backend: collectives return at once); its start-up check
   of parameter shapes and its runtime statistics read tensor data, so the first is skipped and the second
   not collected. DDP rebuilds its buckets in the second forward by reading host data, which fake tensors
@@ -36,7 +36,7 @@ How it works (torch 2.13 CPU build; each piece is needed, and each is checked by
 What it cannot show: values (no dropout mask can be compared), and which SDPA backend CUDA would pick (a CPU
 build has no CUDA kernel selection: SDPA falls back to its math decomposition). The record therefore names
 the attention entry point the trainer called and its arguments (for bert::varlen_attention, its fake kernel
-runs: the flash kernel it stands for is CUDA code); benchmarks/gpu_check.sh lists the kernels on a real GPU.
+runs: the flash kernel it stands for is CUDA code); acceptance/gpu_check.sh lists the kernels on a real GPU.
 """
 
 from __future__ import annotations
@@ -398,7 +398,7 @@ def step_system(setup: StepSetup):
 
 def _batches(fake: FakeCuda, setup: StepSetup, count: int, record: StepRecord) -> list:
     from bert.data.batch import collate
-    from bert.token_rounding import token_sizes
+    from bert.model.token_rounding import token_sizes
     from tests.helpers.samples import make_samples
 
     rng = np.random.default_rng(0)
@@ -422,7 +422,7 @@ def train_step_record(setup: StepSetup) -> StepRecord:
 
 def _train_step_record(setup: StepSetup) -> StepRecord:
     from bert.distributed.launch import DistContext
-    from bert.model import BertForPreTraining
+    from bert.model.pretraining import BertForPreTraining
     from bert.optim.factory import build_optimizer, build_schedule
     from bert.step import TrainStep
     from bert.warmup import WarmUpBatches, warm_up, warm_up_batches

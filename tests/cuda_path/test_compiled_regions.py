@@ -7,7 +7,7 @@ only, the layer's graph must hold the variable-length flash kernel (with dropout
 and the recompilations must stay within what the run allows: one graph per token size with run.token_sizes,
 one without (dynamic shapes), one LAMB graph per parameter group, all of them before the clock where the
 warm-up (bert.warmup) ran. Only inductor's code generation and
-CUDA graph recording are left out: they need a GPU (benchmarks/gpu_check.sh)."""
+CUDA graph recording are left out: they need a GPU (acceptance/gpu_check.sh)."""
 
 from __future__ import annotations
 

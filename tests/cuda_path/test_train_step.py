@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from bert.token_rounding import token_sizes
+from bert.model.token_rounding import token_sizes
 from tests.cuda_path.fake_cuda import AttentionCall, StepSetup, cuda_seeds, train_step_record
 
 SETUPS = {

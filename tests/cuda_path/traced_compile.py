@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 import torch._dynamo
 
-from bert.varlen_attention import _varlen_attention
+from bert.model.varlen_attention import _varlen_attention
 
 VARLEN = _varlen_attention._opoverload  # bert::varlen_attention: (q, k, v, cu_seqlens, max_len, dropout_p)
 SYMBOLIC = -1  # an argument that Dynamo traced as a symbol (dynamic shapes), not as a constant

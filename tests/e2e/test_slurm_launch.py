@@ -9,8 +9,8 @@ import time
 from compliance.checkers import compliance_check
 from tests.cluster.nodes import assert_ranks_follow_the_plan, micro_system
 from tests.cluster.slurm import slurm_cluster
-from tests.conftest import REPO
-from tests.faults.conftest import assert_log_aborted
+from tests.helpers.faults import assert_log_aborted
+from tests.helpers.repo import REPO
 
 JOB_TIMEOUT_S = 180
 

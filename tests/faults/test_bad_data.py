@@ -17,7 +17,7 @@ from bert.data.vocab import Vocab, load_vocab
 from bert.prep.verify import verify_dataset
 from bert.system import load_system
 from bert.train import RunRequest, run
-from tests.faults.conftest import assert_log_aborted
+from tests.helpers.faults import assert_log_aborted
 
 ROW = 17  # the sample corrupted in every training shard, whichever the loader reads first
 

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from bert.cli import main
 from bert.system import RunSpec, load_system
 from bert.typed_config import CHECK
-from tests.conftest import unchecked_descriptor, write_unchecked
 from tests.helpers.runs import train_command
+from tests.helpers.systems import unchecked_descriptor, write_unchecked
 
 BAD_VALUES = [
     ("global_batch_size", -32, "must be at least 1 and at most 1048576, got -32"),
@@ -35,8 +35,9 @@ BAD_VALUES = [
     ("optimizer.training_steps", 0, "must be at least 1, got 0"),
     ("launch.master_port", 70000, "must be at least 1 and at most 65535, got 70000"),
     ("dataset.synthetic.shards", 0, "must be at least 1, got 0"),
-    ("model_overrides", {"num_heads": 0}, "num_heads must be a whole number, at least 1, got 0"),
-    ("model_overrides", {"gelu": "relu"}, "gelu must be one of 'tanh', 'erf', got 'relu'"),
+    ("model_overrides.num_heads", 0, "must be at least 1, got 0"),
+    ("model_overrides.gelu", "relu", "expected one of 'tanh', 'erf', got 'relu' (string)"),
+    ("model_overrides.hidden_dropout", 1.0, "must be 0 or more and less than 1, got 1.0"),
     ("optimizer.start_warmup_step", 5, "must be at most 0, got 5 (a positive start gives the reference a negative "
      "learning rate before it; start the warm-up at 0 or before)"),
 ]
@@ -47,8 +48,7 @@ def test_an_out_of_range_value_is_one_line_naming_the_field(tmp_path, path, valu
     system = write_unchecked(tmp_path, "bad", unchecked_descriptor({path: value}))
     result = CliRunner().invoke(main, ["system", "check", str(system)])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.exception
-    field = "run.model_overrides" if path == "model_overrides" else f"run.{path}"
-    assert result.output == f"Error: {system}: {field}: {problem}\n"
+    assert result.output == f"Error: {system}: run.{path}: {problem}\n"
 
 
 def test_a_bad_value_stops_a_run_before_its_log_is_opened(tmp_path):

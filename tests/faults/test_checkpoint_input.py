@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from bert.config import named_config
-from bert.model import BertForPreTraining
-from tests.compliance.conftest import cli
+from bert.model.config import named_config
+from bert.model.pretraining import BertForPreTraining
+from tests.helpers.compliance import cli
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 from bert.data.manifest import MANIFEST_FILE
 from bert.data.shards import read_shard
 from bert.prep.official_inputs import MD5_LIST
-from tests.compliance.conftest import cli
+from tests.helpers.compliance import cli
 from tests.helpers.tfrecords import SEQ, sample_features, write_records
 
 

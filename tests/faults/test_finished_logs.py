@@ -11,8 +11,7 @@ from click.testing import CliRunner
 
 from bert.cli import main
 from bert.mllog import RunLog
-from tests.conftest import mllog_line
-from tests.faults.conftest import (
+from tests.helpers.faults import (
     CASE_TIMEOUT_S,
     assert_log_aborted,
     fake_launcher,
@@ -20,6 +19,7 @@ from tests.faults.conftest import (
     single_line_error,
     wrapper,
 )
+from tests.helpers.logs import mllog_line
 
 FILE_LIMIT = 6000  # bytes: a log cut off by it stops during the run's initialisation
 

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from tests.compliance.conftest import cli
 from tests.compliance.fakes import CLOSED_RUN, edit_lines, micro_system, write_package, write_run, write_runs
+from tests.helpers.compliance import cli
 
 FORGED = 3  # the run whose log is tampered with
 

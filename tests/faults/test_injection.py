@@ -7,8 +7,8 @@ import pytest
 
 from bert.system import load_system
 from bert.typed_config import ConfigError
-from tests.conftest import unchecked_descriptor, write_unchecked
-from tests.faults.conftest import single_line_error, wrapper
+from tests.helpers.faults import single_line_error, wrapper
+from tests.helpers.systems import unchecked_descriptor, write_unchecked
 
 
 def test_an_environment_name_that_is_an_option_is_refused_and_runs_nothing(tmp_path, cpu_env, small_dataset):

@@ -11,8 +11,8 @@ from bert.mllog import LOG_FREE_BYTES, LogError, RunLog, seal_log
 from bert.prep.verify import verify_dataset
 from bert.system import load_system
 from bert.train import RunRequest, run
-from tests.conftest import REPO
-from tests.faults.conftest import assert_log_aborted, assert_stdout_aborted, fault_descriptor, finish, torchrun
+from tests.helpers.faults import assert_log_aborted, assert_stdout_aborted, fault_descriptor, finish, torchrun
+from tests.helpers.repo import REPO
 
 
 def test_a_shard_changed_after_the_manifest_stops_the_run_before_it_starts(tmp_path, fault_data, fault_env):

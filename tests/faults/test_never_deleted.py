@@ -12,8 +12,8 @@ from bert.ownership import RECORD_FILE
 from bert.prep.synthetic.hdf5_corpus import COMPLETE_MARKER, LEGACY_OWNER_MARKER, is_complete, synthesize
 from bert.system import load_system
 from tests.compliance.fakes import write_package
-from tests.conftest import SMALL_SYNTH
-from tests.faults.conftest import single_line_error, wrapper
+from tests.helpers.datasets import SMALL_SYNTH
+from tests.helpers.faults import single_line_error, wrapper
 from tests.helpers.processes import gone_pid
 
 

@@ -8,7 +8,7 @@ import time
 
 from tests.cluster.netns import INTERFACE
 from tests.cluster.nodes import kill_node, micro_system, start_node, start_on_hosts, wait_nodes
-from tests.faults.conftest import DIST_TIMEOUT_S, alive, assert_log_aborted, descendants, finish, wait_for_training
+from tests.helpers.faults import DIST_TIMEOUT_S, alive, assert_log_aborted, descendants, finish, wait_for_training
 
 # After the failure: the lost-rank check (bert.distributed.liveness.LOST_AFTER_BEATS of 1 s), torchrun ending the
 # node's ranks, sealing and publishing the log, with room for a loaded 2-core machine.

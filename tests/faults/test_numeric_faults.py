@@ -9,7 +9,7 @@ import torch
 from bert.cli.training import NAN_INJECTION_ENV
 from bert.distributed.launch import DistContext
 from bert.numerics import NumericalFault, NumericGuard
-from tests.faults.conftest import CASE_TIMEOUT_S, assert_log_aborted, fault_descriptor, finish, run_and_time
+from tests.helpers.faults import CASE_TIMEOUT_S, assert_log_aborted, fault_descriptor, finish, run_and_time
 
 CPU = DistContext(0, 1, 0, 1, torch.device("cpu"))
 

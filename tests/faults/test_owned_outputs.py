@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.compliance.conftest import cli
+from tests.helpers.compliance import cli
 from tests.helpers.downloads import official_download
 
 SHAPE = ("--max-seq-length", 64, "--max-predictions", 10)

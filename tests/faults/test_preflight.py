@@ -9,7 +9,7 @@ import time
 
 from tests.cluster.netns import INTERFACE
 from tests.cluster.nodes import micro_system, start_node, start_on_hosts, wait_nodes
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 PREFLIGHT_S = 4
 # Past the pre-flight's wait: the wrapper's start (the descriptor read, the dataset found) and one connect

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.faults.conftest import (
+from tests.helpers.faults import (
     DIST_TIMEOUT_S,
     alive,
     assert_log_aborted,

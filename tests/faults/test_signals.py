@@ -7,7 +7,7 @@ import signal
 import time
 
 from bert.interrupts import GRACE_S
-from tests.faults.conftest import (
+from tests.helpers.faults import (
     alive,
     assert_log_aborted,
     descendants,

@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 
 import compliance.check as check_module
+from bert.mlperf_rules import DEFAULT_RULESET
 from bert.system import load_system
 from compliance import plots
 from compliance.checkers import CheckResult
 from compliance.package import _refusals
 from compliance.report import _rcp_text, _runs_table
 from compliance.result_log import read_result_log, result_logs_in
-from tests.compliance.conftest import cli
 from tests.compliance.fakes import micro_system, write_run, write_runs
+from tests.helpers.compliance import cli
 
 
 def _other_system():
@@ -93,9 +94,9 @@ def test_a_json_object_wherever_a_value_belongs_is_reported_not_a_traceback(tmp_
         folders.append(folder)
         result = cli("check", folder)  # fails the test on a traceback
         assert result.exit_code in (0, 1) and "VERDICT" in result.output
-        _refusals(micro_system(), folder, "5.0.0")
+        _refusals(micro_system(), folder, DEFAULT_RULESET)
     logs = [read_result_log(p) for folder in folders for p in result_logs_in(folder)]
     _runs_table(logs)
-    _rcp_text(logs, "5.0.0")
+    _rcp_text(logs, DEFAULT_RULESET)
     plots.accuracy_plot(logs, None, "", tmp_path / "accuracy.png")
     plots.throughput_plot(logs, tmp_path / "throughput.png")

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from bert.system import load_system
-from tests.conftest import REPO, mllog_line
-from tests.faults.conftest import fake_launcher, single_line_error, wrapper
+from tests.helpers.faults import fake_launcher, single_line_error, wrapper
+from tests.helpers.logs import mllog_line
+from tests.helpers.repo import REPO
 
 
 @pytest.mark.parametrize("variable, value, message", [

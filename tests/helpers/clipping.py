@@ -8,16 +8,14 @@ import numpy as np
 from bert.data.batch import Batch, collate
 from bert.data.shards import Samples
 from bert.system import System, load_system
-from tests.helpers.systems import cpu_variant
 
-MODES = ("after_allreduce", "before_allreduce", "bucketwise_before_allreduce")
 GLOBAL_BATCH, CLIP_NORM = 16, 0.05
 
 
 def clipping_system(world_size: int, clip: str, accumulate: int = 1, precision: str = "fp32",
                     bucket_cap_mb: float = 0.25, grad_comm_dtype: str = "fp32") -> System:
     """cpu_micro on `world_size` ranks of one node, clipping in mode `clip` to CLIP_NORM."""
-    return cpu_variant(load_system("cpu_micro"), {
+    return load_system("cpu_micro").cpu_variant({
         "processes_per_node": world_size, "clip": clip, "clip_norm": CLIP_NORM, "global_batch_size": GLOBAL_BATCH,
         "gradient_accumulation_steps": accumulate, "bucket_cap_mb": bucket_cap_mb, "grad_comm_dtype": grad_comm_dtype,
         "precision": precision})

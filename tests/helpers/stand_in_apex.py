@@ -63,8 +63,8 @@ def _modules() -> dict[str, types.ModuleType]:
 
 @contextlib.contextmanager
 def apex_importable() -> Iterator[None]:
-    """Inside: `import apex` (and its parts, and amp_C) finds the stand-in; bert.fused looks again."""
-    from bert import fused
+    """Inside: `import apex` (and its parts, and amp_C) finds the stand-in; bert.model.fused looks again."""
+    from bert.model import fused
 
     saved = {name: sys.modules.get(name) for name in _modules()}
     sys.modules.update(_modules())

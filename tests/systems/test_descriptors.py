@@ -1,13 +1,17 @@
 """Every descriptor in systems/ validates and its system-description part passes the official checker; the
-published configurations say what MLPerf_BERT.md section 4 says."""
+published configurations say what MLPerf_BERT.md section 4 says; a descriptor names its base and states only
+what differs, and resolves to the values recorded in fixtures/published_values.json."""
 
+import dataclasses
 import json
+import re
 
 import pytest
 
-from bert.system import load_system
+from bert.mlperf_rules import DEFAULT_RULESET
+from bert.system import System, load_system
 from compliance.checkers import system_desc_check
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 DESCRIPTORS = sorted(p.stem for p in (REPO / "systems").glob("*.json"))
 
@@ -17,7 +21,7 @@ def test_descriptor_validates_and_passes_the_system_description_checker(name, tm
     system = load_system(REPO / "systems" / f"{name}.json")
     part = tmp_path / f"{name}.json"
     part.write_text(json.dumps(system.description))
-    result = system_desc_check(part, "5.0.0")
+    result = system_desc_check(part, DEFAULT_RULESET)
     assert result.passed, result.output
 
 
@@ -50,3 +54,61 @@ def test_the_seed_papers_configuration():
     assert (opt.warmup_steps, opt.start_warmup_step, opt.end_learning_rate) == (82, -16, 4.95e-5)
     assert run.balance == "stratified+local_presort" and run.clip == "bucketwise_before_allreduce"
     assert load_system("dgxa100_512x8_packed").run.balance == "packed"
+
+
+PUBLISHED_VALUES = json.loads((REPO / "tests" / "systems" / "fixtures" / "published_values.json").read_text())
+BASES = {"dgxa100_8x8": "dgxa100_1x8", "dgxa100_512x8_packed": "dgxa100_8x8", "dgxa100_128x8_adam": "dgxa100_8x8",
+         "dgxh100_1x8": "dgxa100_1x8", "h200_1x1": "dgxh100_1x8", "cpu_tiny_adam": "cpu_tiny", "cpu_micro": "cpu_tiny"}
+
+
+def _flat(data: dict, prefix: str = "") -> dict:
+    """Dotted field paths to values; the search space and the model overrides stay whole (maps of their own)."""
+    values = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and value and f"{prefix}{key}" not in ("run.search", "run.model_overrides"):
+            values.update(_flat(value, f"{prefix}{key}."))
+        else:
+            values[f"{prefix}{key}"] = value
+    return values
+
+
+def _values(system: System) -> dict:
+    run = json.loads(json.dumps(dataclasses.asdict(system.run)))
+    run.pop("notes")
+    return _flat({"system": system.description, "run": run})
+
+
+def test_the_published_descriptors_name_their_bases():
+    named = {p.stem: json.loads(p.read_text()).get("base") for p in (REPO / "systems").glob("*.json")}
+    assert {name: base for name, base in named.items() if base} == BASES
+
+
+@pytest.mark.parametrize("name", DESCRIPTORS)
+def test_each_descriptor_resolves_to_its_recorded_values(name):
+    """Every value each descriptor stood for when it stated them all, field by field. A deliberate change to a
+    published descriptor changes its record in tests/systems/fixtures/published_values.json in the same commit;
+    a change to a base shows here as the change of every descriptor that inherits it."""
+    expected, actual = PUBLISHED_VALUES[name], _values(load_system(name))
+    differ = {key: (expected.get(key), actual.get(key)) for key in expected.keys() | actual.keys()
+              if expected.get(key, KeyError) != actual.get(key, KeyError)}
+    assert not differ, f"{name}: field: (recorded, resolved): {differ}"
+
+
+def _root(name: str) -> str:
+    while name in BASES:
+        name = BASES[name]
+    return name
+
+
+def test_no_note_is_written_twice_in_a_family():
+    """A base states what its family (the descriptors that inherit from one root) shares once: no sentence of a
+    note stands in two files of a family."""
+    seen: dict[tuple[str, str], str] = {}
+    for path in sorted((REPO / "systems").glob("*.json")):
+        notes = json.loads(path.read_text())["run"].get("notes", {})
+        for text in (notes.values() if isinstance(notes, dict) else [notes]):
+            for sentence in re.split(r"(?<=[.;:]) ", text or ""):
+                key = (_root(path.stem), sentence)
+                if len(sentence) >= 60:
+                    assert key not in seen, f"{path.name} repeats {seen[key]}: {sentence!r}"
+                    seen[key] = path.name

@@ -1,7 +1,7 @@
 """`mlperf-bert data synth`: a deterministic synthetic pre-training corpus in the MLPerf HDF5 format.
 
 Writes DIR/vocab.txt, DIR/train/part-XXXXX.hdf5 and DIR/eval.hdf5. Documents come from bert.prep.synthetic.grammar;
-samples are cut and masked exactly as the reference pipeline does (bert.prep.instances). Eval documents are
+samples are cut and masked as the reference pipeline does (bert.prep.fast_instances). Eval documents are
 written by their own random stream and never appear in training.
 
 DIR is claimed as this writer's (bert.ownership) before anything is written into it: only a folder whose
@@ -20,7 +20,8 @@ import numpy as np
 
 from bert.data.shards import Samples, write_shard
 from bert.ownership import OwnedFolder, claim_folder
-from bert.prep.instances import Documents, SampleSpec, SpecialIds, build_samples, plan_instances
+from bert.prep.fast_instances import build_samples, plan_instances
+from bert.prep.instances import Documents, SampleSpec, SpecialIds
 from bert.prep.synthetic.grammar import DocumentWriter, Lexicon, build_lexicon
 from bert.system import SyntheticDataSpec
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bert.mlperf_rules import REFERENCE_PREP
 from bert.ownership import claim_folder, temporary_path
 from bert.prep.synthetic.grammar import PUNCTUATION, DocumentWriter, Lexicon, build_lexicon
 
@@ -29,7 +30,7 @@ class TextCorpusSpec:
     megabytes: float = 50.0  # training text, split evenly over the parts
     parts: int = 8
     eval_megabytes: float = 1.0  # 0: no eval text
-    seed: int = 12345
+    seed: int = REFERENCE_PREP.random_seed
     vocab_size: int = 4096  # the grammar's lexicon (its word pieces), not the vocabulary `vocab` learns
     mean_sentences: float = 24.0  # per document; Wikipedia articles are long, the grammar's default is 8
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bert.config import named_config
 from bert.data.batch import collate, collate_packed
-from bert.model import BertForPreTraining
+from bert.model.config import named_config
+from bert.model.pretraining import BertForPreTraining
 from tests.helpers.samples import LENGTHS, make_samples
 
 

@@ -10,7 +10,7 @@ import torch
 
 from bert.data.shards import read_shard
 from bert.distributed.launch import DistContext
-from bert.model import BertForPreTraining
+from bert.model.pretraining import BertForPreTraining
 from bert.optim.schedule import LrSchedule
 from bert.step import TrainStep
 from tests.helpers.clipping import clipping_system, micro_batch

@@ -19,12 +19,13 @@ import torch
 from bert.data.batch import Batch
 from bert.data.shards import Samples, read_shard
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
+from bert.distributed.clipping import CLIP_MODES
 from bert.distributed.launch import DistContext
-from bert.model import BertForPreTraining
+from bert.model.pretraining import BertForPreTraining
 from bert.optim.schedule import LrSchedule
 from bert.step import TrainStep
 from bert.system import System
-from tests.helpers.clipping import CLIP_NORM, MODES, clipping_system, micro_batch
+from tests.helpers.clipping import CLIP_NORM, clipping_system, micro_batch
 
 STEPS = 2
 
@@ -97,7 +98,7 @@ def run_mode(rank: int, samples: Samples, system: System) -> list[list[torch.Ten
             assert len(seen) == accumulate and all(len(b) == step.clipping.num_buckets for b in seen[-1:]), \
                 f"hook saw buckets {[len(b) for b in seen]}, clip bound assumed {step.clipping.num_buckets}"
         buckets = seen or [[list(range(len(before)))]] * accumulate
-        expected = {mode: expected_update(mode, local, buckets) for mode in MODES}
+        expected = {mode: expected_update(mode, local, buckets) for mode in CLIP_MODES}
         actual = [b - p.detach().double() for b, p in zip(before, model.parameters())]
         # What one rank sends of each tensor, at most (clipping only shrinks it): bf16 rounds each of those.
         shares = [max(sum(g[i].abs() for g in row).max() for row in local) / world for i in range(len(before))]
@@ -127,14 +128,14 @@ def different(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
 def modes_worker(rank: int, world_size: int, data_dir: Path) -> None:
     samples = read_shard(sorted((data_dir / "train").glob("*.hdf5"))[0])
     for accumulate, precision in ((1, "fp32"), (2, "fp32"), (1, "fp16")):
-        for mode in MODES:
+        for mode in CLIP_MODES:
             expectations = run_mode(rank, samples, clipping_system(world_size, mode, accumulate, precision))
         # The three expectations differ, so the check above tells the modes apart.
         after, before, bucketwise = expectations
         assert different(after, before) and different(before, bucketwise) and different(after, bucketwise)
     # With buckets as large as the model, bucket-wise clipping is the whole-gradient clipping.
     run_mode(rank, samples, clipping_system(world_size, "bucketwise_before_allreduce", bucket_cap_mb=25.0))
-    for mode in MODES:  # the gradient sent in bf16, with accumulation (the hook holds micro-batches)
+    for mode in CLIP_MODES:  # the gradient sent in bf16, with accumulation (the hook holds micro-batches)
         run_mode(rank, samples, clipping_system(world_size, mode, accumulate=2, grad_comm_dtype="bf16"))
 
 

@@ -15,7 +15,7 @@ import pytest
 from bert.distributed.cpu_binding import BindingError, Topology, describe_binding, parse_cpu_list, rank_binding
 from bert.system import CpuBindingSpec, load_system
 from bert.typed_config import ConfigError
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 
 def _sysfs(root: Path, nodes: list[str], cores: int) -> Path:

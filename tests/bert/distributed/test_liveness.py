@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import torch.distributed as dist
 
+from benchmarks.common.ranks import free_port
 from bert.distributed.liveness import Heartbeat, beat_seconds, describe_lost
-from tests.helpers.ports import free_port
 
 
 def _store(port: int, master: bool) -> dist.TCPStore:

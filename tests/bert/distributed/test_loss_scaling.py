@@ -9,11 +9,12 @@ import torch
 import torch.distributed as dist
 
 from bert.data.shards import read_shard
+from bert.distributed.clipping import CLIP_MODES
 from bert.distributed.launch import DistContext
-from bert.model import BertForPreTraining
+from bert.model.pretraining import BertForPreTraining
 from bert.optim.schedule import LrSchedule
 from bert.step import TrainStep
-from tests.helpers.clipping import MODES, clipping_system, micro_batch
+from tests.helpers.clipping import clipping_system, micro_batch
 
 
 def flat_params(model: torch.nn.Module) -> torch.Tensor:
@@ -34,7 +35,7 @@ def overflow_once():
 
 def overflow_worker(rank: int, world_size: int, data_dir: Path) -> None:
     samples = read_shard(sorted((data_dir / "train").glob("*.hdf5"))[0])
-    for mode in MODES:
+    for mode in CLIP_MODES:
         system = clipping_system(world_size, mode, accumulate=2, precision="fp16")
         ctx = DistContext(rank, world_size, rank, world_size, torch.device("cpu"))
         torch.manual_seed(0)

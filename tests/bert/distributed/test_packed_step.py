@@ -10,12 +10,12 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from bert.config import named_config
 from bert.data.batch import collate
 from bert.data.packed_batches import PackedBatches
 from bert.data.shards import Samples
 from bert.distributed.row_exchange import build_row_exchange
-from bert.model import BertForPreTraining
+from bert.model.config import named_config
+from bert.model.pretraining import BertForPreTraining
 from tests.helpers.samples import make_samples
 
 BATCH, ROW_LEN, PREDICTIONS = 6, 64, 4
@@ -65,7 +65,7 @@ def packed_worker(rank: int, world_size: int) -> None:
         everything = Samples.concat([part[0] for part in taken])
         expected = reference(**collate(everything).model_inputs(unpadded=False))
         expected.loss.backward()
-        # The model computes its losses in fp32 (bert.model), so fp32 tolerances.
+        # The model computes its losses in fp32 (bert.model.pretraining), so fp32 tolerances.
         assert torch.allclose(step_loss, expected.loss, rtol=1e-6), (step_loss, expected.loss)
         for got, want in zip(model.parameters(), reference.parameters()):
             assert torch.allclose(got.grad, want.grad, rtol=1e-5, atol=1e-9)

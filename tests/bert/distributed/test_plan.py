@@ -5,7 +5,7 @@ import subprocess
 
 from bert.distributed.plan import TrainArgs, build_plan, launch_command
 from bert.system import load_system
-from tests.conftest import REPO
+from tests.helpers.repo import REPO
 
 
 def _dry_run(system: str, **env) -> subprocess.CompletedProcess:

@@ -8,12 +8,12 @@ import time
 
 import pytest
 
+from benchmarks.common.ranks import free_port
 from bert.distributed import preflight as pf
 from bert.distributed.plan import launch_env
 from bert.system import load_system
 from bert.typed_config import ConfigError
-from tests.conftest import unchecked_descriptor, write_unchecked
-from tests.helpers.ports import free_port
+from tests.helpers.systems import unchecked_descriptor, write_unchecked
 
 
 def facts(node: int, **changes) -> pf.NodeFacts:

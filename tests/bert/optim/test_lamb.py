@@ -74,8 +74,8 @@ def test_the_exclusions_are_the_references_rule_on_its_tf_names():
     """lamb_optimizer_v1 excludes a variable when re.search finds LayerNorm, layer_norm or bias in its name."""
     import re
 
-    from bert.config import named_config
-    from bert.tf_names import tensor_names
+    from bert.model.config import named_config
+    from bert.model.tf_names import tensor_names
 
     for entry in tensor_names(named_config("large")):
         reference = any(re.search(p, entry.tf) for p in ("LayerNorm", "layer_norm", "bias"))
@@ -109,8 +109,8 @@ def test_a_fused_parameter_gets_one_trust_ratio_per_reference_tensor():
 
 
 def test_the_models_parameter_groups_say_which_parameters_stack_reference_tensors():
-    from bert.config import named_config
-    from bert.model import BertForPreTraining
+    from bert.model.config import named_config
+    from bert.model.pretraining import BertForPreTraining
 
     with torch.device("meta"):
         model = BertForPreTraining(named_config("micro", num_layers=2))

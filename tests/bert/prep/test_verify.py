@@ -12,7 +12,7 @@ from bert.data.manifest import MANIFEST_FILE
 from bert.data.shards import ShardError, read_shard, write_shard
 from bert.prep.verify import Limits, summary_lines, verify_dataset
 from bert.system import load_system
-from tests.conftest import copy_dataset
+from tests.helpers.datasets import copy_dataset
 
 SHARD = "train/part-00001-of-00004.hdf5"
 

@@ -28,7 +28,7 @@ from bert.data.batch import Batch, collate
 from bert.data.shards import Samples, samples_from_arrays, write_shard
 from bert.distributed.launch import DistContext
 from bert.eval import EvalSet
-from bert.model import BertForPreTraining
+from bert.model.pretraining import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
 from bert.system import System, load_system

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from bert.checkpoint import convert, read_source
 from bert.cli import main
-from bert.tf_names import tensor_names
+from bert.model.tf_names import tensor_names
 from tests.bert.reference.reference_run import RUN, install_tf_reader, reference_checkpoint, system
 
 COUNTERS = {"global_step", "beta1_power", "beta2_power"}

@@ -26,10 +26,10 @@ import numpy as np
 import pytest
 import torch
 
-from bert.config import named_config
-from bert.model import gelu_of
+from bert.model.config import named_config
+from bert.model.pretraining import gelu_of
+from bert.model.tf_names import tensor_names
 from bert.optim.factory import build_schedule
-from bert.tf_names import tensor_names
 from tests.bert.reference.reference_run import (
     ARRAYS,
     RUN,

@@ -4,8 +4,8 @@ after rounding, and the filler tokens it pays, against a case counted by hand.""
 import numpy as np
 import pytest
 
+from bert.model.token_rounding import TokenSizes
 from bert.simulate.static_shapes import epoch_shapes
-from bert.token_rounding import TokenSizes
 
 
 def test_an_epoch_meets_the_sizes_its_batches_reach_and_pays_their_fillers():

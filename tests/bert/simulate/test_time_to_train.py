@@ -9,12 +9,12 @@ import pytest
 from click.testing import CliRunner
 
 from bert.cli import main
-from bert.distributed.plan import model_parameters
+from bert.model.size import parameter_count
+from bert.model.token_rounding import TokenSizes
 from bert.optim.traffic import eager_lamb_bytes_per_parameter
 from bert.simulate.flops import flops_per_sequence
 from bert.simulate.time_to_train import converging_eval, predict
 from bert.system import System, load_system
-from bert.token_rounding import TokenSizes
 
 PERFORMANCE = {"gpu_samples_per_s": 100.0, "hbm_gb_s": 100.0, "intra_node_gb_s": 10.0, "inter_node_gb_s": 4.0,
                "link_latency_us": 5.0, "allreduce": "ring", "samples_to_converge": 1000}
@@ -32,7 +32,7 @@ def test_a_small_case_computed_by_hand():
     system = _small_cluster("before_allreduce")
     equal_lengths = np.full(1000, 48)  # every rank gets the same work: the balance ratio is exactly 1
     p = predict(system, 1000, equal_lengths)
-    params = model_parameters(system)
+    params = parameter_count(system.model_config())
     assert p.parameters == params
     grad_bytes = 4 * params  # run.grad_comm_dtype fp32
     # 2 nodes x 2 GPUs, 16 sequences per GPU at 100/s; ring of 2 inside the node at 10 GB/s; each GPU's half
@@ -58,7 +58,7 @@ def test_overlap_hides_the_allreduce_behind_backward_when_the_clip_mode_allows_i
     bucketwise = predict(_small_cluster("bucketwise_before_allreduce"), 1000, equal).step
     after = predict(_small_cluster("after_allreduce"), 1000, equal).step
     system = _small_cluster("after_allreduce")
-    buckets = math.ceil(model_parameters(system) * 4 / (0.25 * 2**20))
+    buckets = math.ceil(parameter_count(system.model_config()) * 4 / (0.25 * 2**20))
     # One coalesced message before the allreduce; one per bucket otherwise, each paying the latencies of the
     # ring inside the node (2 hops) and across the 2 nodes (2 hops) at 5 us.
     assert bucketwise.allreduce_s == pytest.approx(before.allreduce_s + (buckets - 1) * 4 * 5e-6)

@@ -5,7 +5,7 @@ import numpy as np
 from bert.data.shards import read_shard
 from bert.data.vocab import load_vocab
 from bert.prep.synthetic.hdf5_corpus import synthesize
-from tests.conftest import SMALL_SYNTH
+from tests.helpers.datasets import SMALL_SYNTH
 
 
 def test_corpus_layout_vocab_and_shapes(small_dataset):

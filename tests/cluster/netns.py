@@ -36,6 +36,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bert.ownership import process_gone
+
 PREFIX = "mlpbt-"  # every namespace and /etc/netns folder this module makes starts with it
 SUBNET = ipaddress.ip_network("10.213.0.0/24")
 INTERFACE = "eth0"  # each host's interface on the bridge
@@ -116,16 +118,6 @@ def _pid_of(netns: str) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _pids_in(inodes: set[int]) -> list[int]:
     """The processes whose network namespace is one of `inodes` (what `ip netns pids` finds, without a name)."""
     found = []
@@ -168,7 +160,7 @@ def _remove_namespaces(names: list[str]) -> None:
 def remove_leftovers() -> list[str]:
     """Removes the namespaces and /etc/netns folders of this module's naming whose maker has died; their names."""
     names = {p.name for p in NETNS_NAMES.glob(f"{PREFIX}*")} | {p.name for p in NETNS_CONFIG.glob(f"{PREFIX}*")}
-    dead = sorted(n for n in names if (pid := _pid_of(n)) is not None and pid != os.getpid() and not _alive(pid))
+    dead = sorted(n for n in names if (pid := _pid_of(n)) is not None and pid != os.getpid() and process_gone(pid))
     _remove_namespaces(dead)
     return dead
 

@@ -19,8 +19,9 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bert.descriptor_files import descriptor_files
 from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET
-from bert.system import System, descriptor_files, load_system
+from bert.system import System, load_system
 from bert.typed_config import ConfigError
 from compliance.check import CheckReport, Progress, check
 from compliance.checkers import require_ruleset
@@ -97,7 +98,7 @@ def _write_tree(root: Path, system: System, logs: list[Path], impl: str) -> None
     code.mkdir(parents=True)
     _extract_head(code)
     (code / "systems").mkdir(exist_ok=True)
-    for source in descriptor_files(system):  # its bases too: the copy must resolve as the run's did
+    for source in descriptor_files(system.path):  # its bases too: the copy must resolve as the run's did
         shutil.copyfile(source, code / "systems" / source.name)
 
 

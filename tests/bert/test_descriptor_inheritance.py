@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from bert.system import load_system, merged_descriptor, resolved_descriptor
+from bert.descriptor_files import merged_descriptor, resolved_descriptor
+from bert.system import load_system
 from bert.typed_config import ConfigError
 from tests.helpers.repo import REPO
 

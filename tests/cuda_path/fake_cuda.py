@@ -46,7 +46,6 @@ import ctypes
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 import torch
@@ -444,8 +443,7 @@ def _train_step_record(setup: StepSetup) -> StepRecord:
     batches = _batches(fake, setup, setup.steps * setup.accumulate, record)  # on the host, as the loader does
     made_up = warm_up_batches(system)
     warmed = WarmUpBatches(*([b._map(fake.tensor) for b in part] for part in (made_up.train, made_up.evals)))
-    traced = compile_without_gpu_code(record.compiles, record.graphs, setup.backend)
-    with mock.patch.object(torch, "compile", traced), fake.mode:
+    with compile_without_gpu_code(record.compiles, record.graphs, setup.backend), fake.mode:
         step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
         if setup.warm_up:  # unrecorded, under the recorder's torch-function mode: guards see the same mode stack

@@ -2,17 +2,19 @@
 "aot_eager" backend, AOTAutograd (the forward and the backward), whose graphs then run as they are. Only what
 needs a GPU is left out: inductor's code generation and the recording of CUDA graphs ("reduce-overhead").
 
-`compile_without_gpu_code` stands in for `torch.compile` while a scenario builds the trainer: it records the
-options each call asked for and a summary of every graph Dynamo hands to the backend.
+`compile_without_gpu_code` stands in for inductor's code generation while a scenario runs the trainer: it records
+the options of each torch.compile call and a summary of every graph Dynamo hands to inductor.
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
 from dataclasses import dataclass
+from unittest import mock
 
 import torch
 import torch._dynamo
+import torch._inductor.compile_fx
 
 from bert.model.varlen_attention import _varlen_attention
 
@@ -48,15 +50,21 @@ def _recorded(graphs: list[TracedGraph], backend: str, graph: torch.fx.GraphModu
     return torch._dynamo.lookup_backend(backend)(graph, example_inputs)
 
 
+@contextlib.contextmanager
 def compile_without_gpu_code(compiles: list[dict], graphs: list[TracedGraph], backend: str = "aot_eager"):
-    """A torch.compile that appends each call's options to `compiles` and each traced graph to `graphs`, and
-    compiles with `backend` ("eager": Dynamo's graph; "aot_eager": AOTAutograd's forward and backward)."""
+    """While open, torch.compile is the real one, with every option the trainer passes (inductor's wrapper
+    checks them and applies the mode), and only inductor's code generation is replaced: each graph Dynamo hands
+    to inductor is appended to `graphs` and compiled with `backend` ("eager": Dynamo's graph; "aot_eager":
+    AOTAutograd's forward and backward). The options of each torch.compile call are appended to `compiles`."""
     compile = torch.compile
-    recorded = functools.partial(_recorded, graphs, backend)  # one backend: the layers share their graphs
 
-    def traced(model=None, **options):
+    def recording(model=None, **options):
         compiles.append(options)
-        kept = {k: v for k, v in options.items() if k in ("fullgraph", "dynamic")}
-        return compile(model, backend=recorded, **kept)
+        return compile(model, **options)
 
-    return traced
+    def without_gpu_code(graph, example_inputs, **inductor_options):
+        return _recorded(graphs, backend, graph, example_inputs)
+
+    with mock.patch.object(torch, "compile", recording), \
+            mock.patch.object(torch._inductor.compile_fx, "compile_fx", without_gpu_code):
+        yield

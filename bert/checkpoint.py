@@ -275,15 +275,6 @@ def fit_error(where: Path, mapping: CheckpointFit) -> CheckpointError:
                            f"({mapping.naming} names): {shown}")
 
 
-def load_state(path: str | os.PathLike, config: BertConfig) -> dict[str, torch.Tensor]:
-    """The checkpoint at `path` as a state dict of BertForPreTraining(config); CheckpointError if it does not fit."""
-    source = read_source(path)
-    mapping = map_to_model(source, config, model_shapes(config))
-    if not mapping.fits:
-        raise fit_error(source.path, mapping)
-    return mapping.state
-
-
 def _refuse_unusable(where: Path, mapping: CheckpointFit) -> None:
     """Weights are floating point and finite: anything else is not a model to start from (one line)."""
     for name, tensor in mapping.state.items():
@@ -295,17 +286,29 @@ def _refuse_unusable(where: Path, mapping: CheckpointFit) -> None:
                                   "damaged (or saved from a diverged run)")
 
 
+def _usable_state(path: str | os.PathLike, config: BertConfig) -> tuple[Source, CheckpointFit]:
+    """The checkpoint at `path` mapped onto BertForPreTraining(config): it fits, and its weights are finite
+    floats (CheckpointError in one line otherwise)."""
+    source = read_source(path)
+    mapping = map_to_model(source, config, model_shapes(config))
+    if not mapping.fits:
+        raise fit_error(source.path, mapping)
+    _refuse_unusable(source.path, mapping)
+    return source, mapping
+
+
+def load_state(path: str | os.PathLike, config: BertConfig) -> dict[str, torch.Tensor]:
+    """The checkpoint at `path` as a state dict of BertForPreTraining(config), refused as convert refuses it."""
+    return _usable_state(path, config)[1].state
+
+
 def convert(src: str | os.PathLike, out: str | os.PathLike, config: BertConfig, force: bool = False) -> CheckpointFit:
     """Writes the checkpoint at `src` as this model's state dict in NVIDIA's `{'model': ...}` layout.
 
     Written to a temporary name and renamed, so `out` is either complete or absent. An existing `out` is
     replaced only when convert wrote it (bert.ownership), or with `force`.
     """
-    source = read_source(src)
-    mapping = map_to_model(source, config, model_shapes(config))
-    if not mapping.fits:
-        raise fit_error(source.path, mapping)
-    _refuse_unusable(source.path, mapping)
+    source, mapping = _usable_state(src, config)
     try:
         with claim_file(out, "checkpoint convert", [source.path], replace=True, force=force,
                         foreign_hint="pass --force to replace it, or choose another OUT") as out:

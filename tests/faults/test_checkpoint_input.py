@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from bert.checkpoint import CheckpointError, load_state
 from bert.model.config import named_config
 from bert.model.pretraining import BertForPreTraining
 from tests.helpers.compliance import cli
@@ -57,6 +58,19 @@ def test_convert_refuses_weights_that_are_not_finite_floats(tmp_path, micro_chec
     line = _one_line(_convert(tmp_path / "bad.pt", tmp_path / "out.pt"))
     assert line.startswith(f"Error: {tmp_path / 'bad.pt'}: tensor for nsp.weight {message}")
     assert not (tmp_path / "out.pt").exists()
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda t: t.to(torch.int64), "holds int64, not floating-point weights; this is not a model checkpoint"),
+    (lambda t: torch.full_like(t, float("nan")), "holds NaN or infinite values; the checkpoint is damaged"),
+])
+def test_a_run_refuses_an_init_checkpoint_that_convert_would_refuse(tmp_path, micro_checkpoint, change, message):
+    # run.init_checkpoint is read by load_state, not convert: a NaN weight would otherwise start the run.
+    state = torch.load(micro_checkpoint, weights_only=True)
+    state["nsp.weight"] = change(state["nsp.weight"])
+    torch.save(state, tmp_path / "bad.pt")
+    with pytest.raises(CheckpointError, match=f"tensor for nsp.weight {message}"):
+        load_state(tmp_path / "bad.pt", named_config("micro"))
 
 
 def _safetensors(path: Path, header: bytes, body: bytes = b"\0" * 16) -> Path:

@@ -26,7 +26,8 @@ from benchmarks.common.lamb_pair import DRIFT_TOLERANCE, LambPair
 from benchmarks.common.results_file import add_no_results_flag, print_and_record
 from bert.model.config import named_config
 from bert.model.pretraining import BertForPreTraining
-from bert.optim.traffic import FP32_BYTES, FUSED_LAMB_TENSORS, eager_lamb_bytes_per_parameter
+from bert.model.size import FP32_BYTES
+from bert.optim.traffic import FUSED_LAMB_TENSORS, eager_lamb_bytes_per_parameter
 
 RESULTS = Path(__file__).with_name("optimizer_step_results.md")
 CPU = torch.device("cpu")

@@ -61,15 +61,15 @@ def _activation_dtype(x: torch.Tensor) -> torch.dtype:
     return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
 
 
-def norm_into(layer_norm: nn.LayerNorm, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """layer_norm(x) computed and returned in `dtype` (the residual stream's): torch's LayerNorm with its weight
+def norm_into(layer_norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
+    """layer_norm(x) computed and returned in x's dtype (the residual stream's): torch's LayerNorm with its weight
     and bias cast to that dtype, outside autocast. CUDA's autocast runs LayerNorm in fp32, a cast of x up and of
     the output back down around it, forward and backward (in bf16, 272 of the 1,545 MiB a BERT-large layer moves
     for a 4,096-token micro-batch); the kernel accumulates its statistics in fp32 either way. Torch's op, never
     apex's extension: it is what Dynamo traces and inductor fuses in a compiled layer."""
     with torch.autocast(x.device.type, enabled=False):
-        return F.layer_norm(x.to(dtype), layer_norm.normalized_shape, layer_norm.weight.to(dtype),
-                            layer_norm.bias.to(dtype), layer_norm.eps)
+        return F.layer_norm(x, layer_norm.normalized_shape, layer_norm.weight.to(x.dtype),
+                            layer_norm.bias.to(x.dtype), layer_norm.eps)
 
 
 class SelfAttention(nn.Module):
@@ -94,7 +94,7 @@ class SelfAttention(nn.Module):
             b, s, _ = x.shape
             q, k, v = qkv.view(b, s, 3, self.num_heads, self.head_size).permute(2, 0, 3, 1, 4).unbind(0)
             context = padded_attention(q, k, v, mask, dropout_p).transpose(1, 2).flatten(2)
-        return norm_into(self.layer_norm, x + self.dropout(self.output(context)), x.dtype)
+        return norm_into(self.layer_norm, x + self.dropout(self.output(context)))
 
 
 class EncoderLayer(nn.Module):
@@ -109,7 +109,7 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, layout: TokenLayout, mask: torch.Tensor | None) -> torch.Tensor:
         x = self.attention(x, layout, mask)
-        return norm_into(self.layer_norm, x + self.dropout(self.output(self.gelu(self.intermediate(x)))), x.dtype)
+        return norm_into(self.layer_norm, x + self.dropout(self.output(self.gelu(self.intermediate(x)))))
 
 
 def gelu_of(config: BertConfig) -> nn.GELU:

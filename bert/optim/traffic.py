@@ -15,10 +15,10 @@ import functools
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from bert.model.size import FP32_BYTES
 from bert.optim.lamb import lamb_update_
 from bert.system import OptimizerSpec
 
-FP32_BYTES = 4
 # Tensors moved per parameter by a fused update. LAMB: read g, m, v, w and write m, v while the norms are
 # summed, then read m, v, w again to write w. AdamW: read g, m, v, w and write m, v, w, once.
 FUSED_LAMB_TENSORS = 6 + 4

@@ -39,9 +39,9 @@ import numpy as np
 
 from bert.data.balance_plans import attention_width
 from bert.distributed.clipping import COMM_DTYPES
-from bert.model.size import gradient_buckets, parameter_count
+from bert.model.size import FP32_BYTES, gradient_buckets, parameter_count
 from bert.model.token_rounding import token_sizes
-from bert.optim.traffic import FP32_BYTES, optimizer_bytes_per_parameter
+from bert.optim.traffic import optimizer_bytes_per_parameter
 from bert.simulate.flops import flops_per_sequence
 from bert.simulate.load_balance import named_lengths, simulate_balance
 from bert.simulate.static_shapes import epoch_shapes

@@ -335,7 +335,6 @@ def claim_file(path: str | os.PathLike, writer: str, inputs: Iterable[str | os.P
                                      f"{foreign_hint}")
             if own and not replace and not force:
                 raise OwnershipError(f"{path}: already exists; {again}")
-        found = temporary_of(temporary_path(path).name)
-        remove_stale_temporaries(path.parent, [found[0]] if found else [])
+        remove_stale_temporaries(path.parent, [path.name])
         folder.record(path.name)
         yield path

@@ -45,8 +45,8 @@ def compiles_anything(system: System) -> bool:
     return system.run.compile or system.run.optimizer.implementation == "compiled"
 
 
-def _lengths(tokens: int, count: int, max_len: int) -> np.ndarray:
-    """`count` sequence lengths of `tokens` tokens in all, as even as they go, each MIN_LENGTH..max_len."""
+def _lengths(tokens: int, count: int) -> np.ndarray:
+    """`count` sequence lengths of `tokens` tokens in all, as even as they go."""
     each, more = divmod(tokens, count)
     return np.full(count, each, dtype=np.int64) + (np.arange(count) < more)
 
@@ -57,7 +57,7 @@ def _lengths_per_size(sizes: TokenSizes, count: int) -> list[np.ndarray]:
     out = []
     for size in sizes.sizes:
         tokens = min(max(size - fillers, count * MIN_LENGTH), count * sizes.max_len)
-        lengths = _lengths(tokens, count, sizes.max_len)
+        lengths = _lengths(tokens, count)
         if sizes.size_for(int(lengths.sum()), count) == size:
             out.append(lengths)
     return out

@@ -5,7 +5,7 @@ Without it each of these is a silent wait at the rendezvous until torchrun's (60
 timeout: a node that cannot reach node 0; a node on another version of the code, of torch or of the
 descriptor; a dataset missing or different on a node; a network interface (run.launch.socket_ifname) that a
 node does not have, or a host name that resolves to the loopback (gloo binds there, out of the other nodes'
-reach). Also refused: clocks further apart than MAX_CLOCK_SKEW_S, less than MIN_LOG_FREE_BYTES free where node
+reach). Also refused: clocks further apart than MAX_CLOCK_SKEW_S, less than bert.mllog.LOG_FREE_BYTES free where node
 0 writes the logs, and two hosts started as the same node.
 
 The exchange, bounded by run.launch.preflight_timeout_s (T, 30 s by default): node 0 listens on the rendezvous
@@ -36,11 +36,11 @@ from pathlib import Path
 from bert.data.dataset import dataset_files
 from bert.data.shards import ShardError
 from bert.distributed.plan import launch_env
+from bert.mllog import LOG_FREE_BYTES
 from bert.system import System
 
 PROTOCOL = "mlperf-bert-preflight/1"
 MAX_CLOCK_SKEW_S = 1.0  # the hosts' timestamps (their output, the log's file times, Slurm's) must agree with rank 0's
-MIN_LOG_FREE_BYTES = 64 * 2**20  # a result log is well under 1 MB; the rest is room for the runs after it
 _CONNECT_ATTEMPT_S = 2.0
 _RETRY_S = 0.25
 _READ_S = 5.0  # a connected node sends its report at once
@@ -232,9 +232,9 @@ def judge(reports: dict[int, NodeFacts], received_at: dict[int, float], nodes: i
         if abs(skew) > MAX_CLOCK_SKEW_S:
             problems.append(f"{who}: its clock is {abs(skew):.1f} s {'ahead of' if skew > 0 else 'behind'} node "
                             f"0's (at most {MAX_CLOCK_SKEW_S:g} s): synchronise the clocks (chrony, ntpd)")
-    if base.log_free_bytes is not None and base.log_free_bytes < MIN_LOG_FREE_BYTES:
+    if base.log_free_bytes is not None and base.log_free_bytes < LOG_FREE_BYTES:
         problems.append(f"node 0 ({base.host}): {base.log_free_bytes / 2**20:.1f} MiB free for the logs (at least "
-                        f"{MIN_LOG_FREE_BYTES // 2**20} MiB): free space there, or set LOGDIR to another folder")
+                        f"{LOG_FREE_BYTES // 2**20} MiB): free space there, or set LOGDIR to another folder")
     return problems
 
 

@@ -113,10 +113,11 @@ def lamb_update_(params: list[torch.Tensor], grads: list[torch.Tensor], exp_avgs
     if weight_decay != 0:
         torch._foreach_add_(update, params, alpha=weight_decay)
     if layer_adaptation:
+        pieces = _split(update, parts)
         w_norms = torch.stack(torch._foreach_norm(_split(params, parts)))
-        u_norms = torch.stack(torch._foreach_norm(_split(update, parts)))
+        u_norms = torch.stack(torch._foreach_norm(pieces))
         ratio = torch.where((w_norms > 0) & (u_norms > 0), w_norms / u_norms, torch.ones_like(w_norms))
-        torch._foreach_mul_(_split(update, parts), list((ratio * (-lr * keep)).unbind()))
+        torch._foreach_mul_(pieces, list((ratio * (-lr * keep)).unbind()))
     else:
         torch._foreach_mul_(update, -lr * keep)
     torch._foreach_add_(params, update)

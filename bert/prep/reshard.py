@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from bert.data.shards import Samples, ShardError, ShardWriter, read_shard, row_blocks, shard_header
+from bert.mlperf_rules import REFERENCE_PREP
 from bert.ownership import (
     OwnedFolder,
     claim_file,
@@ -132,8 +133,8 @@ def claim_output(out_dir: Path, inputs: list[Path], overwrite: bool, writer: str
 @dataclass(frozen=True)
 class OutputShape:
     form: str = "fixed"
-    max_seq_length: int = 512
-    max_predictions: int = 76
+    max_seq_length: int = REFERENCE_PREP.max_seq_length
+    max_predictions: int = REFERENCE_PREP.max_predictions_per_seq
 
 
 def reshard(inputs: list[Path], out_dir: Path, num_shards: int, seed: int, shape: OutputShape = OutputShape(),

@@ -10,6 +10,7 @@ import numpy as np
 
 from bert.data.random_samples import random_samples
 from bert.data.shards import Samples, read_shard, write_shard
+from bert.prep.instances import SampleSpec
 from bert.prep.synthetic.hdf5_corpus import synthesize
 from bert.simulate.load_balance import named_lengths
 from bert.system import SyntheticDataSpec
@@ -20,12 +21,13 @@ VOCAB = 4096  # the synthetic corpora's vocabulary
 def write_mlperf_length_shards(folder: Path, seq: int, samples: int, shards: int, seed: int = 0,
                                form: str = "fixed") -> list[Path]:
     """`shards` shards of `form` in `folder` holding `samples` samples of random tokens, their lengths the
-    mlperf-wiki mix scaled to `seq` (at least 8 tokens); 15% of each sample masked (1 to seq // 7 positions)."""
+    mlperf-wiki mix scaled to `seq` (at least 8 tokens); 15% of each sample masked as the reference masks
+    (SampleSpec.masked_count), at most seq // 7 positions."""
     lengths = np.maximum(named_lengths("mlperf-wiki", samples, seed, max_len=seq), 8)
     width = seq // 7
     paths = []
     for k, part in enumerate(np.array_split(lengths, shards)):
-        masked = np.clip(part * 15 // 100, 1, width)
+        masked = SampleSpec(max_predictions=width).masked_count(part)
         paths.append(folder / f"part-{k:05d}.hdf5")
         write_shard(paths[-1], random_samples(part, VOCAB, width, seed=seed + k, masked=masked), form, seq, width)
     return paths

@@ -76,8 +76,7 @@ class Host:
 
     def pids(self) -> list[int]:
         """Every process running on this host."""
-        done = _ip("netns", "pids", self.netns, check=False)
-        return [int(p) for p in done.stdout.split()]
+        return _pids_in({(NETNS_NAMES / self.netns).stat().st_ino})
 
 
 @dataclass

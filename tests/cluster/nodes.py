@@ -51,12 +51,12 @@ def start_node(system: System, node: int, logdir: Path, data: Path, env: dict, o
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def start_on_hosts(network: HostNetwork, system: System, logdir: Path, data: Path, env: dict, outs: Path,
-                   dry_run: bool = False) -> list[subprocess.Popen]:
+def start_on_hosts(network: HostNetwork, system: System, logdir: Path, data: Path, env: dict,
+                   outs: Path) -> list[subprocess.Popen]:
     """run_and_time.sh on every host of `network`, host k as node k, MASTER_ADDR the first host's address; node k's
     output to outs/node<k>.out."""
     return [start_node(system, k, logdir, data, env, outs / f"node{k}.out", host=host,
-                       master_addr=network.hosts[0].address, dry_run=dry_run)
+                       master_addr=network.hosts[0].address)
             for k, host in enumerate(network.hosts)]
 
 

@@ -9,16 +9,13 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 from benchmarks.common.ranks import free_port
 from bert.system import System, load_system
 from tests.cluster.netns import Host, HostNetwork
-from tests.helpers.faults import descendants
+from tests.helpers.faults import descendants, wait_bounded
 from tests.helpers.repo import REPO
 
 MICRO = REPO / "systems" / "cpu_micro.json"
@@ -62,13 +59,7 @@ def start_on_hosts(network: HostNetwork, system: System, logdir: Path, data: Pat
 
 def wait_nodes(nodes: list[subprocess.Popen], timeout: float, outs: Path) -> list[int]:
     """The nodes' exit codes; kills every node and fails the test when one runs past `timeout`."""
-    deadline = time.monotonic() + timeout
-    try:
-        return [node.wait(timeout=max(deadline - time.monotonic(), 0.1)) for node in nodes]
-    except subprocess.TimeoutExpired:
-        for node in nodes:
-            kill_node(node)
-        pytest.fail(f"the nodes still ran after {timeout:.0f} s:\n{(outs / 'node0.out').read_text()[-3000:]}")
+    return wait_bounded(nodes, timeout, kill_node, lambda: (outs / "node0.out").read_text()[-3000:])
 
 
 def kill_node(node: subprocess.Popen) -> None:

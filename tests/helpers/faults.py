@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -53,15 +54,18 @@ def start_ranks(system: Path, data: Path, log: Path, env: dict, out: Path) -> li
     return procs
 
 
-def wait_bounded(procs: list[subprocess.Popen], timeout: float = CASE_TIMEOUT_S) -> list[int]:
-    """The ranks' exit codes; kills them all and fails the test if any runs past the timeout."""
+def wait_bounded(procs: list[subprocess.Popen], timeout: float = CASE_TIMEOUT_S,
+                 kill: Callable[[subprocess.Popen], object] = subprocess.Popen.kill,
+                 last_words: Callable[[], str] = str) -> list[int]:
+    """The processes' exit codes; kills them all (with `kill`) and fails the test if any runs past the timeout,
+    quoting `last_words()`."""
     deadline = time.monotonic() + timeout
     try:
         return [p.wait(timeout=max(deadline - time.monotonic(), 0.1)) for p in procs]
     except subprocess.TimeoutExpired:
         for p in procs:
-            p.kill()
-        pytest.fail(f"ranks still running after {timeout:.0f} s")
+            kill(p)
+        pytest.fail(f"still running after {timeout:.0f} s:\n{last_words()}")
 
 
 def finish(proc: subprocess.Popen, timeout: float = CASE_TIMEOUT_S) -> tuple[int, str, str]:

@@ -188,6 +188,7 @@ class PerformanceSpec:
 # from each length bin per rank; that plus a per-node exchange sorted and dealt in snake order (the seed
 # paper); an exchange over all ranks (NVIDIA's exchange padding); or up to 3 sequences per packed row.
 Balance = Literal["none", "stratified", "stratified+local_presort", "global_presort", "packed"]
+ClipMode = Literal["after_allreduce", "before_allreduce", "bucketwise_before_allreduce"]
 # How a presort group's gathered sequences are spread over its ranks (bert.data.balance_plans.deal): balanced
 # largest differencing with equal counts (closest to equal cost), or the seed paper's snake order.
 PresortDeal = Literal["balanced", "snake"]
@@ -215,7 +216,7 @@ class RunSpec:
     # Where the gradient is clipped to clip_norm (bert.distributed.clipping): the global norm after DDP's
     # allreduce (NVIDIA's), each rank's whole gradient before one allreduce (the reference's), or each DDP bucket
     # before its own (the seed paper's).
-    clip: Literal["after_allreduce", "before_allreduce", "bucketwise_before_allreduce"] = "after_allreduce"
+    clip: ClipMode = "after_allreduce"
     clip_norm: float = ranged(0, low_open=True, default=1.0)
     # DDP's gradient bucket size, the unit of bucket-wise clipping
     bucket_cap_mb: float = ranged(0, low_open=True, default=25.0)

@@ -169,11 +169,7 @@ def from_dict(cls: type[T], data: Any, where: str, prefix: str = "") -> T:
     for name, f in fields.items():
         path = f"{prefix}.{name}".lstrip(".")
         if name in data:
-            kwargs[name] = _convert(hints[name], data[name], where, path)
-            check = f.metadata.get(CHECK)
-            problem = check(kwargs[name]) if check is not None and kwargs[name] is not None else None
-            if problem:
-                raise ConfigError(where, path, problem)
+            kwargs[name] = _checked_value(f, hints[name], data[name], where, path)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise ConfigError(where, path, f"missing; add it ({_type_name(hints[name])})")
     return cls(**kwargs)
@@ -184,8 +180,14 @@ def check_fields(obj: Any, where: str) -> None:
     and its declared check (`ranged`, `checked`); raises ConfigError for the first bad field."""
     hints = typing.get_type_hints(type(obj))
     for f in dataclasses.fields(obj):
-        value = _convert(hints[f.name], getattr(obj, f.name), where, f.name)
-        check = f.metadata.get(CHECK)
-        problem = check(value) if check is not None and value is not None else None
-        if problem:
-            raise ConfigError(where, f.name, problem)
+        _checked_value(f, hints[f.name], getattr(obj, f.name), where, f.name)
+
+
+def _checked_value(f: dataclasses.Field, tp: Any, value: Any, where: str, path: str) -> Any:
+    """`value` converted to the field's type `tp` and passed through the field's declared check."""
+    value = _convert(tp, value, where, path)
+    check = f.metadata.get(CHECK)
+    problem = check(value) if check is not None and value is not None else None
+    if problem:
+        raise ConfigError(where, path, problem)
+    return value

@@ -8,6 +8,7 @@ one is the sound log of a run that did not converge (compliance.judgement).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -44,8 +45,8 @@ class LogRow:
     findings: tuple[Finding, ...]
     compliance: CheckResult | None  # None: not run, the tool would crash on this log
 
-    @property
-    def count(self) -> RunCount:
+    @functools.cached_property
+    def count(self) -> RunCount:  # judged once per row, however often the report asks
         counted = count_run(self.log, list(self.findings), self.compliance)
         if counted.reason is None and self.compliance is None:
             return RunCount("not checked")

@@ -37,17 +37,17 @@ import functools
 import math
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol, get_args, get_type_hints
+from typing import Protocol, get_args
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from bert.system import RunSpec
+from bert.system import ClipMode
 
 COMM_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # run.grad_comm_dtype
-CLIP_MODES: tuple[str, ...] = get_args(get_type_hints(RunSpec)["clip"])  # run.clip's choices, as declared there
+CLIP_MODES: tuple[str, ...] = get_args(ClipMode)
 
 
 def clip_to_norm_(tensors: Sequence[torch.Tensor], max_norm: torch.Tensor | float) -> torch.Tensor:

@@ -16,7 +16,6 @@ whose process died is marked failed by the next worker after the heartbeat grace
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from bert.mllog import ADAM_KEYS_NOTE
-from bert.ownership import OwnershipError, claim_file, temporary_path
+from bert.ownership import OwnershipError, claim_file, write_text_atomically
 from bert.prep.synthetic.hdf5_corpus import synthesize_if_missing
 from bert.search_space import check_search_space, run_field_type
 from bert.system import SearchParam, System
@@ -224,9 +223,7 @@ def write_best(study: optuna.Study, system: System, out: Path) -> Path:
     tuned = tuned.variant({"notes": tuned_notes(system, study, best, tuned.run.optimizer.name == "adam")})
     try:
         with claim_file(out, "hpo", replace=True, foreign_hint="pass another --out"):
-            partial = temporary_path(out)
-            partial.write_text(json.dumps(tuned.data, indent=2) + "\n")
-            os.replace(partial, out)
+            write_text_atomically(out, json.dumps(tuned.data, indent=2) + "\n")
     except OwnershipError as e:
         raise StudyError(str(e)) from None
     return out

@@ -50,6 +50,16 @@ def temporary_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp{os.getpid()}")
 
 
+def write_text_atomically(path: Path, text: str) -> None:
+    """`path` holds `text` whole, or what it held before: written to its temporary name, then renamed."""
+    tmp = temporary_path(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def temporary_of(name: str) -> tuple[str, int] | None:
     """(the name it becomes, the pid of its writer) for a temporary file's name, else None."""
     match = _TEMPORARY.match(name)
@@ -114,10 +124,7 @@ def _read_record(folder: Path) -> dict[str, str] | None:
 
 
 def _write_record(folder: Path, files: dict[str, str]) -> None:
-    path = folder / RECORD_FILE
-    tmp = temporary_path(path)
-    tmp.write_text(json.dumps({"files": dict(sorted(files.items()))}, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_text_atomically(folder / RECORD_FILE, json.dumps({"files": dict(sorted(files.items()))}, indent=1) + "\n")
 
 
 def _is_bookkeeping(name: str) -> bool:

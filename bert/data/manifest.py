@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bert.data.shards import ShardError, shard_header
-from bert.ownership import temporary_path
+from bert.ownership import write_text_atomically
 
 MANIFEST_FILE = "manifest.json"
 
@@ -51,10 +50,8 @@ def sha256_of(path: Path) -> str:
 
 def write_manifest(root: Path, entries: list[ManifestEntry]) -> Path:
     path = root / MANIFEST_FILE
-    tmp = temporary_path(path)
     data = {"files": [asdict(e) for e in entries], "samples": sum(e.samples or 0 for e in entries)}
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_text_atomically(path, json.dumps(data, indent=1) + "\n")
     return path
 
 

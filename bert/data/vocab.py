@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from bert.ownership import temporary_path
+from bert.ownership import write_text_atomically
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -59,10 +59,7 @@ class Vocab:
                              "so [PAD] must be the first line")
 
     def write(self, path: str | os.PathLike) -> None:
-        path = Path(path)
-        tmp = temporary_path(path)
-        tmp.write_text("".join(p + "\n" for p in self.pieces), encoding="utf-8")
-        os.replace(tmp, path)
+        write_text_atomically(Path(path), "".join(p + "\n" for p in self.pieces))
 
 
 def load_vocab(path: str | os.PathLike) -> Vocab:

@@ -30,7 +30,7 @@ from bert.data.manifest import MANIFEST_FILE, sha256_of
 from bert.data.shards import read_shard, shard_header
 from bert.data.vocab import load_vocab
 from bert.mlperf_rules import EVAL_SAMPLES, REFERENCE_PREP, TRAINING_SHARDS
-from bert.ownership import OwnedFolder, claim_folder, temporary_path
+from bert.ownership import OwnedFolder, claim_folder, temporary_path, write_text_atomically
 from bert.prep.instances import SampleSpec
 from bert.prep.official_inputs import OfficialInputs, find_inputs, read_md5_list, verify_inputs
 from bert.prep.prepare import PrepareOptions, prepare
@@ -114,10 +114,7 @@ def _write_provenance(out: Path, inputs: OfficialInputs, options: MlperfOptions)
                                           "random_seed": options.seed, "dupe_factor": options.dupe_factor},
               "eval": {"samples": options.eval_samples, "pick": "int(i * (n / samples))"},
               "train": {"shards": options.shards, "reshard_seed": options.reshard_seed}}
-    path = out / PROVENANCE
-    tmp = temporary_path(path)
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_text_atomically(out / PROVENANCE, json.dumps(record, indent=1) + "\n")
 
 
 def _copy_vocab(vocab: Path, out: Path) -> Path:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from bert.ownership import temporary_path
+from bert.ownership import write_text_atomically
 from bert.prep.progress import Advance, progress_bar
 from bert.prep.worker_pool import run_parallel
 
@@ -117,9 +116,7 @@ def verify_inputs(inputs: OfficialInputs, cache: Path, workers: int = 1, show_pr
                              "the official one: download it again")
         known[str(path.resolve())] = _stamp(path, digest)
     cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_path(cache)
-    tmp.write_text(json.dumps(known, indent=1) + "\n")
-    os.replace(tmp, cache)
+    write_text_atomically(cache, json.dumps(known, indent=1) + "\n")
     return len(stale)
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import random
 import resource
 import time
@@ -31,7 +30,7 @@ import numpy as np
 from bert.data.shards import FORMS, ShardWriter
 from bert.data.vocab import load_vocab
 from bert.mlperf_rules import REFERENCE_PREP
-from bert.ownership import OwnedFolder, claim_folder, temporary_path
+from bert.ownership import OwnedFolder, claim_folder, write_text_atomically
 from bert.prep import exact_instances
 from bert.prep.fast_instances import build_samples, plan_instances
 from bert.prep.instances import Documents, SampleSpec, SpecialIds
@@ -117,9 +116,7 @@ def _jobs_to_do(jobs: list[PartJob], texts: list[Path], options: PrepareOptions,
                              "options, or pass --overwrite to start again")
     folder.record(SETTINGS_FILE, *(j.shard.name for j in jobs))
     if not done:
-        tmp = temporary_path(settings_path)
-        tmp.write_text(json.dumps(settings, indent=2) + "\n")
-        os.replace(tmp, settings_path)
+        write_text_atomically(settings_path, json.dumps(settings, indent=2) + "\n")
     return [j for j in jobs if j.shard.name not in done]
 
 

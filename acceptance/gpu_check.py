@@ -55,15 +55,14 @@ SHORT_RUN_UPDATES, SHORT_RUN_EVALS = 60, 2
 class Sizes:
     sequences: int  # per micro-batch
     length: int
-    predictions: int  # masked positions per sequence of the no-sync and NCCL checks' batches
     run: dict  # the short run's changes to systems/h200_1x1.json besides its length and updates
     corpus: dict  # its synthetic corpus
     model: str = "large"
 
 
 SIZES = {
-    "cuda": Sizes(56, 512, 76, {}, {"train_samples": 8192, "eval_samples": 1000, "shards": 8}),
-    "cpu": Sizes(4, 64, 20, {"model": "micro", "device": "cpu", "global_batch_size": 8,
+    "cuda": Sizes(56, 512, {}, {"train_samples": 8192, "eval_samples": 1000, "shards": 8}),
+    "cpu": Sizes(4, 64, {"model": "micro", "device": "cpu", "global_batch_size": 8,
                              "gradient_accumulation_steps": 2, "max_predictions_per_seq": 10,
                              "print_interval_steps": 10},
                  {"train_samples": 512, "eval_samples": 64, "shards": 2, "max_predictions": 10}, model="micro"),
@@ -146,16 +145,18 @@ def _step_system(device: torch.device, precision: str, world_size: int = 1, **ru
         {"model": sizes.model, "model_overrides": overrides, "processes_per_node": world_size,
          "global_batch_size": 2 * sizes.sequences * world_size, "gradient_accumulation_steps": 2,
          "max_seq_length": sizes.length, "init_checkpoint": None, "precision": precision,
+         "max_predictions_per_seq": sizes.run.get("max_predictions_per_seq", base.run.max_predictions_per_seq),
          "performance": None,  # the simulator's figures are of one GPU, and this may be two ranks
          **run},
         description={"accelerators_per_node": str(world_size)})
     return system if device.type == "cuda" else system.cpu_rehearsal()
 
 
-def _batches(device: torch.device, count: int) -> list:
-    """`count` micro-batches of a synthetic corpus of the check's sizes, on the device."""
+def _batches(system: System, device: torch.device, count: int) -> list:
+    """`count` micro-batches of a synthetic corpus of the check's sizes and `system`'s masked positions, on the
+    device."""
     sizes = SIZES[device.type]
-    samples = synthetic_samples(count * sizes.sequences, sizes.length, sizes.predictions)
+    samples = synthetic_samples(count * sizes.sequences, sizes.length, system.run.max_predictions_per_seq)
     return [collate(samples.take(np.arange(k * sizes.sequences, (k + 1) * sizes.sequences))).to(device)
             for k in range(count)]
 
@@ -164,12 +165,13 @@ def nosync_check(device: torch.device) -> bool:
     """The training step as the trainer runs it (dropout 0.1, 2 micro-batches) does not wait for the GPU, in
     bf16 and in fp16 with loss scaling; the residual stream between encoder layers is in the autocast dtype."""
     torch.manual_seed(0)
+    built = _step_system(device, "bf16")
     with torch.device(device):
-        model = BertForPreTraining(_step_system(device, "bf16").model_config())
+        model = BertForPreTraining(built.model_config())
     seen: list[tuple[torch.dtype, torch.dtype]] = []
     for layer in model.bert.encoder:
         layer.register_forward_hook(lambda m, args, out: seen.append((args[0].dtype, out.dtype)))
-    batches = _batches(device, 6)
+    batches = _batches(built, device, 6)
     ok = True
     for precision in ("bf16", "fp16"):
         dtype = PRECISION_DTYPES[precision]
@@ -208,23 +210,24 @@ def _descriptor_system(device: torch.device) -> System:
         return system
     sizes = SIZES["cpu"]
     return system.variant({"model": sizes.model, "global_batch_size": 2 * sizes.sequences, "max_seq_length":
-                           sizes.length, "gradient_accumulation_steps": 2, "max_predictions_per_seq": 10,
+                           sizes.length, "gradient_accumulation_steps": sizes.run["gradient_accumulation_steps"],
+                           "max_predictions_per_seq": sizes.run["max_predictions_per_seq"],
                            "performance": None}).cpu_rehearsal()
 
 
-def _mlperf_micro_batches(system: System, count: int) -> tuple[list, float]:
+def _mlperf_micro_batches(system: System, count: int) -> tuple[list, list[float]]:
     """`count` micro-batches of the descriptor's size with MLPerf-length sequences, as many masked positions each
-    as the reference masks, rounded to run.token_sizes where set; and the model FLOPs they need."""
+    as the reference masks, rounded to run.token_sizes where set; and the model FLOPs each needs."""
     run, config = system.run, system.model_config()
     sizes = token_sizes(run.token_sizes, system.per_process_batch, run.max_seq_length)
     spec = SampleSpec(max_seq_length=run.max_seq_length, max_predictions=run.max_predictions_per_seq)
-    batches, flops = [], 0.0
+    batches, flops = [], []
     for k in range(count):
         lengths = named_lengths("mlperf-wiki", system.per_process_batch, seed=k, max_len=run.max_seq_length)
         masked = spec.masked_count(lengths)
         samples = random_samples(lengths, config.vocab_size, run.max_predictions_per_seq, seed=k, masked=masked)
         batches.append(collate(samples, sizes=sizes))
-        flops += training_flops(config, lengths, float(masked.sum()))
+        flops.append(training_flops(config, lengths, float(masked.sum())))
     return batches, flops
 
 
@@ -255,8 +258,8 @@ def step_check(device: torch.device) -> bool:
     # A CPU's bf16 matmuls are emulated: its rehearsal measures a peak in small fp32 matmuls (meaningless there).
     peak, peak_source = (peak_flops(device, PRECISION_DTYPES[run.precision]) if device.type == "cuda"
                          else peak_flops(device, torch.float32, n=512))
-    mfu = flops * updates / (updates + 1) / seconds / peak  # the timed updates' share of the batches' FLOPs
-    mean = float(np.mean([b.layout.real_tokens / b.num_samples for b in batches]))
+    mfu = sum(flops[accumulate:]) / seconds / peak  # the timed updates' batches, not the untimed first one's
+    mean = float(np.mean([b.layout.real_tokens / b.num_samples for b in batches[accumulate:]]))
     print(f"step of {system.name} as it trains ({accumulate} micro-batch(es) of {system.per_process_batch}, MLPerf "
           f"length mix (mean {mean:.0f} tokens), {run.precision}, LAMB {run.optimizer.implementation}"
           f"{', compiled layers' if run.compile else ''}; compiled before the clock in {warm:.1f} s): "
@@ -394,7 +397,7 @@ def nccl_check(device: torch.device) -> bool:
             model = BertForPreTraining(system.model_config())
         step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
-        batches = _batches(device, 4)
+        batches = _batches(system, device, 4)
         before = [p.detach().clone() for p in model.parameters()]
         step(iter(batches[:2]), 10)
         step(iter(batches[2:]), 11)

@@ -47,30 +47,33 @@ def test_convert_never_replaces_a_file_it_did_not_write_without_force(tmp_path, 
     assert _convert(micro_checkpoint, notes).exit_code == 0  # its own output: replaced without --force
 
 
-@pytest.mark.parametrize("change, message", [
+BAD_WEIGHTS = pytest.mark.parametrize("change, message", [
     (lambda t: t.to(torch.int64), "holds int64, not floating-point weights; this is not a model checkpoint"),
     (lambda t: torch.full_like(t, float("nan")), "holds NaN or infinite values; the checkpoint is damaged"),
 ])
-def test_convert_refuses_weights_that_are_not_finite_floats(tmp_path, micro_checkpoint, change, message):
+
+
+def _with_bad_weight(micro_checkpoint: Path, change, out: Path) -> Path:
     state = torch.load(micro_checkpoint, weights_only=True)
     state["nsp.weight"] = change(state["nsp.weight"])
-    torch.save(state, tmp_path / "bad.pt")
+    torch.save(state, out)
+    return out
+
+
+@BAD_WEIGHTS
+def test_convert_refuses_weights_that_are_not_finite_floats(tmp_path, micro_checkpoint, change, message):
+    _with_bad_weight(micro_checkpoint, change, tmp_path / "bad.pt")
     line = _one_line(_convert(tmp_path / "bad.pt", tmp_path / "out.pt"))
     assert line.startswith(f"Error: {tmp_path / 'bad.pt'}: tensor for nsp.weight {message}")
     assert not (tmp_path / "out.pt").exists()
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda t: t.to(torch.int64), "holds int64, not floating-point weights; this is not a model checkpoint"),
-    (lambda t: torch.full_like(t, float("nan")), "holds NaN or infinite values; the checkpoint is damaged"),
-])
+@BAD_WEIGHTS
 def test_a_run_refuses_an_init_checkpoint_that_convert_would_refuse(tmp_path, micro_checkpoint, change, message):
     # run.init_checkpoint is read by load_state, not convert: a NaN weight would otherwise start the run.
-    state = torch.load(micro_checkpoint, weights_only=True)
-    state["nsp.weight"] = change(state["nsp.weight"])
-    torch.save(state, tmp_path / "bad.pt")
+    bad = _with_bad_weight(micro_checkpoint, change, tmp_path / "bad.pt")
     with pytest.raises(CheckpointError, match=f"tensor for nsp.weight {message}"):
-        load_state(tmp_path / "bad.pt", named_config("micro"))
+        load_state(bad, named_config("micro"))
 
 
 def _safetensors(path: Path, header: bytes, body: bytes = b"\0" * 16) -> Path:

@@ -10,11 +10,22 @@ from pathlib import Path
 
 import pytest
 
+from bert.descriptor_files import SEARCH_PATH_ENV
 from bert.prep.synthetic.hdf5_corpus import synthesize
 from bert.prep.synthetic.text_corpus import TextCorpusSpec, write_text_corpus
 from bert.prep.vocab_learning import train_vocab
 from tests.cluster.netns import HostNetwork, NamespacesUnavailable, host_network
 from tests.helpers.datasets import SMALL_SYNTH
+
+
+@pytest.fixture(scope="session", autouse=True)
+def published_descriptors_only():
+    """The tests name the published descriptors: a site's search path (MLPERF_BERT_SYSTEMS) set where they run
+    must not put its own files in their place, here or in the processes they start."""
+    site = os.environ.pop(SEARCH_PATH_ENV, None)
+    yield
+    if site is not None:
+        os.environ[SEARCH_PATH_ENV] = site
 
 
 @pytest.fixture(scope="session")

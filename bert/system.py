@@ -250,8 +250,9 @@ class RunSpec:
     max_loss_scale_overflows: int = ranged(1, default=24)
     log_weights_initialization: bool = True
     # A checkpoint to start from (`mlperf-bert checkpoint convert` output, or any layout it reads); relative
-    # paths as dataset.dir's; CHECKPOINTDIR (--checkpoint-dir) names another folder that holds it. null: random initialisation. Its eval accuracy is measured
-    # before run_start, outside the timed region, as a check that it loaded (phase-1: about 0.34).
+    # paths as dataset.dir's; CHECKPOINTDIR (--checkpoint-dir) names another folder that holds it. null: random
+    # initialisation. Its eval accuracy is measured before run_start, outside the timed region, as a check that it
+    # loaded (phase-1: about 0.34).
     init_checkpoint: str | None = None
     dataset: DatasetSpec
     launch: LaunchSpec = field(default_factory=LaunchSpec)
@@ -523,8 +524,9 @@ def system_from_data(data: object, path: Path) -> System:
 
 def load_system(path: str | os.PathLike) -> System:
     """Loads and validates a descriptor: a path, or a name looked up in the site folders, then in systems/
-    (bert.descriptor_files.find_descriptor). A descriptor may name a base (`"base": "dgxa100_1x8"`) and state only what differs (merged_descriptor); the System holds
-    the resolved values, and an error in a value it inherits names the base that sets it."""
+    (bert.descriptor_files.find_descriptor). A descriptor may name a base (`"base": "dgxa100_1x8"`) and state
+    only what differs (merged_descriptor); the System holds the resolved values, and an error in a value it
+    inherits names the base that sets it."""
     path = find_descriptor(path)
     data, chain = resolved_descriptor(path)
     try:

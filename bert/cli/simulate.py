@@ -81,6 +81,19 @@ def _samples_to_converge(system, given: int | None) -> tuple[int, str]:
     return round(reference.mean_samples), f"reference convergence point ({reference.source}, GBS {gbs})"
 
 
+def predicted_run_seconds(system) -> tuple[float | None, str]:
+    """The predicted time to train of one run of `system` (`mlperf-bert simulate`'s figure), or None and why not."""
+    from bert.simulate.time_to_train import predict
+
+    if system.run.performance is None:
+        return None, "run.performance is not set"
+    try:
+        samples, _ = _samples_to_converge(system, None)
+    except click.ClickException as e:
+        return None, e.message.split(": ", 1)[-1]
+    return predict(system, samples).time_to_train_s, ""
+
+
 @click.command("simulate")
 @click.option("--system", "system_name", required=True, help="Descriptor with a run.performance block.")
 @click.option("--samples-to-converge", type=click.IntRange(min=1), default=None,

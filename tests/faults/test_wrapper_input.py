@@ -56,15 +56,16 @@ def test_help_prints_the_usage_and_an_unknown_system_is_one_line_and_exit_2(tmp_
 
 def test_a_results_folder_that_takes_no_file_fails_at_once(tmp_path, cpu_env, small_dataset):
     """sysfs refuses new files even to root, so /sys/kernel is a results folder that exists and takes no file
-    wherever the tests run (a folder without write permission would not do as root)."""
+    wherever the tests run (a folder without write permission would not do as root): the pre-flight finds no room
+    there, before a result file is claimed."""
     if not Path("/sys/kernel").is_dir():
         pytest.skip("no /sys/kernel here")
     system = load_system("cpu_micro").variant(name="kernel").write(tmp_path / "systems").path
     env = dict(cpu_env, NEXP="1", SEED="1", LOGDIR="/sys", DATADIR=str(small_dataset))
     proc = wrapper(system, env, timeout=60)
     assert proc.returncode == 2
-    assert single_line_error(proc.stderr) == ("run_and_time: cannot create a result file in /sys/kernel; set LOGDIR "
-                                              "to a folder you can write")
+    assert single_line_error(proc.stderr) == ("pre-flight: 0.0 MiB free for the logs (at least 64 MiB): free space "
+                                              "there, or set LOGDIR to another folder")
 
 
 def test_of_two_wrappers_started_together_with_refuse_only_one_runs(tmp_path, cpu_env, small_dataset):

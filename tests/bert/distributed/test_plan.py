@@ -31,8 +31,18 @@ def test_dry_run_of_the_papers_system_under_slurm(tmp_path):
 
 
 def test_plain_hosts_need_the_node_rank_and_each_node_gets_its_command(tmp_path):
-    refused = _dry_run("dgxa100_8x8")
+    """The dry run shows every node's command anywhere; the pre-flight needs the nodes (and a real start too)."""
+    shown = _dry_run("dgxa100_8x8", LOGDIR=str(tmp_path))
+    assert shown.returncode == 0, shown.stderr
+    commands = [line for line in shown.stdout.splitlines() if line.startswith("command (node ")]
+    assert len(commands) == 8 and "--node_rank=7 '--master_addr=<address of node 0>'" in commands[7]
+    assert shown.stderr.splitlines() == [
+        "run_and_time: pre-flight not run: start the dry run on every host with NODE_RANK=<0..7> and "
+        "MASTER_ADDR=<node 0's address>, or inside a Slurm allocation, to check the nodes"]
+    refused = subprocess.run([str(REPO / "run_and_time.sh"), "dgxa100_8x8"], capture_output=True, text=True,
+                             env=dict(os.environ, LOGDIR=str(tmp_path)), timeout=300)
     assert refused.returncode == 2 and "NODE_RANK" in refused.stderr and "MASTER_ADDR" in refused.stderr
+    assert not list(tmp_path.iterdir())
     system = load_system("dgxa100_8x8")
     plan = build_plan(system, TrainArgs(5, tmp_path / "log.txt", tmp_path), "torchrun", 0, master_addr="host0")
     assert len(plan.commands) == 8 and len(plan.ranks) == 64

@@ -24,6 +24,7 @@ import dataclasses
 import fcntl
 import hashlib
 import importlib.metadata
+import importlib.util
 import ipaddress
 import json
 import os
@@ -31,6 +32,7 @@ import select
 import shutil
 import socket
 import struct
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,13 +120,14 @@ def _dataset(system: System, data_dir: Path | None) -> tuple[str, str, list[str]
 def device_problems(system: System, gpus_needed: int) -> list[str]:
     """What keeps this host from running the descriptor's device: a CUDA run needs a CUDA build of torch that
     sees `gpus_needed` GPUs (one per process of the node, or one where the cluster binds one to each task)."""
+    missing = [f"torch is not installed in this Python ({sys.executable}): install it (bootstrap.sh does), or run "
+               "in the container that has it (CONT)"]
+    if system.run.device != "cuda":  # importing torch takes seconds: only a CUDA run needs more than its presence
+        return [] if importlib.util.find_spec("torch") else missing
     try:
         import torch
-    except ImportError as e:
-        return [f"torch cannot be imported in this Python ({e}): install it (bootstrap.sh does), or run in the "
-                "container that has it (CONT)"]
-    if system.run.device != "cuda":
-        return []
+    except ImportError:
+        return missing
     build = f"torch {torch.__version__}"
     fix = "run in a CUDA container (CONT=<image>) or an environment with a CUDA build of torch, or use a CPU descriptor"
     if torch.version.cuda is None:

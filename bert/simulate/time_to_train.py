@@ -58,6 +58,27 @@ ROUNDED_BATCHES = 4096  # micro-batches drawn to measure the fillers' share
 
 
 @dataclass(frozen=True)
+class CalibrationPoint:
+    """A time to train (run_start to run_stop) on which a published descriptor's rate was calibrated."""
+
+    system: str
+    seconds: float
+    source: str
+
+
+# Each published descriptor whose run.performance.gpu_samples_per_s is calibrated (not estimated from FLOPs), and the
+# figure: `mlperf-bert simulate --system S --calibrate SECONDS` gave the rate, and the prediction stays within
+# CALIBRATION_TOLERANCE of it (a test holds it so). Descriptors that inherit the rate predict other shapes with it.
+CALIBRATION_POINTS = (
+    CalibrationPoint("dgxa100_1x8", 16.9 * 60, "published: NVIDIA, MLPerf Training v2.1, 1x DGX A100 (8 GPUs), "
+                     "closed division, 16.9 min"),
+    CalibrationPoint("cpu_tiny", 444.4, "measured: run_and_time.sh cpu_tiny, seed 1, on the 2-core development "
+                     "machine under load (2026-12-02)"),
+    CalibrationPoint("cpu_micro", 172.5, "measured: run_and_time.sh cpu_micro on the same machine, same day"),
+)
+
+
+@dataclass(frozen=True)
 class Throughput:
     """One accelerator's training sequences/s, and where the figure comes from."""
 

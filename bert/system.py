@@ -28,7 +28,7 @@ from bert.mlperf_rules import (
     mlperf_eval_interval,
 )
 from bert.model.config import NAMED_CONFIGS, BertConfig, named_config
-from bert.typed_config import ConfigError, checked, from_dict, ranged
+from bert.typed_config import ConfigError, checked, choice, from_dict, ranged
 
 MAX_SEED = 2**32 - 1  # run seeds: numpy's and torch's generators take any seed from 0 to this
 MAX_GLOBAL_BATCH = 2**20  # samples per step; the published BERT submissions use at most 16384
@@ -201,7 +201,7 @@ class RunSpec:
     model: str = "large"
     # Fields of bert.model.config.BertConfig to change, e.g. {"gelu": "erf"} (the reference's is "tanh").
     model_overrides: dict[str, int | float | str] = field(default_factory=dict)
-    device: Literal["cpu", "cuda"]
+    device: Literal["cpu", "cuda"] = choice({"gpu": "cuda", "GPU": "cuda", "nvidia": "cuda", "CPU": "cpu"})
     processes_per_node: int = ranged(1)
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
     # fp16: the dynamic loss scale to start from (NVIDIA's MLPerf BERT configurations set 1024; torch's 2^16

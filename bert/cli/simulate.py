@@ -127,12 +127,13 @@ def simulate(system_name: str, samples_to_converge: int | None, lengths: str, se
     except (ValueError, FileNotFoundError) as e:
         raise click.ClickException(str(e)) from None
     run = system.run
-    click.echo(f"{system.nodes} node(s) x {run.processes_per_node} GPU(s), global batch {run.global_batch_size}, "
+    worker, workers = ("GPU", "GPU(s)") if run.device == "cuda" else ("CPU process", "CPU process(es)")
+    click.echo(f"{system.nodes} node(s) x {run.processes_per_node} {workers}, global batch {run.global_batch_size}, "
                f"balance {run.balance}, clip {run.clip}, gradient sent in {run.grad_comm_dtype}, "
                f"{run.optimizer.name} ({run.optimizer.implementation}), "
                f"{f'{run.token_sizes} token sizes' if run.token_sizes else 'token counts unrounded'}"
                f"{', CUDA graphs' if run.cuda_graphs else ''}; samples to converge from {source}")
-    for line in breakdown_lines(prediction):
+    for line in breakdown_lines(prediction, worker):
         click.echo(line)
     if rate is not None:
         click.echo(f"with run.performance.gpu_samples_per_s = {rate:.2f} the prediction is the {measured_s:g} s "

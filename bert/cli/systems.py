@@ -35,6 +35,20 @@ def system_check(systems: tuple[str, ...]) -> None:
             raise click.ClickException(str(e)) from None
         click.echo(f"{s.path}: ok ({s.nodes} node(s) x {s.run.processes_per_node} process(es), "
                    f"global batch {s.run.global_batch_size}, model {s.run.model})")
+        _notes_hint(s)
+
+
+def _notes_hint(system: System) -> None:
+    """A line when the descriptor's notes describe another system: topics a site's descriptor takes from a
+    published base (they say what that system is and where its figures come from)."""
+    from bert.descriptor_files import notes_from_elsewhere
+
+    inherited = notes_from_elsewhere(system.path)
+    if inherited:
+        bases = ", ".join(sorted({p.name for p in inherited.values()}))
+        click.echo(f"{system.path}: note: run.notes topics {', '.join(sorted(inherited))} come from {bases} in "
+                   "another folder and describe that system: state them for this one, or drop each with null",
+                   err=True)
 
 
 @system_group.command(name="show")
@@ -43,6 +57,7 @@ def system_show(system: str) -> None:
     """Print a descriptor as the trainer reads it: its bases merged in, every value stated."""
     s = load_descriptor(system)
     click.echo(json.dumps(s.data, indent=2))
+    _notes_hint(s)
 
 
 @system_group.command(name="env")

@@ -70,9 +70,10 @@ class VerifyReport:
     root: Path
     entries: list[ManifestEntry]
     problems: list[str]
-    stats: Stats
+    stats: Stats  # of the training shards
     limits: Limits
     manifest: Path | None = None
+    eval_stats: Stats = field(default_factory=Stats)  # of the eval set (eval*.hdf5 beside the training folders)
 
 
 class Findings:
@@ -113,7 +114,7 @@ def verify_dataset(root: Path, vocab_path: Path | None = None, limits: Limits = 
     with progress_bar("verify", sum(p.stat().st_size for p in files), "bytes", show_progress) as advance:
         for entry, stats, problems in run_parallel(check, files, workers, advance):
             report.entries.append(entry)
-            report.stats.add(stats)
+            (report.eval_stats if _is_eval_set(entry.path) else report.stats).add(stats)
             report.problems += problems
     if root.resolve() in vocab_path.resolve().parents:
         report.entries.append(ManifestEntry(vocab_path.resolve().relative_to(root.resolve()).as_posix(),
@@ -123,6 +124,12 @@ def verify_dataset(root: Path, vocab_path: Path | None = None, limits: Limits = 
                         foreign_hint="verify writes its manifest there: move that file away yourself"):
             report.manifest = write_manifest(root, report.entries)
     return report
+
+
+def _is_eval_set(relative: str) -> bool:
+    """Whether a shard (its path below the dataset) is an eval set, as this harness and the reference lay them out:
+    eval.hdf5 or eval_varlen.hdf5 at the top, beside the training folders."""
+    return "/" not in relative and relative.startswith("eval")
 
 
 def _is_manifest(path: Path) -> bool:
@@ -231,9 +238,12 @@ def _check_samples(findings: Findings, s: Samples, first: int, vocab: Vocab, lim
 def summary_lines(report: VerifyReport, bins: int = 8) -> list[str]:
     """The human summary: samples, length histogram, masking rate, next-sentence balance."""
     st = report.stats
-    forms = sorted({e.form for e in report.entries if e.samples is not None})
-    lines = [f"{report.root}: {len([e for e in report.entries if e.samples is not None])} shard(s), "
-             f"{st.samples:,} samples ({', '.join(forms)})"]
+    training = [e for e in report.entries if e.samples is not None and not _is_eval_set(e.path)]
+    forms = sorted({e.form for e in training})
+    lines = [f"{report.root}: {len(training)} training shard(s), {st.samples:,} samples ({', '.join(forms)})"]
+    evals = [e.path for e in report.entries if e.samples is not None and _is_eval_set(e.path)]
+    if evals:
+        lines.append(f"eval: {report.eval_stats.samples:,} samples ({', '.join(evals)}), not counted above")
     if st.samples == 0:
         return lines
     longest = report.limits.max_seq_length or len(st.length_counts) - 1

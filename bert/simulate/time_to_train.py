@@ -276,11 +276,12 @@ def calibrated_samples_per_s(system: System, seconds: float, samples_to_converge
     return math.sqrt(low * high)
 
 
-def breakdown_lines(p: Prediction) -> list[str]:
-    """The table `mlperf-bert simulate` prints; the last line is predicted_time_to_train_s=<x>."""
+def breakdown_lines(p: Prediction, worker: str = "GPU") -> list[str]:
+    """The table `mlperf-bert simulate` prints (`worker`: what runs one rank, a GPU or a CPU process); the last
+    line is predicted_time_to_train_s=<x>."""
     s = p.step
     rows = [
-        ("sequences/s per GPU", f"{p.throughput.samples_per_s:.1f} ({p.throughput.source})"),
+        (f"sequences/s per {worker}", f"{p.throughput.samples_per_s:.1f} ({p.throughput.source})"),
         ("parameters", f"{p.parameters:,}"),
         ("compute per step (balanced x ratio)", f"{s.compute_s * 1e3:.2f} ms (x{s.balance_ratio:.3f}"
          + (f", x{s.token_cost:.3f} for run.token_sizes' fillers)" if s.token_cost != 1 else ")")),

@@ -117,3 +117,11 @@ def test_a_start_the_pre_flight_refuses_is_one_line_with_no_result_and_nothing_w
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert single_line_error(proc.stderr).startswith(expected)
     assert "RESULT" not in proc.stdout and not (tmp_path / "logs").exists()
+
+
+def test_an_unknown_option_is_one_line_naming_the_one_meant(tmp_path, cpu_env):
+    proc = subprocess.run([str(REPO / "run_and_time.sh"), "--dryrun", "cpu_micro"], env=cpu_env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert single_line_error(proc.stderr) == ("run_and_time: unknown option --dryrun; did you mean --dry-run? the "
+                                              "options are --dry-run and --help")

@@ -149,6 +149,13 @@ if [[ $dry_run == 1 ]]; then
     fi
     exit 0
 fi
+holds_results() { compgen -G "$logdir/result_*.txt*" >/dev/null; }
+refuse_existing() {
+    refuse "$logdir already holds results ($(cd "$logdir" && echo result_*.txt*)) and ON_EXISTING=refuse; move" \
+           "them away, set LOGDIR, or use ON_EXISTING=next"
+}
+# Nothing is written (a corpus, a results folder) for a start that is refused anyway; the lock below decides races.
+if [[ "${ON_EXISTING:-next}" == refuse && $logging_node == 1 ]] && holds_results; then refuse_existing; fi
 if [[ "$SYNTHETIC" == 1 ]]; then  # it refuses, in one line, a folder that holds anything but its own corpus
     mlperf-bert data synth --system "$SYSTEM_PATH" --out "$datadir" --if-missing || exit 2
 fi
@@ -177,10 +184,7 @@ case "${ON_EXISTING:-next}" in
         else
             lock="$logdir/.run_and_time.lock"
             echo $$ > "$lock/pid"
-            if compgen -G "$logdir/result_*.txt*" >/dev/null; then
-                refuse "$logdir already holds results ($(cd "$logdir" && echo result_*.txt*)) and" \
-                       "ON_EXISTING=refuse; move them away, set LOGDIR, or use ON_EXISTING=next"
-            fi
+            if holds_results; then refuse_existing; fi
         fi ;;
 esac
 
@@ -214,7 +218,6 @@ on_signal() {
 }
 trap 'on_signal TERM' TERM
 trap 'on_signal INT' INT
-
 
 # Under Slurm one task on every node drops its page cache; elsewhere this host's, and the ranks gather every
 # node's answer (bert.train). Each node says "page cache cleared on <host>" or why not.

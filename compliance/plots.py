@@ -51,9 +51,10 @@ def _accuracy_axes(ax, logs: list[ResultLog], rcp_mean: float | None, rcp_label:
 
 def logged_target(logs: list[ResultLog]) -> float:
     """The target the runs logged (target_accuracy), when they all log the same one; else MLPerf's 0.720."""
-    targets = {log.value(TARGET_ACCURACY) for log in logs}
-    target = targets.pop() if len(targets) == 1 else None
-    return target if isinstance(target, (int, float)) and 0 < target < 1 else MLPERF_TARGET
+    targets = [log.value(TARGET_ACCURACY) for log in logs]
+    target = targets[0] if targets and all(t == targets[0] for t in targets) else None
+    number = isinstance(target, (int, float)) and not isinstance(target, bool)
+    return target if number and 0 < target < 1 else MLPERF_TARGET
 
 
 def accuracy_plot(logs: list[ResultLog], rcp_mean: float | None, rcp_label: str, path: Path) -> Path:

@@ -123,6 +123,29 @@ def _time_line(system: System, runs: int, sbatch_args: list[str] | None = None) 
         raise click.ClickException(f"the job's time limit ({source}): {e}") from None
 
 
+def _step_argv(step: str, s: System, args, launcher: str, node_rank: int, addr: str, container) -> list[str]:
+    """The command of one step of the plan, as run_and_time.sh runs it."""
+    from bert.distributed.plan import (
+        cache_clear_command,
+        launch_command,
+        launch_env,
+        missing_mounts,
+        preflight_command,
+    )
+
+    missing = missing_mounts(container) if container else []
+    if missing:  # srun would not start the container, and say so in words of its own
+        raise click.ClickException(f"CONT={container.image} cannot mount {', '.join(missing)}: not on this host "
+                                   "(DATADIR, CHECKPOINTDIR, LOGDIR, the descriptor's folders, MOUNTS); give "
+                                   "folders that every node has")
+    if step == "preflight":
+        return preflight_command(s, args, launcher, args.log_file.parent, node_rank, addr, container)
+    if step == "cache-clear":
+        return cache_clear_command(s, launcher)
+    env = [f"{k}={v}" for k, v in sorted(launch_env(s, launcher, addr).items())]
+    return ["env", *env, *launch_command(s, args, launcher, node_rank, addr, container=container)]
+
+
 @system_group.command(name="plan")
 @click.argument("system")
 @seed_option("run.seed, else drawn at random")
@@ -154,18 +177,7 @@ def system_plan(system: str, seed: int | None, log_file: Path | None, data_dir: 
                 runs: int, command_only: str | None) -> None:
     """The launch plan: exact commands (the ranks', the pre-flight's, the cache clearing's), environment and
     per-rank shard assignment, and under Slurm the time check; starts nothing."""
-    from bert.distributed.plan import (
-        Container,
-        TrainArgs,
-        build_plan,
-        cache_clear_command,
-        describe,
-        launch_command,
-        launch_env,
-        missing_mounts,
-        preflight_command,
-        run_mounts,
-    )
+    from bert.distributed.plan import Container, TrainArgs, build_plan, describe, run_mounts
 
     s = load_descriptor(system)
     args = TrainArgs(s.run_seed(seed), log_file or Path("logs", s.name, "result_0.txt"), s.dataset_dir(data_dir),
@@ -177,19 +189,7 @@ def system_plan(system: str, seed: int | None, log_file: Path | None, data_dir: 
     container = Container(container_image, run_mounts(s, args, container_mounts)) if container_image else None
     addr = _master_addr(s, launcher, master_addr)
     if command_only:
-        missing = missing_mounts(container) if container else []
-        if missing:  # srun would not start the container, and say so in words of its own
-            raise click.ClickException(f"CONT={container.image} cannot mount {', '.join(missing)}: not on this host "
-                                       "(DATADIR, CHECKPOINTDIR, LOGDIR, the descriptor's folders, MOUNTS); give "
-                                       "folders that every node has")
-        if command_only == "preflight":
-            argv = preflight_command(s, args, launcher, args.log_file.parent, node_rank, addr, container)
-        elif command_only == "cache-clear":
-            argv = cache_clear_command(s, launcher)
-        else:
-            env = [f"{k}={v}" for k, v in sorted(launch_env(s, launcher, addr).items())]
-            argv = ["env", *env, *launch_command(s, args, launcher, node_rank, addr, container=container)]
-        sys.stdout.write("\0".join(argv) + "\0")
+        sys.stdout.write("\0".join(_step_argv(command_only, s, args, launcher, node_rank, addr, container)) + "\0")
         return
     data = args.data_dir
     shards = len(sorted(data.glob(s.run.dataset.train_glob))) if data.is_dir() else 0

@@ -41,7 +41,7 @@ def test_a_node_cut_off_from_the_rendezvous_gives_up_in_time_and_node_0_names_it
     assert preflight_lines(node0) == [
         f"pre-flight: node 1 did not report within {PREFLIGHT_S} s: start it (NODE_RANK=1, MASTER_ADDR={address}), "
         f"or check that it reaches {address}:{port}"]
-    assert list((tmp_path / "logs" / system.name).iterdir()) == []  # no run claimed a result file
+    assert not (tmp_path / "logs").exists()  # no run claimed a result file, nor made the folder of one
 
 
 def harness_copy(folder) -> tuple:

@@ -77,6 +77,7 @@ def test_missing_dataset_and_missing_shards_are_named(tmp_path, cpu_env):
     system = load_system("cpu_micro").path
     proc, _ = run_training(tmp_path, system, tmp_path / "nowhere", 1, cpu_env)
     assert proc.returncode != 0 and "nowhere: dataset directory does not exist" in proc.stderr
+    assert "name the folder that holds it with DATADIR (run_and_time.sh) or --data-dir" in proc.stderr
     (tmp_path / "empty").mkdir()
     proc, _ = run_training(tmp_path, system, tmp_path / "empty", 1, cpu_env)
     assert proc.returncode != 0 and "no training shards match 'train/*.hdf5'" in proc.stderr

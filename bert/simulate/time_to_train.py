@@ -72,9 +72,10 @@ class CalibrationPoint:
 CALIBRATION_POINTS = (
     CalibrationPoint("dgxa100_1x8", 16.9 * 60, "published: NVIDIA, MLPerf Training v2.1, 1x DGX A100 (8 GPUs), "
                      "closed division, 16.9 min"),
-    CalibrationPoint("cpu_tiny", 444.4, "measured: run_and_time.sh cpu_tiny, seed 1, on the 2-core development "
-                     "machine under load (2026-12-02)"),
-    CalibrationPoint("cpu_micro", 172.5, "measured: run_and_time.sh cpu_micro on the same machine, same day"),
+    CalibrationPoint("cpu_tiny", 291.3, "measured: run_and_time.sh cpu_tiny, seed 1, one thread a process, on the "
+                     "2-core development machine at a load of 2 to 4 (2026-12-02)"),
+    CalibrationPoint("cpu_micro", 4.652, "measured: run_and_time.sh cpu_micro, one thread, on the same machine at the "
+                     "same load, same day"),
 )
 
 

@@ -394,8 +394,8 @@ def mlperf(root: Path, out: Path, shards: int, eval_samples: int, workers: int, 
 @click.option("--max-predictions", type=click.IntRange(min=1), default=None,
               help="Also require at most this many masked positions (run.max_predictions_per_seq).")
 @click.option("--eval", "eval_files", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The eval file (repeatable; default: DIRECTORY's eval*.hdf5): checked against the training "
-              "shards, which are all the other shards.")
+              help="An eval file besides DIRECTORY's eval*.hdf5 (repeatable): the eval files are checked against "
+              "the training shards, which are all the other shards.")
 @click.option("--eval-source", type=click.Path(exists=True, path_type=Path), default=None,
               help="The prepared eval shards the eval file was picked from (a shard or a folder): the eval file "
               "must be the reference's pick of them (default: the source `data mlperf` recorded).")

@@ -137,7 +137,7 @@ class Findings:
 def verify_dataset(root: Path, vocab_path: Path | None = None, limits: Limits = Limits(), workers: int = 1,
                    show_progress: bool = True, writer: str = VERIFY, eval_files: list[Path] | None = None,
                    eval_source: Path | None = None) -> VerifyReport:
-    """Checks every shard below `root` and the eval files (by default root's eval*.hdf5) on `workers` processes,
+    """Checks every shard below `root` and the eval files (root's eval*.hdf5 and `eval_files`) on `workers` processes,
     then the dataset-wide checks (the eval pick against `eval_source`, or the source `data mlperf` recorded);
     writes root/manifest.json recording them and every problem (claimed for `writer`: a manifest.json of someone
     else's is never replaced)."""
@@ -148,11 +148,14 @@ def verify_dataset(root: Path, vocab_path: Path | None = None, limits: Limits = 
         raise ShardError(f"{vocab_path}: no vocabulary to check token ids against; pass --vocab")
     vocab = load_vocab(vocab_path)
     files = shard_files(root)
-    evals = list(eval_files) if eval_files else default_eval_files(root, files)
-    for path in evals:
+    evals = default_eval_files(root, files)
+    named = {p.resolve() for p in evals}
+    for path in eval_files or []:
         if not path.is_file():
             raise ShardError(f"{path}: no such eval file")
-    named = {p.resolve() for p in evals}
+        if path.resolve() not in named:
+            evals.append(path)
+            named.add(path.resolve())
     training = [p for p in files if p.resolve() not in named]
     if not training:
         raise ShardError(f"{root}: no training shards (*.hdf5 other than the eval files) in it or below it")

@@ -155,7 +155,7 @@ def check_verified_limits(root: Path, entries: list[ManifestEntry], vocab: Path,
 
 def check_verified_files(root: Path, entries: list[ManifestEntry], eval_file: Path, vocab_file: Path) -> None:
     """Raises ShardError unless `data verify` checked `eval_file` as the eval set (against the training shards)
-    and the token ids against `vocab_file`."""
+    and the token ids against `vocab_file` (or a file of the same content)."""
     def listed(path: Path, role: str | None, form: str | None = None) -> bool:
         relative = Path(os.path.relpath(path, root)).as_posix()
         return any(e.path == relative and e.role == role and form in (None, e.form) for e in entries)
@@ -163,6 +163,8 @@ def check_verified_files(root: Path, entries: list[ManifestEntry], eval_file: Pa
     if not listed(eval_file, "eval"):
         raise ShardError(f"{eval_file}: `data verify` did not check it as the eval set (against the training "
                          f"shards); run `mlperf-bert data verify {root} --eval {eval_file}`")
-    if not listed(vocab_file, None, "vocab"):
+    same_vocab = listed(vocab_file, None, "vocab") or any(e.form == "vocab" and e.sha256 == sha256_of(vocab_file)
+                                                          for e in entries)
+    if not same_vocab:
         raise ShardError(f"{vocab_file}: not the vocabulary `data verify` checked the token ids against; run "
                          f"`mlperf-bert data verify {root} --vocab {vocab_file}`")

@@ -12,6 +12,7 @@ import pytest
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.manifest import MANIFEST_FILE
 from bert.data.shards import ShardError, read_shard, write_shard
+from bert.data.vocab import Vocab, load_vocab
 from bert.prep.verify import Limits, summary_lines, verify_dataset
 from bert.system import load_system
 from tests.helpers.datasets import copy_dataset
@@ -240,6 +241,10 @@ def test_training_needs_its_eval_file_and_vocabulary_checked(dataset, tmp_path):
                                          r"the training shards\); run `mlperf-bert data verify .*data --eval "):
         check_dataset(dataset_files(system), system)
     shutil.copy(dataset / "vocab.txt", tmp_path / "vocab.txt")
+    verify_dataset(dataset, vocab_path=tmp_path / "vocab.txt", show_progress=False)
+    _check(dataset, tmp_path)  # the same vocabulary, elsewhere
+    pieces = load_vocab(tmp_path / "vocab.txt").pieces
+    Vocab((*pieces[:-1], "zzzz")).write(tmp_path / "vocab.txt")
     verify_dataset(dataset, vocab_path=tmp_path / "vocab.txt", show_progress=False)
     with pytest.raises(ShardError, match=r"data/vocab\.txt: not the vocabulary `data verify` checked the token ids "
                                          r"against; run `mlperf-bert data verify .*data --vocab .*data/vocab\.txt`"):

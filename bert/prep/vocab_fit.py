@@ -3,10 +3,10 @@ labels) counted by the kind of piece each id names in vocab.txt.
 
 What the reference tokenizer (uncased, do_lower_case) makes from text never names a reserved piece ([unused17],
 [PAD]; [MASK] only where a sample is masked) and never a piece with capitals, and rarely [UNK]. Ids made with
-another vocabulary land on such pieces: the cased BERT vocabulary's punctuation and letters (ids 104-998) are
-[unused] slots of the uncased one, and the uncased one's word ids are cased words of the cased one; cased text
-through an uncased vocabulary without lowercasing turns every capitalised word into [UNK]. The limits leave
-room for rare characters (a real uncased vocabulary over real text has well under 1% [UNK]).
+another vocabulary land on such pieces: the uncased BERT vocabulary reserves ids 104-998 for [unused] pieces,
+where the cased one holds punctuation and letters, and the uncased one's word ids are cased words of the cased
+one; cased text through an uncased vocabulary without lowercasing turns every capitalised word into [UNK] (17%
+of the words of the MLPerf Wikipedia sample of mlcommons/training). The limits leave room for rare characters.
 """
 
 from __future__ import annotations

@@ -163,8 +163,7 @@ def check_verified_files(root: Path, entries: list[ManifestEntry], eval_file: Pa
     if not listed(eval_file, "eval"):
         raise ShardError(f"{eval_file}: `data verify` did not check it as the eval set (against the training "
                          f"shards); run `mlperf-bert data verify {root} --eval {eval_file}`")
-    same_vocab = listed(vocab_file, None, "vocab") or any(e.form == "vocab" and e.sha256 == sha256_of(vocab_file)
-                                                          for e in entries)
-    if not same_vocab:
+    if not listed(vocab_file, None, "vocab") and sha256_of(vocab_file) not in {e.sha256 for e in entries
+                                                                                 if e.form == "vocab"}:
         raise ShardError(f"{vocab_file}: not the vocabulary `data verify` checked the token ids against; run "
                          f"`mlperf-bert data verify {root} --vocab {vocab_file}`")

@@ -38,7 +38,7 @@ def synth(out: Path | None, system_name: str, overwrite: bool, if_missing: bool)
     out = out or system.dataset_dir()
     start = time.perf_counter()
     try:
-        if if_missing and not synthesize_if_missing(out, spec):
+        if if_missing and not synthesize_if_missing(out, spec, on_wait=lambda line: click.echo(line, err=True)):
             click.echo(f"synthetic dataset already complete in {out}")
             return
         if not if_missing:

@@ -7,13 +7,19 @@ thread serves a second signal, or a first one that has not ended the run within 
 `on_stop_at_once` (which writes the aborted run_stop) and ends the process at once. That bounds the time a
 blocked rank takes to go after a launcher's SIGTERM (torchrun and Slurm kill only 30 s later). The watcher
 learns of signals through signal.set_wakeup_fd, which the interpreter writes to as the signal arrives.
+
+A rank also takes SIGTERM when the process that started it ends (`end_with_parent`): torchrun starts each rank
+in a session of its own, so a node's agent killed (SIGKILL, an OOM kill) left its ranks running, and the other
+nodes' ranks waiting for them.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
@@ -27,6 +33,22 @@ class RunInterrupted(Exception):
         self.signum = signum
         super().__init__(f"{signal.Signals(signum).name} received (a time limit, the launcher or Ctrl-C); a second "
                          "signal ends the run at once")
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def end_with_parent(signum: int = signal.SIGTERM) -> None:
+    """From now on this process gets `signum` when its parent ends (Linux; elsewhere nothing). The kernel sends it
+    when the parent's thread that started this process ends: torchrun's agent and slurmstepd start ranks from
+    their main thread. Called first thing, before the seconds of torch's import."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) != 0:
+        return
+    if os.getppid() != parent:  # it ended while the death signal was being armed
+        os.kill(os.getpid(), signum)
 
 
 def exit_code(signum: int) -> int:

@@ -1,7 +1,11 @@
 """SIGTERM and SIGINT during a run (a Slurm time limit, torchrun passing one on, Ctrl-C).
 
 The first signal raises RunInterrupted in the main thread, so the run ends through its ordinary error path:
-an aborted run_stop with the reason, a flushed log, the process group shut down. The main thread only sees it
+an aborted run_stop with the reason, a flushed log, the process group shut down. RunInterrupted is a
+BaseException, as KeyboardInterrupt is, so that no library's `except Exception` takes it for its own error; and
+since a handler's exception is lost when the signal lands in a finalizer or a weakref callback (torch.compile
+runs many), the guard also remembers the signal: the run asks `raise_if_received` before the clock starts and at
+every step, and its exit status is the signal's whatever exception ended it. The main thread only sees it
 when it runs Python, which it may not for a while (a collective waiting for a hung rank), so a watcher
 thread serves a second signal, or a first one that has not ended the run within GRACE_S: it calls
 `on_stop_at_once` (which writes the aborted run_stop) and ends the process at once. That bounds the time a
@@ -28,7 +32,7 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 GRACE_S = 10.0  # how long the main thread has to end the run after a first signal
 
 
-class RunInterrupted(Exception):
+class RunInterrupted(BaseException):
     def __init__(self, signum: int):
         self.signum = signum
         super().__init__(f"{signal.Signals(signum).name} received (a time limit, the launcher or Ctrl-C); a second "
@@ -62,6 +66,8 @@ class SignalGuard:
     def __init__(self, on_stop_at_once: Callable[[str], None]):
         self.on_stop_at_once = on_stop_at_once
         self.armed = False
+        self.received: int | None = None  # the first signal, once one came
+        self._ending = False  # the run is ending (disarmed): a signal needs raising no more
         self._active = False
         self._previous: dict[int, object] = {}
         self._previous_fd = -1
@@ -82,6 +88,7 @@ class SignalGuard:
     def disarm(self) -> None:
         """From now on a first signal raises nothing (the run is already ending); a second still ends it."""
         self.armed = False
+        self._ending = True
 
     def __exit__(self, *exc: object) -> None:
         if not self._active:
@@ -92,7 +99,15 @@ class SignalGuard:
         self._pipe[1].close()  # the watcher's recv returns empty and it ends
         self._active = False
 
+    def raise_if_received(self) -> None:
+        """Raises RunInterrupted for a signal whose exception was lost on the way (see the module's description)."""
+        if self.received is not None and not self._ending:
+            self.armed = False
+            raise RunInterrupted(self.received)
+
     def _raise_first(self, signum: int, frame: FrameType | None) -> None:
+        if self.received is None:
+            self.received = signum
         if self.armed:
             self.armed = False
             raise RunInterrupted(signum)

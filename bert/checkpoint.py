@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
 import sys
 from collections import Counter
@@ -364,6 +365,10 @@ def convert(src: str | os.PathLike, out: str | os.PathLike, config: BertConfig, 
             try:
                 torch.save({"model": mapping.state, "converted_from": str(source.path)}, tmp)
                 os.replace(tmp, out)
+            except (OSError, RuntimeError) as e:  # torch.save says "unexpected pos" when the disk fills
+                free = shutil.disk_usage(out.parent).free / 2**20
+                raise CheckpointError(f"{out}: cannot be written ({str(e).splitlines()[0]}; {free:.1f} MiB free "
+                                      "there); nothing was replaced: free space there, or choose another OUT") from None
             finally:
                 tmp.unlink(missing_ok=True)
     except OwnershipError as e:

@@ -12,9 +12,10 @@ thread serves a second signal, or a first one that has not ended the run within 
 blocked rank takes to go after a launcher's SIGTERM (torchrun and Slurm kill only 30 s later). The watcher
 learns of signals through signal.set_wakeup_fd, which the interpreter writes to as the signal arrives.
 
-A rank also takes SIGTERM when the process that started it ends (`end_with_parent`): torchrun starts each rank
-in a session of its own, so a node's agent killed (SIGKILL, an OOM kill) left its ranks running, and the other
-nodes' ranks waiting for them.
+A rank is also killed when the process that started it ends (`end_with_parent`): torchrun starts each rank in a
+session of its own, so a node's agent killed (SIGKILL, an OOM kill) left its ranks running, and the other nodes'
+ranks waiting for them. SIGKILL, so that the node is lost as a node that died is: its ranks' heartbeats stop
+without ending in order, and rank 0 names them (bert.distributed.liveness).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class RunInterrupted(BaseException):
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def end_with_parent(signum: int = signal.SIGTERM) -> None:
+def end_with_parent(signum: int = signal.SIGKILL) -> None:
     """From now on this process gets `signum` when its parent ends (Linux; elsewhere nothing). The kernel sends it
     when the parent's thread that started this process ends: torchrun's agent and slurmstepd start ranks from
     their main thread. Called first thing, before the seconds of torch's import."""

@@ -28,22 +28,25 @@ _pip_install() {  # PYTHON LOG WHAT ARGS...: pip install ARGS, quiet; one line n
 
 _missing_requirements() {  # PYTHON: the requirement lines of this package (and EXTRAS) that PYTHON does not meet
     "$1" - "$_repo/setup.cfg" "$_extras" <<'EOF'
-import configparser, importlib.metadata as metadata, sys
+import configparser, importlib.metadata as metadata, re, sys
 try:
     from packaging.requirements import Requirement
-except ImportError:  # pip's own copy: a Python with pip has it
-    from pip._vendor.packaging.requirements import Requirement
+except ImportError:
+    try:  # pip's own copy: a Python with pip has it
+        from pip._vendor.packaging.requirements import Requirement
+    except ImportError:  # neither: a requirement is met by any installed version
+        Requirement = None
 config = configparser.ConfigParser()
 config.read(sys.argv[1])
 lines = config["options"]["install_requires"].splitlines()
 lines += [line for extra in sys.argv[2:] if extra for line in config["options.extras_require"][extra].splitlines()]
 for line in filter(None, map(str.strip, lines)):
-    requirement = Requirement(line)
+    requirement = Requirement(line) if Requirement else None
     try:
-        installed = metadata.version(requirement.name)
+        installed = metadata.version(requirement.name if requirement else re.split(r"[<>=!~ \[;]", line)[0])
     except metadata.PackageNotFoundError:
         installed = None
-    if installed is None or not requirement.specifier.contains(installed, prereleases=True):
+    if installed is None or (requirement and not requirement.specifier.contains(installed, prereleases=True)):
         print(f"{line}\t{installed or 'not installed'}")
 EOF
 }
@@ -67,8 +70,8 @@ _system_python() {  # what python3 lacks is installed into it; its torch is neve
             --constraint <(python3 -c "import importlib.metadata as m; print('torch==' + m.version('torch'))") \
             "${wanted[@]}" || return 1
     fi
-    python3 -c "import importlib.metadata as m; m.version('mlperf-bert')" 2>/dev/null && command -v mlperf-bert \
-        >/dev/null && return 0
+    # Installed, or on the path with a command of its own (acceptance/gpu_check.sh's way): nothing to install.
+    python3 -c "import bert.cli" 2>/dev/null && command -v mlperf-bert >/dev/null && return 0
     local isolation=()  # a container's own setuptools builds it: no registry needed for a build environment
     if python3 -c "import setuptools" 2>/dev/null; then isolation=(--no-build-isolation); fi
     _pip_install python3 "$log" "this package into python3" --no-deps "${isolation[@]}" -e "$_repo"

@@ -176,8 +176,8 @@ publish() {  # partial log, index -> its result_<i>.txt; a hard link never repla
 }
 
 child="" interrupted=""
-on_signal() {  # passed on as received, so that the log names the signal that came (srun takes SIGINT as a
-    interrupted="$1"  # request for its status: it gets SIGTERM)
+on_signal() {  # passed on as received, so that the log names the signal that came; srun takes SIGINT as a
+    interrupted="$1"  # request for its status, so it gets SIGTERM
     local as="$1"
     if [[ -n "${SLURM_JOB_ID:-}" ]]; then as=TERM; fi
     if [[ -n "$child" ]]; then kill -"$as" "$child" 2>/dev/null || true; fi

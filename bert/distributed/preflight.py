@@ -310,8 +310,10 @@ class _Collection:
     def _take(self, connection: socket.socket, peer: str, line: bytes) -> None:
         try:
             message = json.loads(line)
-            if not isinstance(message, dict) or message.get("protocol") != PROTOCOL:
-                raise ValueError(f"protocol {message.get('protocol') if isinstance(message, dict) else None!r}")
+            if not isinstance(message, dict):
+                raise ValueError(f"a JSON {type(message).__name__}, not a report")
+            if message.get("protocol") != PROTOCOL:
+                raise ValueError(f"protocol {message.get('protocol')!r}")
             facts = from_dict(NodeFacts, message.get("facts"), "its report", "facts")
         except (ValueError, RecursionError) as e:
             return self._refuse(connection, peer, e)

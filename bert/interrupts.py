@@ -12,7 +12,7 @@ thread serves a second signal, or a first one that has not ended the run within 
 blocked rank takes to go after a launcher's SIGTERM (torchrun and Slurm kill only 30 s later). The watcher
 learns of signals through signal.set_wakeup_fd, which the interpreter writes to as the signal arrives.
 
-A rank is also killed when the process that started it ends (`end_with_parent`): torchrun starts each rank in a
+A rank of torchrun's is also killed when its agent ends (`end_with_parent`): torchrun starts each rank in a
 session of its own, so a node's agent killed (SIGKILL, an OOM kill) left its ranks running, and the other nodes'
 ranks waiting for them. SIGKILL, so that the node is lost as a node that died is: its ranks' heartbeats stop
 without ending in order, and rank 0 names them (bert.distributed.liveness).

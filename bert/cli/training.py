@@ -40,7 +40,8 @@ def _nan_injection_step() -> int | None:
 def train(system_name: str, seed: int | None, log_path: Path | None, data_dir: Path | None,
           cache_cleared: bool) -> None:
     """Run one training run (launch through torchrun or srun for several processes)."""
-    end_with_parent()  # a rank outlives no launcher that was killed
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # a rank of torchrun's outlives no agent that was killed
+        end_with_parent()
     from bert.train import RunRequest, run
 
     system = load_descriptor(system_name)

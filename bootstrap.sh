@@ -47,7 +47,7 @@ for line in filter(None, map(str.strip, lines)):
     except metadata.PackageNotFoundError:
         installed = None
     if installed is None or (requirement and not requirement.specifier.contains(installed, prereleases=True)):
-        print(f"{line}\t{installed or 'not installed'}")
+        print(f"{line}\t{installed or 'none'}")
 EOF
 }
 
@@ -57,7 +57,7 @@ _system_python() {  # what python3 lacks is installed into it; its torch is neve
     torch=$(grep '^torch[<>=!~ ]' <<<"$missing" || true)
     if [[ -n "$torch" ]]; then
         echo "bootstrap: MLPERF_BERT_SYSTEM_PYTHON=1 but python3 ($(command -v python3)) lacks ${torch%%$'\t'*}" \
-             "(it has: ${torch#*$'\t'}); use a Python that has it (an NVIDIA container), or unset" \
+             "(installed: ${torch#*$'\t'}); use a Python that has it (an NVIDIA container), or unset" \
              "MLPERF_BERT_SYSTEM_PYTHON to make a virtual environment" >&2
         return 1
     fi

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import load_descriptor, parse_length_bins
+from bert.cli.common import load_descriptor, os_error_line, parse_length_bins
 from bert.mlperf_rules import EVAL_SAMPLES, REFERENCE_PREP, TRAINING_SHARDS
 from bert.system import DEFAULT_SYSTEM
 
@@ -38,13 +38,13 @@ def synth(out: Path | None, system_name: str, overwrite: bool, if_missing: bool)
     out = out or system.dataset_dir()
     start = time.perf_counter()
     try:
-        if if_missing and not synthesize_if_missing(out, spec):
+        if if_missing and not synthesize_if_missing(out, spec, on_wait=lambda line: click.echo(line, err=True)):
             click.echo(f"synthetic dataset already complete in {out}")
             return
         if not if_missing:
             synthesize(out, spec, overwrite=overwrite)
-    except FileExistsError as e:
-        raise click.ClickException(str(e)) from None
+    except OSError as e:  # a folder it may not write; a full disk
+        raise click.ClickException(os_error_line(e)) from None
     click.echo(f"wrote {spec.train_samples} train + {spec.eval_samples} eval samples to {out} "
                f"in {time.perf_counter() - start:.1f} s")
 
@@ -56,8 +56,10 @@ class _DataError(click.ClickException):
 def _data_errors(call):
     try:
         return call()
-    except (ValueError, FileExistsError) as e:
+    except ValueError as e:
         raise _DataError(str(e)) from None
+    except OSError as e:  # a folder it may not write; a full disk
+        raise _DataError(os_error_line(e)) from None
 
 
 def _paths(option: tuple[Path, ...], more: tuple[Path, ...], out: Path, missing: str,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -83,30 +84,44 @@ def synthesize(out_dir: str | os.PathLike, spec: SyntheticDataSpec, overwrite: b
     out = Path(out_dir)
     with claim_folder(out, WRITER, mode="overwrite" if overwrite else "new", again="pass --overwrite to replace "
                       "the corpus", foreign_hint=FOREIGN_HINT, legacy=_written_before_records) as folder:
-        folder.record(VOCAB_FILE, EVAL_FILE, MANIFEST_FILE, COMPLETE_MARKER)
-        lexicon = build_lexicon(spec.vocab_size, seed=spec.seed)
-        lexicon.vocab.write(out / VOCAB_FILE)
-        train = _samples(lexicon, spec.train_samples, spec, seed=spec.seed + 1)
-        bounds = np.linspace(0, len(train), spec.shards + 1).astype(int)
-        with folder.subfolder(TRAIN_DIR) as train_dir:
-            names = [f"part-{i:05d}-of-{spec.shards:05d}.hdf5" for i in range(spec.shards)]
-            train_dir.record(*names)
-            for i, name in enumerate(names):
-                part = train.take(np.arange(bounds[i], bounds[i + 1]))
-                write_shard(out / TRAIN_DIR / name, part, spec.form, spec.max_seq_length, spec.max_predictions)
-        evaluation = _samples(lexicon, spec.eval_samples, spec, seed=spec.seed + 2)
-        write_shard(out / EVAL_FILE, evaluation, spec.form, spec.max_seq_length, spec.max_predictions)
-        report = verify_dataset(out, show_progress=False, writer=WRITER)
-        if report.problems:
-            raise ValueError(f"{out}: the synthetic corpus fails verification: {report.problems[0]}")
-        (out / COMPLETE_MARKER).write_text(repr(spec) + "\n")
+        _write(folder, spec)
     return out
 
 
-def synthesize_if_missing(out_dir: str | os.PathLike, spec: SyntheticDataSpec) -> bool:
+def _write(folder: OwnedFolder, spec: SyntheticDataSpec) -> None:
+    out = folder.path
+    folder.record(VOCAB_FILE, EVAL_FILE, MANIFEST_FILE, COMPLETE_MARKER)
+    lexicon = build_lexicon(spec.vocab_size, seed=spec.seed)
+    lexicon.vocab.write(out / VOCAB_FILE)
+    train = _samples(lexicon, spec.train_samples, spec, seed=spec.seed + 1)
+    bounds = np.linspace(0, len(train), spec.shards + 1).astype(int)
+    with folder.subfolder(TRAIN_DIR) as train_dir:
+        names = [f"part-{i:05d}-of-{spec.shards:05d}.hdf5" for i in range(spec.shards)]
+        train_dir.record(*names)
+        for i, name in enumerate(names):
+            part = train.take(np.arange(bounds[i], bounds[i + 1]))
+            write_shard(out / TRAIN_DIR / name, part, spec.form, spec.max_seq_length, spec.max_predictions)
+    evaluation = _samples(lexicon, spec.eval_samples, spec, seed=spec.seed + 2)
+    write_shard(out / EVAL_FILE, evaluation, spec.form, spec.max_seq_length, spec.max_predictions)
+    report = verify_dataset(out, show_progress=False, writer=WRITER)
+    if report.problems:
+        raise ValueError(f"{out}: the synthetic corpus fails verification: {report.problems[0]}")
+    (out / COMPLETE_MARKER).write_text(repr(spec) + "\n")
+
+
+def synthesize_if_missing(out_dir: str | os.PathLike, spec: SyntheticDataSpec,
+                          on_wait: Callable[[str], None] | None = None) -> bool:
     """Writes the corpus unless a complete one is there; completes (rewrites) an interrupted one of its own.
-    Returns whether it wrote. A folder it did not write is refused as `synthesize` refuses it."""
-    if is_complete(out_dir):
+    Returns whether it wrote. Another writer at work in the folder (a second wrapper, another node on a shared
+    file system) is waited for, `on_wait` told once, and its corpus then taken as it is. A folder it did not
+    write is refused as `synthesize` refuses it."""
+    out = Path(out_dir)
+    if is_complete(out):
         return False
-    synthesize(out_dir, spec, overwrite=True)
+    with claim_folder(out, WRITER, mode="resume", foreign_hint=FOREIGN_HINT, legacy=_written_before_records,
+                      wait=on_wait) as folder:
+        if is_complete(out):  # the writer waited for finished it
+            return False
+        folder.remove_all()
+        _write(folder, spec)
     return True

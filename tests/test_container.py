@@ -44,8 +44,9 @@ def test_the_install_step_adds_only_what_a_python_with_torch_lacks(tmp_path):
     done = subprocess.run([str(REPO / "container" / "install.sh")], env=env, cwd=tmp_path, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    added = next(line for line in done.stderr.splitlines() if line.startswith("install: adding what "))
+    added = next(line for line in done.stderr.splitlines() if line.startswith("bootstrap: installing into python3 "))
     assert sorted(added.split(" lacks: ")[1].split()) == ["click", "mlperf-logging==4.1.68", "rich"]
+    assert done.stdout.strip() == f"install: mlperf-bert installed in {venv / 'bin' / 'python3'}"
     probe = ("import importlib.metadata as m, torch, click, rich, mlperf_logging, bert.cli; "
              "print(torch.__file__, m.version('torch'), m.distribution('click').locate_file(''))")
     shown = subprocess.run([str(venv / "bin" / "python"), "-c", probe], env=env, capture_output=True, text=True,

@@ -48,6 +48,10 @@ class Lamb(torch.optim.Optimizer):
         self._update = torch.compile(lamb_update_, fullgraph=True, dynamic=False) if compiled else lamb_update_
         self._lr: dict[int, torch.Tensor] = {}  # compiled: each group's learning rate on its device
 
+    def run_eagerly(self) -> None:
+        """The update runs eager from now on (bert.warmup's fallback where compiling it failed)."""
+        self.compiled, self._update = False, lamb_update_
+
     @torch.no_grad()
     def step(self, closure=None):
         loss = closure() if closure is not None else None

@@ -134,7 +134,8 @@ def layer_check(device: torch.device) -> bool:
 
 
 def _step_system(device: torch.device, precision: str, world_size: int = 1, **run: object) -> System:
-    """h200_1x1 as the no-sync and NCCL checks run it: 2 micro-batches a step (with dropout 0.1 everywhere),
+    """h200_1x1 as the no-sync and NCCL checks run it: 2 micro-batches a step (with dropout 0.1 everywhere), eager
+    (the compiled regions' host reads are traced on fake CUDA in CI, tests/cuda_path; the step stage times them),
     with the `run` changes given. On a CPU it is the rehearsal of that CUDA run (fp16 included)."""
     sizes = SIZES[device.type]
     base = load_system("h200_1x1")
@@ -147,7 +148,7 @@ def _step_system(device: torch.device, precision: str, world_size: int = 1, **ru
          "max_seq_length": sizes.length, "init_checkpoint": None, "precision": precision,
          "max_predictions_per_seq": sizes.run.get("max_predictions_per_seq", base.run.max_predictions_per_seq),
          "performance": None,  # the simulator's figures are of one GPU, and this may be two ranks
-         **run},
+         "compile": False, "optimizer.implementation": "eager", **run},
         description={"accelerators_per_node": str(world_size)})
     return system if device.type == "cuda" else system.cpu_rehearsal()
 

@@ -38,6 +38,7 @@ SYSTEMS = {
          "gradient_accumulation_steps": 2, "eval.batch_size": 8}),
     "fp16 loss scaling (the CUDA run rehearsed), dynamic shapes": lambda: load_system("h200_1x1").variant(
         {"model": "micro", "model_overrides": DROPOUT, "precision": "fp16", "global_batch_size": 16,
+         "compile": False, "optimizer.implementation": "eager",  # what the warm-up does, not what a compiler does
          "gradient_accumulation_steps": 2, "max_seq_length": 64, "max_predictions_per_seq": 10,
          "init_checkpoint": None, "performance": None, "eval.batch_size": 8}).cpu_rehearsal(),
 }

@@ -5,7 +5,8 @@ its tensor's largest magnitude to the format's largest). Two implementations, on
 chooses apex's LayerNorm:
 - Transformer Engine, where it is importable (NVIDIA's containers ship it; it is never installed from a registry):
   its Linear (a delayed-scaling recipe, E4M3 forward and E5M2 backward) under its fp8_autocast, which the step
-  enters with torch's autocast (`fp8_context`).
+  enters with torch's autocast (`fp8_context`). Where Dynamo cannot trace its layers whole, the compiled layers
+  fall back to eager before the clock and the log says so (bert.warmup).
 - else torchao's float8 training (the `torchao` package): its Float8Linear, which torch.compile traces and fuses
   whole (the casts and scales around each matmul); on a GPU through torch._scaled_mm, on a CPU emulated (the
   values cast to FP8 and back, the matmul in high precision), which is how the tests hold it to bf16.
@@ -25,7 +26,7 @@ from contextlib import AbstractContextManager
 import torch
 from torch import nn
 
-from bert.model.fused import _optional_module
+from bert.model.fused import optional_module
 
 TRANSFORMER_ENGINE, TORCHAO = "transformer_engine", "torchao"
 MIN_CAPABILITY = (8, 9)  # FP8 tensor cores: Ada and Hopper on
@@ -43,14 +44,14 @@ def _torchao_float8():
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:
-        return _optional_module("torchao.float8")
+        return optional_module("torchao.float8")
     finally:
         logger.setLevel(level)
 
 
 def fp8_backend() -> str | None:
     """Which FP8 implementation this machine has: Transformer Engine first, then torchao; None: neither."""
-    if _optional_module("transformer_engine.pytorch") is not None:
+    if optional_module("transformer_engine.pytorch") is not None:
         return TRANSFORMER_ENGINE
     return TORCHAO if _torchao_float8() is not None else None
 
@@ -79,14 +80,14 @@ def fp8_context(backend: str | None) -> Callable[[], AbstractContextManager]:
     layers; nothing for torchao's (each Float8Linear casts by itself) or without FP8."""
     if backend != TRANSFORMER_ENGINE:
         return contextlib.nullcontext
-    te = _optional_module("transformer_engine.pytorch")
-    recipe = _optional_module("transformer_engine.common.recipe")
+    te = optional_module("transformer_engine.pytorch")
+    recipe = optional_module("transformer_engine.common.recipe")
     hybrid = recipe.DelayedScaling(fp8_format=recipe.Format.HYBRID)  # E4M3 forward, E5M2 backward
     return functools.partial(te.fp8_autocast, enabled=True, fp8_recipe=hybrid)
 
 
 def _transformer_engine_linear(linear: nn.Linear) -> nn.Module:
-    te = _optional_module("transformer_engine.pytorch")
+    te = optional_module("transformer_engine.pytorch")
     fp8 = te.Linear(linear.in_features, linear.out_features, bias=linear.bias is not None,
                     params_dtype=linear.weight.dtype, device=linear.weight.device)
     fp8.weight = linear.weight  # the same parameters: the optimizer and the checkpoints keep them

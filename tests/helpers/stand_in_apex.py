@@ -68,7 +68,7 @@ def apex_importable() -> Iterator[None]:
 
     saved = {name: sys.modules.get(name) for name in _modules()}
     sys.modules.update(_modules())
-    fused._optional_module.cache_clear()
+    fused.optional_module.cache_clear()
     try:
         yield
     finally:
@@ -77,4 +77,4 @@ def apex_importable() -> Iterator[None]:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = module
-        fused._optional_module.cache_clear()
+        fused.optional_module.cache_clear()

@@ -77,7 +77,7 @@ def transformer_engine_importable() -> Iterator[None]:
 
     saved = {name: sys.modules.get(name) for name in _modules()}
     sys.modules.update(_modules())
-    fused._optional_module.cache_clear()
+    fused.optional_module.cache_clear()
     ENTERED.clear()
     try:
         yield
@@ -87,4 +87,4 @@ def transformer_engine_importable() -> Iterator[None]:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = module
-        fused._optional_module.cache_clear()
+        fused.optional_module.cache_clear()

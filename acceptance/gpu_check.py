@@ -226,11 +226,13 @@ def _descriptor_system(device: torch.device) -> System:
 
 def step_forms(device: torch.device) -> dict[str, System]:
     """What the step stage times: the descriptor as published (compiled, the default), the same eager, and in FP8
-    where an FP8 implementation imports (bert.model.fp8)."""
+    where an FP8 implementation imports (bert.model.fp8). The CPU rehearsal runs its FP8 layers eager: inductor's
+    CPU code for emulated FP8 says nothing of the GPU's, and the FP8 layer's compiled trace is
+    tests/cuda_path/test_layer_proxies.py's."""
     default = _descriptor_system(device)
     forms = {"default": default, "eager": default.variant({"compile": False, "optimizer.implementation": "eager"})}
     if fp8_backend() is not None:
-        forms["fp8"] = default.variant({"precision": "fp8"})
+        forms["fp8"] = default.variant({"precision": "fp8", **({} if device.type == "cuda" else {"compile": False})})
     return forms
 
 
@@ -413,7 +415,9 @@ def graphs_check(device: torch.device) -> bool:
     for p in (*static.parameters(), *graphed.parameters()):  # kept in place, as the step keeps them under graphs
         p.grad = torch.zeros_like(p)
     compile_layer(static, static=True)
-    compile_layer(graphed, static=True, cuda_graphs=True)
+    # On a CPU reduce-overhead records no graph and both sides run the same kernels: compiled alike, inductor's cache
+    # compiles them once (tests/cuda_path traces the CUDA graphs' compile options).
+    compile_layer(graphed, static=True, cuda_graphs=device.type == "cuda")
     rounding = TokenSizes.spread(1, sizes.sequences, sizes.length)  # one size: every batch has one shape
     batches = _mlperf_batches(sizes, config.hidden_size, device, rounding)
     timings = {}

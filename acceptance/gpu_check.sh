@@ -85,6 +85,10 @@ export PATH="$work/bin:$PATH" PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}:$work
 # Inductor's kernels are built afresh, as a run on a new machine builds them, in a cache of the check's own: no
 # stale kernel from another torch, and no half-written one from another user's compilation in the shared default.
 export TORCHINDUCTOR_CACHE_DIR="$work/inductor"
+if [[ "$device" == cpu ]]; then
+    # Two shared cores: a pool of compile workers in every stage that compiles costs more than it saves.
+    export TORCHINDUCTOR_COMPILE_THREADS=1
+fi
 export MLPERF_BERT_SYSTEM_PYTHON=1
 
 if [[ "$device" == cpu ]]; then

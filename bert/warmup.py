@@ -219,18 +219,18 @@ def warm_up(step: TrainStep, system: System, batches: WarmUpBatches) -> WarmUp:
         finally:
             model.train()
 
-    layers = bool(run.compile)
-    if layers and not compiled(LAYERS, train_shapes, lambda: uncompile_encoder(model)):
-        layers = False
+    layers_compiled = bool(run.compile)
+    if not layers_compiled:
+        train_shapes()  # eager: the update's gradients
+    elif not compiled(LAYERS, train_shapes, lambda: uncompile_encoder(model)):
+        layers_compiled = False
         step.zero_grad()
         step.forward_backward(train[0].to(step.ctx.device), model)  # the update's gradients, eager
-    elif not run.compile:
-        train_shapes()
     if getattr(step.optimizer, "compiled", False):  # bert.optim.lamb.Lamb's update through torch.compile
         compiled(UPDATE, step.update, step.optimizer.run_eagerly)
     else:
         step.update()
-    if layers:
+    if layers_compiled:
         compiled(LAYERS, eval_shapes, lambda: uncompile_encoder(model))
     elif not run.compile:
         eval_shapes()

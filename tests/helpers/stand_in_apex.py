@@ -62,12 +62,13 @@ def _modules() -> dict[str, types.ModuleType]:
 
 
 @contextlib.contextmanager
-def apex_importable() -> Iterator[None]:
-    """Inside: `import apex` (and its parts, and amp_C) finds the stand-in; bert.model.fused looks again."""
+def importable(modules: dict[str, types.ModuleType]) -> Iterator[None]:
+    """Inside: `import <name>` finds each of `modules` (stand-ins); bert.model.fused looks again, on the way in and
+    out."""
     from bert.model import fused
 
-    saved = {name: sys.modules.get(name) for name in _modules()}
-    sys.modules.update(_modules())
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)
     fused.optional_module.cache_clear()
     try:
         yield
@@ -78,3 +79,8 @@ def apex_importable() -> Iterator[None]:
             else:
                 sys.modules[name] = module
         fused.optional_module.cache_clear()
+
+
+def apex_importable() -> contextlib.AbstractContextManager:
+    """Inside: `import apex` (and its parts, and amp_C) finds the stand-in."""
+    return importable(_modules())

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import sys
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
 from torch import nn
+
+from tests.helpers.stand_in_apex import importable
 
 ENTERED: list[object] = []  # the recipe of every fp8_autocast entered, in order
 _active: list[object] = []
@@ -72,19 +73,7 @@ def _modules() -> dict[str, types.ModuleType]:
 
 @contextlib.contextmanager
 def transformer_engine_importable() -> Iterator[None]:
-    """Inside: `import transformer_engine` (and its parts) finds the stand-in; bert.model.fp8 looks again."""
-    from bert.model import fused
-
-    saved = {name: sys.modules.get(name) for name in _modules()}
-    sys.modules.update(_modules())
-    fused.optional_module.cache_clear()
+    """Inside: `import transformer_engine` (and its parts) finds the stand-in."""
     ENTERED.clear()
-    try:
+    with importable(_modules()):
         yield
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
-        fused.optional_module.cache_clear()

@@ -19,7 +19,7 @@ launches once per tensor (torch's ForeachBinaryOp*.cu). So every scalar the upda
 bias corrections from the float64 step count, the learning rate, the overflow flag) is cast to the lists' dtype
 before it meets them, the trust ratios of all tensors come from one norm kernel over the weights and the updates
 together, and the per-tensor factor (learning rate x trust ratio) is applied by one fused multiply-add per shape
-that the adapted tensors have (7 in BERT-large), each with the factors spread over that shape's tensors, instead of
+that the adapted tensors have (6 in BERT-large), each with the factors spread over that shape's tensors, instead of
 one multiply per tensor. tests/cuda_path/test_kernel_counts.py counts the launches of one BERT-large update on fake
 CUDA and holds them to a ceiling. `Lamb(..., compiled=True)` runs the same function through torch.compile, as torch
 compiles its own optimizers: inductor fuses it into a few kernels over all tensors, broadcasting each tensor's

@@ -5,7 +5,7 @@ at toy sizes, as the rehearsal (GPU_CHECK_DEVICE=cpu) that CI runs so that the s
     python -m acceptance.gpu_check descriptor OUTDIR DATADIR   # the short run's descriptor (OUTDIR/gpu_check.json)
     python -m acceptance.gpu_check layer       # one BERT-large layer, train mode: attention path, kernels, dtype
     python -m acceptance.gpu_check nosync      # the real step never waits for the GPU (bf16, then fp16)
-    python -m acceptance.gpu_check step        # the descriptor's step on the MLPerf length mix: seq/s and MFU
+    python -m acceptance.gpu_check step        # the descriptor's step, compiled, eager and FP8: seq/s and MFU
     python -m acceptance.gpu_check speed       # compiled layer and compiled LAMB update against their eager forms
     python -m acceptance.gpu_check nccl        # DDP with the bucket-wise clip hook (bf16 gradient), a gloo group
     python -m acceptance.gpu_check graphs      # a static-shape compiled layer with and without CUDA graphs
@@ -37,6 +37,7 @@ from bert.data.random_samples import random_samples
 from bert.distributed.launch import DistContext, wait_for_all
 from bert.model.attention import attention_mask
 from bert.model.config import BertConfig, named_config
+from bert.model.fp8 import fp8_backend
 from bert.model.padding import TokenLayout
 from bert.model.pretraining import BertForPreTraining, EncoderLayer, choose_kernels, compile_layer
 from bert.model.token_rounding import TokenSizes, token_sizes
@@ -71,20 +72,25 @@ SIZES = {
 
 def short_run_descriptor(out: Path, data: Path, device: str) -> System:
     """systems/h200_1x1.json for 60 updates and 2 evals on a synthetic corpus, from random weights (no phase-1
-    checkpoint is on the machine), open division: a check, not a result."""
+    checkpoint is on the machine), eager, open division: a check of the wrapper, the data and the log, not a
+    result."""
     sizes, base = SIZES[device], load_system("h200_1x1")
     batch = sizes.run.get("global_batch_size", base.run.global_batch_size)
     corpus = {"vocab_size": 4096, "seed": 12345, "form": "varlen", "max_seq_length": sizes.length,
               "max_predictions": base.run.max_predictions_per_seq, **sizes.corpus}
     # From random weights a few warm-up steps keep the first updates small (the descriptor starts from phase 1).
-    changes = {**sizes.run, "max_seq_length": sizes.length, "init_checkpoint": None, "seed": 1,
-               "optimizer.warmup_steps": 10,
+    # Eager: the step stage times the compiled step; compiling BERT-large here too would cost this stage's minutes.
+    changes = {**sizes.run, "max_seq_length": sizes.length, "init_checkpoint": None, "seed": 1, "compile": False,
+               "optimizer.implementation": "eager", "optimizer.warmup_steps": 10,
                "max_samples": SHORT_RUN_UPDATES * batch,
                "eval.interval_samples": SHORT_RUN_UPDATES * batch // SHORT_RUN_EVALS,
                "eval.samples": corpus["eval_samples"], "dataset": {"dir": str(data), "synthetic": corpus},
                "notes": f"gpu_check short run: {SHORT_RUN_UPDATES} updates, {SHORT_RUN_EVALS} evals, synthetic "
                         "data, random initialisation (not a result)."}
     return base.variant(changes, name="gpu_check", description={"division": "open"}).write(out)
+
+
+BERT_DROPOUT = {"hidden_dropout": 0.1, "attention_dropout": 0.1}  # BERT-large's, for the rehearsal's micro model
 
 
 def descriptor_config(model: str, **overrides: object) -> BertConfig:
@@ -98,7 +104,7 @@ def layer_check(device: torch.device) -> bool:
     backward, the dtype it hands to the next layer. (The CPU rehearsal's layer is the micro model's: a CPU's
     bf16 weight gradients of BERT-large take a minute.)"""
     sizes = SIZES[device.type]
-    config = descriptor_config(sizes.model, hidden_dropout=0.1, attention_dropout=0.1)
+    config = descriptor_config(sizes.model, **BERT_DROPOUT)
     torch.manual_seed(0)
     layer = EncoderLayer(config).to(device).train()
     layout = TokenLayout.from_lengths(torch.full((sizes.sequences,), sizes.length), sizes.length).to(device)
@@ -134,20 +140,21 @@ def layer_check(device: torch.device) -> bool:
 
 
 def _step_system(device: torch.device, precision: str, world_size: int = 1, **run: object) -> System:
-    """h200_1x1 as the no-sync and NCCL checks run it: 2 micro-batches a step (with dropout 0.1 everywhere),
+    """h200_1x1 as the no-sync and NCCL checks run it: 2 micro-batches a step (with dropout 0.1 everywhere), eager
+    (the compiled regions' host reads are traced on fake CUDA in CI, tests/cuda_path; the step stage times them),
     with the `run` changes given. On a CPU it is the rehearsal of that CUDA run (fp16 included)."""
     sizes = SIZES[device.type]
     base = load_system("h200_1x1")
     overrides = {"gelu": base.model_config().gelu}  # the descriptor's, whatever the size
     if sizes.model != "large":
-        overrides |= {"hidden_dropout": 0.1, "attention_dropout": 0.1}
+        overrides |= BERT_DROPOUT
     system = base.variant(
         {"model": sizes.model, "model_overrides": overrides, "processes_per_node": world_size,
          "global_batch_size": 2 * sizes.sequences * world_size, "gradient_accumulation_steps": 2,
          "max_seq_length": sizes.length, "init_checkpoint": None, "precision": precision,
          "max_predictions_per_seq": sizes.run.get("max_predictions_per_seq", base.run.max_predictions_per_seq),
          "performance": None,  # the simulator's figures are of one GPU, and this may be two ranks
-         **run},
+         "compile": False, "optimizer.implementation": "eager", **run},
         description={"accelerators_per_node": str(world_size)})
     return system if device.type == "cuda" else system.cpu_rehearsal()
 
@@ -199,12 +206,13 @@ def nosync_check(device: torch.device) -> bool:
     return ok
 
 
-STEP_UPDATES = {"cuda": 6, "cpu": 2}  # timed updates of the descriptor's step
+STEP_UPDATES = {"cuda": 5, "cpu": 2}  # timed updates of the descriptor's step
 
 
 def _descriptor_system(device: torch.device) -> System:
     """systems/h200_1x1.json as it trains (its micro-batch, accumulation, precision, optimizer, compilation); on a
-    CPU the rehearsal of that run at toy sizes."""
+    CPU the rehearsal of that run at toy sizes, with dropout as BERT-large's (the speed stage's layer is that layer:
+    inductor's cache then compiles it once for both stages)."""
     system = load_system("h200_1x1").variant({"init_checkpoint": None})
     if device.type == "cuda":
         return system
@@ -212,7 +220,20 @@ def _descriptor_system(device: torch.device) -> System:
     return system.variant({"model": sizes.model, "global_batch_size": 2 * sizes.sequences, "max_seq_length":
                            sizes.length, "gradient_accumulation_steps": sizes.run["gradient_accumulation_steps"],
                            "max_predictions_per_seq": sizes.run["max_predictions_per_seq"],
+                           "model_overrides": {**system.run.model_overrides, **BERT_DROPOUT},
                            "performance": None}).cpu_rehearsal()
+
+
+def step_forms(device: torch.device) -> dict[str, System]:
+    """What the step stage times: the descriptor as published (compiled, the default), the same eager, and in FP8
+    where an FP8 implementation imports (bert.model.fp8). The CPU rehearsal runs its FP8 layers eager: inductor's
+    CPU code for emulated FP8 says nothing of the GPU's, and the FP8 layer's compiled trace is
+    tests/cuda_path/test_layer_proxies.py's."""
+    default = _descriptor_system(device)
+    forms = {"default": default, "eager": default.variant({"compile": False, "optimizer.implementation": "eager"})}
+    if fp8_backend() is not None:
+        forms["fp8"] = default.variant({"precision": "fp8", **({} if device.type == "cuda" else {"compile": False})})
+    return forms
 
 
 def _mlperf_micro_batches(system: System, count: int) -> tuple[list, list[float]]:
@@ -231,19 +252,28 @@ def _mlperf_micro_batches(system: System, count: int) -> tuple[list, list[float]
     return batches, flops
 
 
-def step_check(device: torch.device) -> bool:
-    """The descriptor's training step as a run takes it (bert.step.TrainStep: its micro-batch, gradient
-    accumulation, precision, optimizer and clipping, compiled before the clock where it compiles), on batches of
-    the MLPerf length mix: sequences/s and model FLOP utilisation, the figures run.performance takes
-    (gpu_samples_per_s, or model_flops_utilization with the peak)."""
-    system, updates = _descriptor_system(device), STEP_UPDATES[device.type]
-    run = system.run
+@dataclasses.dataclass(frozen=True)
+class StepTiming:
+    seconds: float  # of the timed updates
+    rate: float  # sequences/s
+    mfu: float
+    loss: float
+    warm_s: float
+    fallbacks: tuple[str, ...]  # the compiled parts that ran eager (bert.warmup)
+
+
+def time_step(system: System, device: torch.device, peak: float) -> StepTiming:
+    """`system`'s training step as a run takes it (bert.step.TrainStep: its micro-batch, gradient accumulation,
+    precision, optimizer and clipping, compiled before the clock where it compiles: the training shapes and the
+    update; the eval's shapes are the short run's) on batches of the MLPerf length mix."""
+    run, updates = system.run, STEP_UPDATES[device.type]
     torch.manual_seed(0)
     with torch.device(device):
         model = BertForPreTraining(system.model_config())
     step = TrainStep(system, DistContext(0, 1, 0, 1, device), model, build_optimizer(model, run.optimizer),
                      build_schedule(run.optimizer))
-    warm = warm_up(step, system, warm_up_batches(system)).seconds if compiles_anything(system) else 0.0
+    warmed = (warm_up(step, system, dataclasses.replace(warm_up_batches(system), evals=[]))
+              if compiles_anything(system) else None)
     accumulate = run.gradient_accumulation_steps
     batches, flops = _mlperf_micro_batches(system, (updates + 1) * accumulate)
     batches = [b.to(device) for b in batches]
@@ -254,18 +284,45 @@ def step_check(device: torch.device) -> bool:
         step(iter(batches[u * accumulate:(u + 1) * accumulate]), u)
     loss, _ = step.take_window()
     seconds = time.perf_counter() - start
-    rate = updates * run.global_batch_size / seconds
-    # A CPU's bf16 matmuls are emulated: its rehearsal measures a peak in small fp32 matmuls (meaningless there).
-    peak, peak_source = (peak_flops(device, PRECISION_DTYPES[run.precision]) if device.type == "cuda"
-                         else peak_flops(device, torch.float32, n=512))
     mfu = sum(flops[accumulate:]) / seconds / peak  # the timed updates' batches, not the untimed first one's
-    mean = float(np.mean([b.layout.real_tokens / b.num_samples for b in batches[accumulate:]]))
-    print(f"step of {system.name} as it trains ({accumulate} micro-batch(es) of {system.per_process_batch}, MLPerf "
-          f"length mix (mean {mean:.0f} tokens), {run.precision}, LAMB {run.optimizer.implementation}"
-          f"{', compiled layers' if run.compile else ''}; compiled before the clock in {warm:.1f} s): "
-          f"{rate:.1f} sequences/s, model FLOP utilisation {100 * mfu:.1f}% of {peak / 1e12:.3g} TFLOP/s "
-          f"({peak_source}), loss {loss:.3f}: gpu_samples_per_s={rate:.1f} model_flops_utilization={mfu:.3f}")
-    ok = np.isfinite(loss) and rate > 0
+    return StepTiming(seconds, updates * run.global_batch_size / seconds, mfu, loss,
+                      warmed.seconds if warmed else 0.0, tuple(str(f) for f in warmed.fallbacks) if warmed else ())
+
+
+def _describe(system: System) -> str:
+    run = system.run
+    return (f"{run.precision}, {'compiled layers' if run.compile else 'eager layers'}, LAMB "
+            f"{run.optimizer.implementation}")
+
+
+def step_check(device: torch.device) -> bool:
+    """The descriptor's training step on the MLPerf length mix, in each of step_forms, one after the other in one
+    process: sequences/s and model FLOP utilisation per form (the default's are the figures run.performance takes:
+    gpu_samples_per_s, or model_flops_utilization with the peak), and the ratios between them."""
+    forms = step_forms(device)
+    default = forms["default"]
+    # A CPU's bf16 matmuls are emulated: its rehearsal measures a peak in small fp32 matmuls (meaningless there).
+    peak, peak_source = (peak_flops(device, PRECISION_DTYPES[default.run.precision]) if device.type == "cuda"
+                         else peak_flops(device, torch.float32, n=512))
+    run = default.run
+    mean = float(np.mean(named_lengths("mlperf-wiki", 10_000, max_len=run.max_seq_length)))
+    print(f"step of {default.name} as it trains ({run.gradient_accumulation_steps} micro-batch(es) of "
+          f"{default.per_process_batch}, MLPerf length mix (mean {mean:.0f} tokens), LAMB; model FLOP utilisation of "
+          f"{peak / 1e12:.3g} TFLOP/s ({peak_source}))")
+    timings, ok = {}, True
+    for name, system in forms.items():
+        timing = timings[name] = time_step(system, device, peak)
+        for fallback in timing.fallbacks:
+            print(f"  {name}: {fallback}")
+        print(f"step[{name}] ({_describe(system)}; compiled before the clock in {timing.warm_s:.1f} s): "
+              f"{timing.rate:.1f} sequences/s, model FLOP utilisation {100 * timing.mfu:.1f}%, loss {timing.loss:.3f}: "
+              f"gpu_samples_per_s={timing.rate:.1f} model_flops_utilization={timing.mfu:.3f}", flush=True)
+        ok &= bool(np.isfinite(timing.loss) and timing.rate > 0)
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    print(f"step: compiled_over_eager_step={timings['default'].seconds / timings['eager'].seconds:.3f}"
+          + (f" fp8_over_bf16_step={timings['fp8'].seconds / timings['default'].seconds:.3f}" if "fp8" in timings
+             else " (no FP8: neither torchao nor Transformer Engine imports here)"))
     print(f"step: {'ok' if ok else 'FAILED'}")
     return ok
 
@@ -314,7 +371,8 @@ def speed_check(device: torch.device) -> bool:
     """The compiled forms against their eager ones, in one process: an encoder layer (regional compilation,
     dynamic token counts, dropout 0.1) over batches of MLPerf-length sequences, and the LAMB update of the model
     (benchmarks.common.lamb_pair). Prints each one's time and the ratio; the compiled update must stay within
-    DRIFT_TOLERANCE of the eager one."""
+    DRIFT_TOLERANCE of the eager one. Both are the step stage's graphs, which inductor's cache (the check's own,
+    TORCHINDUCTOR_CACHE_DIR) holds compiled already: the time this stage adds is Dynamo's tracing."""
     sizes = SIZES[device.type]
     config, layer, compiled_layer = _layer_twins(device, dropout=0.1)
     compile_layer(compiled_layer)
@@ -330,8 +388,8 @@ def speed_check(device: torch.device) -> bool:
           f"tokens), bf16, dropout 0.1: eager {eager_s * 1e3:.2f} ms, compiled {compiled_s * 1e3:.2f} ms (compiled "
           f"in {compile_s:.1f} s): compiled_over_eager_layer={compiled_s / eager_s:.3f}")
 
-    with torch.device(device):  # 4 of the layers: the bytes per parameter are the same, the compilation shorter
-        model = BertForPreTraining(descriptor_config(sizes.model, num_layers=min(4, config.num_layers)))
+    with torch.device(device):  # the step stage's model: inductor's cache holds its compiled update already
+        model = BertForPreTraining(descriptor_config(sizes.model))
     pair = LambPair(model)
     pair.warm_up(device)
     for r in range(TIMED_REPEATS):
@@ -357,7 +415,9 @@ def graphs_check(device: torch.device) -> bool:
     for p in (*static.parameters(), *graphed.parameters()):  # kept in place, as the step keeps them under graphs
         p.grad = torch.zeros_like(p)
     compile_layer(static, static=True)
-    compile_layer(graphed, static=True, cuda_graphs=True)
+    # On a CPU reduce-overhead records no graph and both sides run the same kernels: compiled alike, inductor's cache
+    # compiles them once (tests/cuda_path traces the CUDA graphs' compile options).
+    compile_layer(graphed, static=True, cuda_graphs=device.type == "cuda")
     rounding = TokenSizes.spread(1, sizes.sequences, sizes.length)  # one size: every batch has one shape
     batches = _mlperf_batches(sizes, config.hidden_size, device, rounding)
     timings = {}

@@ -82,7 +82,9 @@ def benchmark_system(preset: Preset, args: argparse.Namespace) -> System:
     changes = {  # the preset's model size, with the descriptor's GELU
         "model": preset.model, "model_overrides": {"gelu": base.model_config().gelu}, "processes_per_node": 1,
         "precision": args.precision or preset.precision, "global_batch_size": args.batch_size or preset.batch_size,
-        "gradient_accumulation_steps": 1, "max_seq_length": preset.seq_len, "unpadded": True, "compile": args.compile}
+        "gradient_accumulation_steps": 1, "max_seq_length": preset.seq_len, "unpadded": True, "compile": args.compile,
+        # the update as the encoder: compiled with --compile (the GPU descriptors' default), else eager as the peer's
+        "optimizer.implementation": "compiled" if args.compile else "eager"}
     if preset.device == "cpu":
         return base.cpu_variant(changes, description={"number_of_nodes": "1"})
     return base.variant({**changes, "device": preset.device}, description={"number_of_nodes": "1"})
@@ -235,7 +237,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--precision", choices=sorted(PRECISION_DTYPES), default=None, help="default: the preset's")
     p.add_argument("--batch-size", type=int, default=None, help="default: the preset's")
     p.add_argument("--device", default=None, help="default: the preset's (cpu or cuda)")
-    p.add_argument("--compile", action="store_true", help="torch.compile our encoder layers (run.compile)")
+    p.add_argument("--compile", action="store_true", help="torch.compile our encoder layers and LAMB's update "
+                   "(run.compile, run.optimizer.implementation), as the GPU descriptors do")
     p.add_argument("--batches", type=int, default=8, help="distinct batches cycled through")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per side first")
     p.add_argument("--rounds", type=int, default=3, help="alternations")

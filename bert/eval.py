@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
@@ -36,9 +37,10 @@ class EvalSet:
         self.ctx = ctx
 
     @torch.no_grad()
-    def accuracy(self, model: nn.Module, unpadded: bool, autocast: torch.autocast) -> float:
+    def accuracy(self, model: nn.Module, unpadded: bool, autocast: AbstractContextManager) -> float:
         """MLM accuracy over the whole eval set: correct / total masked tokens, both summed over ranks. The model
-        runs as the training step runs it: `unpadded` (run.unpadded) and under the step's `autocast`."""
+        runs as the training step runs it: `unpadded` (run.unpadded) and under the step's `autocast`
+        (bert.step.StepAutocast)."""
         if not self._on_device:
             self.batches = [b.to(self.ctx.device) for b in self.batches]
             self._on_device = True

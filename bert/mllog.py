@@ -35,6 +35,8 @@ INIT_CHECKPOINT_EVAL_ACCURACY = "init_checkpoint_eval_accuracy"
 TARGET_ACCURACY = "target_accuracy"
 # How long compiling before the clock took (bert.warmup), logged between init_start and init_stop.
 COMPILE_WARMUP_SECONDS = "compile_warmup_seconds"
+# A compiled part that runs eager because compiling it failed in that warm-up: what, and why, in one line.
+COMPILE_FALLBACK = "compile_fallback"
 # Free disk a log needs at start-up: a BERT-large log is well under 1 MiB, so this leaves room for what else
 # the run and the launcher write beside it.
 LOG_FREE_BYTES = 64 << 20
@@ -224,6 +226,9 @@ class RunLog:
     def compile_warmup(self, seconds: float, train_shapes: int, eval_shapes: int) -> None:
         self._event(COMPILE_WARMUP_SECONDS, round(seconds, 3),
                     metadata={"train_shapes": train_shapes, "eval_shapes": eval_shapes})
+
+    def compile_fallback(self, part: str, text: str) -> None:
+        self._event(COMPILE_FALLBACK, text, metadata={"part": part})
 
     def init_stop(self) -> None:
         self._end(C.INIT_STOP)

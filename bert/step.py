@@ -1,5 +1,5 @@
-"""One optimizer step: micro-batches under autocast, backward, clipping and averaging over the ranks (in
-the order the descriptor's run.clip says, bert.distributed.clipping), update.
+"""One optimizer step: micro-batches under autocast (and FP8 where run.precision says so), backward, clipping and
+averaging over the ranks (in the order the descriptor's run.clip says, bert.distributed.clipping), update.
 
 Nothing here waits for the device: the loss is accumulated on the device and read only when asked for, and
 numerical faults are recorded on the device (bert.numerics) and checked only when asked for.
@@ -8,6 +8,8 @@ numerical faults are recorded on the device (bert.numerics) and checked only whe
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 
 import torch
 from torch import nn
@@ -16,18 +18,36 @@ from torch.nn.parallel import DistributedDataParallel
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
 from bert.distributed.clipping import COMM_DTYPES, AfterAllreduce, BeforeAllreduce, Clipping, loss_scale
 from bert.distributed.launch import DistContext
+from bert.model.fp8 import encoder_to_fp8, fp8_context
 from bert.model.pretraining import choose_kernels, compile_encoder
 from bert.numerics import NumericGuard
 from bert.optim.factory import set_learning_rate
 from bert.optim.schedule import LrSchedule
 from bert.system import System
 
-PRECISION_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}  # run.precision
+# run.precision's autocast dtype (fp8: bf16 around the encoder's FP8 Linear layers, bert.model.fp8)
+PRECISION_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16}
 
 
-def autocast_for(system: System, ctx: DistContext) -> torch.autocast:
-    precision = system.run.precision
-    return torch.autocast(ctx.device.type, dtype=PRECISION_DTYPES[precision], enabled=precision != "fp32")
+class StepAutocast:
+    """The context of every forward of a run: torch's autocast in run.precision's dtype, and the FP8
+    implementation's own context where it has one (bert.model.fp8.fp8_context). Reusable, as torch.autocast is."""
+
+    def __init__(self, system: System, ctx: DistContext, fp8: Callable[[], AbstractContextManager] = nullcontext):
+        precision = system.run.precision
+        self.autocast = torch.autocast(ctx.device.type, dtype=PRECISION_DTYPES[precision], enabled=precision != "fp32")
+        self.fp8 = fp8
+        self._open: list[ExitStack] = []
+
+    def __enter__(self) -> StepAutocast:
+        stack = ExitStack()
+        stack.enter_context(self.autocast)
+        stack.enter_context(self.fp8())
+        self._open.append(stack)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return self._open.pop().__exit__(*exc)
 
 
 def data_parallel(model: nn.Module, bucket_cap_mb: float) -> DistributedDataParallel:
@@ -42,12 +62,13 @@ class TrainStep:
         run = system.run
         self.model, self.optimizer, self.schedule, self.ctx = model, optimizer, schedule, ctx
         choose_kernels(model, ctx.device)  # before anything is compiled: no compiled layer asks the host
+        self.fp8 = encoder_to_fp8(model.bert.encoder, ctx.device) if run.precision == "fp8" else None
         if run.compile:
             compile_encoder(model, run.token_sizes, run.cuda_graphs)
         self.trained = data_parallel(model, run.bucket_cap_mb) if ctx.distributed else model
         self.unpadded = run.unpadded
         self.accumulate = run.gradient_accumulation_steps
-        self.autocast = autocast_for(system, ctx)
+        self.autocast = StepAutocast(system, ctx, fp8_context(self.fp8))
         self.scaler = torch.amp.GradScaler(ctx.device.type, init_scale=run.initial_loss_scale,
                                            enabled=run.precision == "fp16")
         self.params = [p for p in model.parameters() if p.requires_grad]

@@ -190,6 +190,7 @@ class PerformanceSpec:
 # paper); an exchange over all ranks (NVIDIA's exchange padding); or up to 3 sequences per packed row.
 Balance = Literal["none", "stratified", "stratified+local_presort", "global_presort", "packed"]
 ClipMode = Literal["after_allreduce", "before_allreduce", "bucketwise_before_allreduce"]
+Precision = Literal["fp32", "bf16", "fp16", "fp8"]
 # How a presort group's gathered sequences are spread over its ranks (bert.data.balance_plans.deal): balanced
 # largest differencing with equal counts (closest to equal cost), or the seed paper's snake order.
 PresortDeal = Literal["balanced", "snake"]
@@ -204,7 +205,9 @@ class RunSpec:
     model_overrides: dict[str, int | float | str] = field(default_factory=dict)
     device: Literal["cpu", "cuda"] = choice({"gpu": "cuda", "GPU": "cuda", "nvidia": "cuda", "CPU": "cpu"})
     processes_per_node: int = ranged(1)
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    # fp8: the encoder's Linear layers in FP8 (bert.model.fp8: Transformer Engine where importable, else torchao's
+    # float8 training), bf16 autocast everywhere else.
+    precision: Precision = "fp32"
     # fp16: the dynamic loss scale to start from (NVIDIA's MLPerf BERT configurations set 1024; torch's 2^16
     # overflows in the first steps of a run, and each overflow skips an update).
     initial_loss_scale: float = ranged(0, low_open=True, default=1024.0)
@@ -225,7 +228,10 @@ class RunSpec:
     # bf16 (half the bytes; each rank's share is rounded to bf16 before the sum, DDP's bf16 compression).
     grad_comm_dtype: Literal["fp32", "bf16"] = "fp32"
     unpadded: bool = True
-    compile: bool = False  # torch.compile each encoder layer (see benchmarks/throughput_notes.md for when it helps)
+    # torch.compile each encoder layer. A part that fails to compile or to run compiled in the warm-up before the
+    # clock (bert.warmup) runs eager instead, said in the log and on stderr; "required": such a failure ends the run
+    # (exit status 2) instead.
+    compile: bool | Literal["required"] = False
     # Rounds each micro-batch's unpadded token count up to one of this many sizes with filler sequences that no
     # loss reads (bert.model.token_rounding), so that the encoder meets a few fixed shapes (compiled without dynamic
     # shapes, CUDA graphs); 0: off.

@@ -92,7 +92,8 @@ def _say(ctx: DistContext, message: str) -> None:
 
 def run(request: RunRequest) -> int:
     """One MLPerf run; returns the process exit code: 0 only when the target was reached and the whole log
-    written, 128 + the signal number when a signal stopped it, 1 otherwise."""
+    written, 128 + the signal number when a signal stopped it, 2 when a part failed to compile before the clock
+    and run.compile is "required" (bert.warmup.CompileFailed), 1 otherwise."""
     ctx = init_distributed(request.system.run.device, request.system.run.dist_timeout_s)
     heartbeat = None
     if ctx.distributed:
@@ -119,7 +120,7 @@ def run(request: RunRequest) -> int:
             if signals.received is not None and not isinstance(e, RunInterrupted):  # raised as another error
                 e = RunInterrupted(signals.received)
             reason = f"{type(e).__name__}: {e}"
-            code = exit_code(e.signum) if isinstance(e, RunInterrupted) else 1
+            code = exit_code(e.signum) if isinstance(e, RunInterrupted) else getattr(e, "exit_status", 1)
             # A signal is its own reason (and must end the run fast); any other failure of a distributed run
             # may be a lost rank, which its error does not name. The check must not be cut short by the
             # SIGTERM a launcher sends once another rank has failed.
@@ -198,6 +199,9 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
     if compiles_anything(system):
         warmed = warm_up(step_fn, system, warm_up_batches(system))
         log.compile_warmup(warmed.seconds, warmed.train_shapes, warmed.eval_shapes)
+        for fallback in warmed.fallbacks:
+            log.compile_fallback(fallback.part, str(fallback))
+            print(f"warning (rank {ctx.rank}): {fallback}", file=sys.stderr, flush=True)
         _say(ctx, f"compiled before the clock in {warmed.seconds:.1f} s: {warmed.train_shapes} training and "
                   f"{warmed.eval_shapes} eval shapes, and the update")
     seed_dropout(seed, ctx.rank)

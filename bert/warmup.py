@@ -13,6 +13,12 @@ the model itself (not DDP's wrapper: no gradient is communicated and DDP's first
 and afterwards the weights, the gradients, the optimizer state, the loss scaler and every random stream
 (Python's, numpy's, torch's CPU and CUDA generators) are put back as they were. tests/bert/test_warmup.py holds
 a run with the warm-up to one without, weight for weight.
+
+Never fatal: a compiled part that fails here (an inductor or Triton error, a recompile over Dynamo's limit, a
+kernel the GPU lacks) runs eager from then on, before the clock starts: the encoder layers (run.compile) or LAMB's
+update (run.optimizer.implementation). `WarmUp.fallbacks` says which and why, in one line each, for the log and
+stderr. With run.compile "required" such a failure raises CompileFailed instead, which ends the run with exit
+status 2.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import copy
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +34,8 @@ import torch
 
 from bert.data.batch import Batch, collate, collate_packed
 from bert.data.random_samples import random_samples
+from bert.interrupts import RunInterrupted
+from bert.model.pretraining import uncompile_encoder
 from bert.model.token_rounding import TokenSizes, token_sizes
 from bert.step import TrainStep
 from bert.system import System
@@ -34,15 +43,53 @@ from bert.system import System
 MIN_LENGTH = 8  # the shortest made-up sequence: [CLS] A [SEP] B [SEP] and masked positions to spare
 
 
+LAYERS = "encoder layers (run.compile)"
+UPDATE = "LAMB update (run.optimizer.implementation)"
+MAX_REASON = 300  # characters of an error's message kept in its one line
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """A compiled part that runs eager, and why."""
+
+    part: str  # LAYERS or UPDATE
+    reason: str  # one line: the error's type and its message's first line
+
+    def __str__(self) -> str:
+        return f"{self.part} run eager: compiling failed before the clock: {self.reason}"
+
+
 @dataclass(frozen=True)
 class WarmUp:
     seconds: float
     train_shapes: int  # training micro-batches of distinct shapes
     eval_shapes: int
+    fallbacks: tuple[Fallback, ...] = ()
+
+
+class CompileFailed(RuntimeError):
+    """A compiled part failed in the warm-up and run.compile is "required"."""
+
+    exit_status = 2  # bert.train's exit code for it: not a failed run of the benchmark, a refused set-up
+
+    def __init__(self, fallback: Fallback):
+        super().__init__(f"{fallback.part} failed to compile and run.compile is \"required\": {fallback.reason}; "
+                         "set run.compile to true to run such a part eager instead")
 
 
 def compiles_anything(system: System) -> bool:
-    return system.run.compile or system.run.optimizer.implementation == "compiled"
+    return bool(system.run.compile) or system.run.optimizer.implementation == "compiled"
+
+
+def describe_failure(error: BaseException) -> str:
+    """One line: the error's type and the first line of its message; for an error that wraps another (Dynamo's
+    BackendCompilerFailed around an inductor or Triton error), its type and the wrapped error's."""
+    def line(e: BaseException) -> str:
+        first = next((text.strip() for text in str(e).splitlines() if text.strip()), "")
+        return f"{type(e).__name__}: {first}" if first else type(e).__name__
+    cause = error.__cause__ or getattr(error, "inner_exception", None)
+    text = f"{type(error).__name__} from {line(cause)}" if cause not in (None, error) else line(error)
+    return text if len(text) <= MAX_REASON else text[:MAX_REASON - 3] + "..."
 
 
 def _lengths(tokens: int, count: int) -> np.ndarray:
@@ -131,25 +178,63 @@ def warm_up_batches(system: System) -> WarmUpBatches:
 
 def warm_up(step: TrainStep, system: System, batches: WarmUpBatches) -> WarmUp:
     """Compiles (and records under CUDA graphs) every shape of the run's compiled regions through `step`, on
-    `batches` (warm_up_batches), then puts back everything it changed. Call it before the clock starts, on every
-    rank (it communicates only what the update does without DDP, and all ranks compile the same)."""
+    `batches` (warm_up_batches), then puts back everything it changed; a compiled part that fails runs eager from
+    then on (WarmUp.fallbacks), unless run.compile is "required" (CompileFailed). Call it before the clock starts,
+    on every rank (it communicates only what the update does without DDP, and all ranks compile the same)."""
     run, model = system.run, step.model
     start = time.perf_counter()
     saved = _Saved.take(step)
     repeats = 3 if run.cuda_graphs else 1
     train, evals = batches.train, batches.evals
-    for batch in train:
-        for _ in range(repeats):
-            step.forward_backward(batch.to(step.ctx.device), model)
-    step.update()
-    model.eval()
-    with torch.no_grad():
-        for batch in evals:
+    fallbacks: list[Fallback] = []
+
+    def compiled(part: str, work: Callable[[], None], run_eager: Callable[[], None]) -> bool:
+        """Runs `work`, which compiles `part`; on a failure `part` runs eager from then on. Whether it worked."""
+        try:
+            work()
+            return True
+        except RunInterrupted:
+            raise
+        except Exception as e:
+            fallback = Fallback(part, describe_failure(e))
+            if run.compile == "required":
+                raise CompileFailed(fallback) from e
+            run_eager()
+            fallbacks.append(fallback)
+            return False
+
+    def train_shapes() -> None:
+        for batch in train:
             for _ in range(repeats):
-                with step.autocast:
-                    model(**batch.to(step.ctx.device).model_inputs(step.unpadded))
-    model.train()
+                step.forward_backward(batch.to(step.ctx.device), model)
+
+    def eval_shapes() -> None:
+        model.eval()
+        try:
+            with torch.no_grad():
+                for batch in evals:
+                    for _ in range(repeats):
+                        with step.autocast:
+                            model(**batch.to(step.ctx.device).model_inputs(step.unpadded))
+        finally:
+            model.train()
+
+    layers_compiled = bool(run.compile)
+    if not layers_compiled:
+        train_shapes()  # eager: the update's gradients
+    elif not compiled(LAYERS, train_shapes, lambda: uncompile_encoder(model)):
+        layers_compiled = False
+        step.zero_grad()
+        step.forward_backward(train[0].to(step.ctx.device), model)  # the update's gradients, eager
+    if getattr(step.optimizer, "compiled", False):  # bert.optim.lamb.Lamb's update through torch.compile
+        compiled(UPDATE, step.update, step.optimizer.run_eagerly)
+    else:
+        step.update()
+    if layers_compiled:
+        compiled(LAYERS, eval_shapes, lambda: uncompile_encoder(model))
+    elif not run.compile:
+        eval_shapes()
     saved.put_back(step)
     if step.ctx.device.type == "cuda":
         torch.cuda.synchronize(step.ctx.device)
-    return WarmUp(time.perf_counter() - start, len(train), len(evals))
+    return WarmUp(time.perf_counter() - start, len(train), len(evals), tuple(fallbacks))

@@ -1,8 +1,9 @@
 """The compiled LAMB update against the eager one, in one process: the peer is bert.optim.lamb's eager update
 (foreach kernels), ours the same function through torch.compile (run.optimizer.implementation "compiled").
-Both step identical copies of a model's parameters in the reference groups, with the same gradients and a new
-learning rate each update; they alternate over rounds after a warm-up that compiles, each side's CPU and wall
-time kept apart, and the compiled weights must stay within DRIFT_TOLERANCE of the eager ones."""
+Both step identical copies of a model's parameters in the reference groups, with the same gradients, a new
+learning rate and a clip factor (handed over as the step's clipping hands it, bert.distributed.clipping) each
+update; they alternate over rounds after a warm-up that compiles, each side's CPU and wall time kept apart, and the
+compiled weights must stay within DRIFT_TOLERANCE of the eager ones."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class LambSide:
         self.optimizer = Lamb(parameter_groups(model, 0.01), lr=1e-3, compiled=compiled)
         self.params = [p for group in self.optimizer.param_groups for p in group["params"]]
         self.cpu_seconds, self.wall_seconds, self.updates = 0.0, 0.0, 0
+        self.clip_factor = torch.ones((), device=self.params[0].device)
 
     def run(self, grads: list[list[torch.Tensor]], first: int, count: int, device: torch.device) -> None:
         """Updates `first` to `first + count` (exclusive), with gradient set k % len(grads) and learning rate
@@ -39,6 +41,7 @@ class LambSide:
                 p.grad = g  # shared, read-only: the update does not write the gradient without loss scaling
             for group in self.optimizer.param_groups:
                 group["lr"] = 1e-3 / (1 + k)
+            self.optimizer.clip_factor = self.clip_factor  # as the step hands over its clipping (run.clip)
             self.optimizer.step()
         sync(device)
         self.cpu_seconds += time.process_time() - start_cpu

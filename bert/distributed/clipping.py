@@ -50,21 +50,31 @@ COMM_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # run.grad_comm_d
 CLIP_MODES: tuple[str, ...] = get_args(ClipMode)
 
 
-def clip_to_norm_(tensors: Sequence[torch.Tensor], max_norm: torch.Tensor | float) -> torch.Tensor:
-    """Scales `tensors` in place so that their joint L2 norm is at most `max_norm`; returns the norm before.
-
-    A non-finite norm makes every tensor NaN rather than zero, so that loss scaling still sees the overflow.
-    """
+def clip_factor(tensors: Sequence[torch.Tensor], max_norm: torch.Tensor | float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the joint L2 norm of `tensors`, the factor that scales it to at most `max_norm`), device scalars. A
+    non-finite norm gives a NaN factor rather than zero, so that loss scaling still sees the overflow."""
     norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(list(tensors))))
     factor = torch.clamp(max_norm / norm, max=1.0)  # a zero norm gives inf, clamped to 1
-    factor = torch.where(torch.isfinite(norm), factor, torch.full_like(norm, math.nan))
+    return norm, torch.where(torch.isfinite(norm), factor, torch.full_like(norm, math.nan))
+
+
+def clip_to_norm_(tensors: Sequence[torch.Tensor], max_norm: torch.Tensor | float) -> torch.Tensor:
+    """Scales `tensors` in place so that their joint L2 norm is at most `max_norm`; returns the norm before."""
+    norm, factor = clip_factor(tensors, max_norm)
     torch._foreach_mul_(list(tensors), factor)
     return norm
 
 
-def clip_global_norm(params: Sequence[nn.Parameter], max_norm: torch.Tensor | float) -> torch.Tensor:
-    """Clips the gradients of `params` to a joint norm of at most `max_norm`; returns the norm before."""
-    return clip_to_norm_([p.grad for p in params if p.grad is not None], max_norm)
+def clip_global_norm(params: Sequence[nn.Parameter], max_norm: torch.Tensor | float,
+                     optimizer: torch.optim.Optimizer | None = None) -> torch.Tensor:
+    """Clips the gradients of `params` to a joint norm of at most `max_norm`; returns the norm before. An optimizer
+    that takes the factor (`takes_clip_factor`, bert.optim.lamb) gets it as `clip_factor` and applies it inside its
+    update, which saves a pass over the gradient."""
+    grads = [p.grad for p in params if p.grad is not None]
+    if getattr(optimizer, "takes_clip_factor", False):
+        norm, optimizer.clip_factor = clip_factor(grads, max_norm)
+        return norm
+    return clip_to_norm_(grads, max_norm)
 
 
 def loss_scale(scaler: torch.amp.GradScaler, device: torch.device) -> torch.Tensor | float:
@@ -128,7 +138,7 @@ class AfterAllreduce:
 
     def finish(self, optimizer: torch.optim.Optimizer) -> torch.Tensor | None:
         self.scaler.unscale_(optimizer)
-        return clip_global_norm(self.params, self.clip_norm)
+        return clip_global_norm(self.params, self.clip_norm, optimizer)
 
 
 class BeforeAllreduce:

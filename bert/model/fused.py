@@ -15,8 +15,9 @@ from torch import nn
 
 
 @functools.cache
-def _optional_module(name: str) -> ModuleType | None:
-    """The module, or None when it (apex, or one of its compiled extensions) is not installed."""
+def optional_module(name: str) -> ModuleType | None:
+    """The module, or None when it (apex, Transformer Engine, torchao, or one of their compiled extensions) is not
+    installed; asked once per process (a test's stand-in clears the cache)."""
     try:
         return importlib.import_module(name)
     except ImportError:
@@ -24,7 +25,7 @@ def _optional_module(name: str) -> ModuleType | None:
 
 
 def fused_layer_norm_available() -> bool:
-    module = _optional_module("apex.normalization")
+    module = optional_module("apex.normalization")
     return module is not None and hasattr(module, "FusedLayerNorm")
 
 
@@ -33,11 +34,11 @@ def layer_norm(size: int, eps: float) -> nn.Module:
 
     Both hold `weight` and `bias` of shape [size], so parameter names and checkpoints do not change."""
     if fused_layer_norm_available():
-        return _optional_module("apex.normalization").FusedLayerNorm(size, eps=eps)
+        return optional_module("apex.normalization").FusedLayerNorm(size, eps=eps)
     return nn.LayerNorm(size, eps=eps)
 
 
 def is_layer_norm(module: nn.Module) -> bool:
     if isinstance(module, nn.LayerNorm):
         return True
-    return fused_layer_norm_available() and isinstance(module, _optional_module("apex.normalization").FusedLayerNorm)
+    return fused_layer_norm_available() and isinstance(module, optional_module("apex.normalization").FusedLayerNorm)

@@ -248,6 +248,14 @@ def compile_encoder(model: BertForPreTraining, token_sizes: int = 0, cuda_graphs
         model.register_forward_pre_hook(lambda module, args: torch.compiler.cudagraph_mark_step_begin())
 
 
+def uncompile_encoder(model: BertForPreTraining) -> None:
+    """Undoes compile_encoder: every encoder layer runs eager from its next call (bert.warmup's fallback).
+    nn.Module.compile keeps the compiled call in `_compiled_call_impl`, which it calls instead of the module's
+    own while set."""
+    for layer in model.bert.encoder:
+        layer._compiled_call_impl = None
+
+
 def compile_layer(layer: EncoderLayer, static: bool = False, cuda_graphs: bool = False) -> None:
     """One encoder layer compiled in place, as compile_encoder compiles each: for fixed shapes if `static`,
     recorded under CUDA graphs if `cuda_graphs`. Floats are constants of a compiled graph: with dynamic shapes

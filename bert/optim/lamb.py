@@ -12,17 +12,29 @@ tensors in a group with neither decay nor adaptation, and the rest in one with b
 holds several reference tensors stacked along its first dimension (the fused query/key/value, a group's
 "parts") gets one trust ratio per tensor, as the reference's variables do.
 
-`lamb_update_` is the update of one group, in foreach kernels: one launch per operation for all tensors of a
-group, about 13 passes over memory, and no host synchronisation. `Lamb(..., compiled=True)` runs the same
-function through torch.compile, as torch compiles its own optimizers: inductor fuses the passes into a few
-kernels over all tensors (benchmarks/optimizer_step.py measures it). The compiled update takes the learning
-rate as a device tensor, so that a new rate each step does not recompile it: one compilation per parameter
-group.
+`lamb_update_` is the update of one group, in foreach (multi-tensor) kernels and no host synchronisation. On CUDA
+a foreach kernel handles a whole list in one launch only where every tensor of the list has the same dtype, a
+scalar tensor has that dtype too, and a second list matches the first tensor for tensor in shape; otherwise it
+launches once per tensor (torch's ForeachBinaryOp*.cu). So every scalar the update computes on the device (the
+bias corrections from the float64 step count, the learning rate, the overflow flag) is cast to the lists' dtype
+before it meets them, the trust ratios of all tensors come from one norm kernel over the weights and the updates
+together, and the per-tensor factor (learning rate x trust ratio) is applied by one fused multiply-add per shape
+that the adapted tensors have (6 in BERT-large), each with the factors spread over that shape's tensors, instead of
+one multiply per tensor. tests/cuda_path/test_kernel_counts.py counts the launches of one BERT-large update on fake
+CUDA and holds them to a ceiling. `Lamb(..., compiled=True)` runs the same function through torch.compile, as torch
+compiles its own optimizers: inductor fuses it into a few kernels over all tensors, broadcasting each tensor's
+factor itself (benchmarks/optimizer_step.py measures it). The compiled update takes the learning rate as a device
+tensor, so that a new rate each step does not recompile it: one compilation per parameter group.
+
+Gradient clipping's factor is applied inside the update: the clipping (bert.distributed.clipping, after the
+allreduce) hands it over as `clip_factor` instead of scaling the gradient in a pass of its own, as GradScaler hands
+over its overflow flag.
 
 fp16 loss scaling: the optimizer takes GradScaler's overflow flag itself (`_step_supports_amp_scaling`), so
 the scaler never reads it back to the host to decide whether to call step(). An overflowed step changes
-nothing, as a skipped one would: the flag zeroes the moments' and the weights' increments and the step
-count's, on the device. The step count is therefore a device tensor.
+nothing, as a skipped one would: its gradient is zeroed bit for bit (inf and NaN included) and the flag zeroes the
+moments' and the weights' increments and the step count's, on the device. The step count is therefore a device
+tensor.
 """
 
 from __future__ import annotations
@@ -36,6 +48,8 @@ class Lamb(torch.optim.Optimizer):
     # GradScaler.step sets `found_inf` (and `grad_scale` when the gradient is still scaled) on the optimizer
     # and calls step() unconditionally instead of syncing on the flag.
     _step_supports_amp_scaling = True
+    # bert.distributed.clipping sets `clip_factor` (a device scalar) instead of scaling the gradient itself.
+    takes_clip_factor = True
 
     def __init__(self, params: Iterable, lr: float, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-6, weight_decay: float = 0.01, compiled: bool = False):
@@ -48,10 +62,15 @@ class Lamb(torch.optim.Optimizer):
         self._update = torch.compile(lamb_update_, fullgraph=True, dynamic=False) if compiled else lamb_update_
         self._lr: dict[int, torch.Tensor] = {}  # compiled: each group's learning rate on its device
 
+    def run_eagerly(self) -> None:
+        """The update runs eager from now on (bert.warmup's fallback where compiling it failed)."""
+        self.compiled, self._update = False, lamb_update_
+
     @torch.no_grad()
     def step(self, closure=None):
         loss = closure() if closure is not None else None
         found_inf, grad_scale = getattr(self, "found_inf", None), getattr(self, "grad_scale", None)
+        clip_factor = self.__dict__.pop("clip_factor", None)  # this step's only
         for index, group in enumerate(self.param_groups):
             params = [p for p in group["params"] if p.grad is not None]
             if not params:
@@ -66,13 +85,14 @@ class Lamb(torch.optim.Optimizer):
             beta1, beta2 = group["betas"]
             lr = group["lr"]
             if self.compiled:  # written on the device (no host synchronisation), read by the compiled update
-                lr = self._lr.setdefault(index, torch.zeros((), dtype=torch.float64, device=params[0].device))
-                lr.fill_(group["lr"])
+                if index not in self._lr:
+                    self._lr[index] = torch.zeros((), dtype=params[0].dtype, device=params[0].device)
+                lr = self._lr[index].fill_(group["lr"])
             self._update(params, [p.grad for p in params], [s["exp_avg"] for s in states],
                          [s["exp_avg_sq"] for s in states], [s["step"] for s in states], lr=lr,
                          beta1=beta1, beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
                          layer_adaptation=group["layer_adaptation"], found_inf=found_inf, grad_scale=grad_scale,
-                         parts=parts)
+                         clip_factor=clip_factor, parts=parts)
         return loss
 
 
@@ -80,47 +100,80 @@ def lamb_update_(params: list[torch.Tensor], grads: list[torch.Tensor], exp_avgs
                  exp_avg_sqs: list[torch.Tensor], steps: list[torch.Tensor], *, lr: float | torch.Tensor, beta1: float,
                  beta2: float, eps: float, weight_decay: float, layer_adaptation: bool = True,
                  found_inf: torch.Tensor | None = None, grad_scale: torch.Tensor | None = None,
-                 parts: list[int] | None = None) -> None:
+                 clip_factor: torch.Tensor | None = None, parts: list[int] | None = None) -> None:
     """One LAMB update of a parameter group, in place: the parameters, their moments and step counts (the
-    gradients too: unscaled, and zeroed on an overflow). `layer_adaptation`: the trust ratio, or none.
-    `found_inf`/`grad_scale`: GradScaler's. `parts`: how many reference tensors each parameter stacks (one trust
-    ratio each; None: one per parameter)."""
+    gradients too: unscaled, clipped, and zeroed on an overflow). `layer_adaptation`: the trust ratio, or none.
+    `found_inf`/`grad_scale`: GradScaler's. `clip_factor`: the gradient clipping's. `parts`: how many reference
+    tensors each parameter stacks (one trust ratio each; None: one per parameter)."""
+    dtype = params[0].dtype
     if grad_scale is not None:
-        torch._foreach_div_(grads, grad_scale)
+        torch._foreach_div_(grads, grad_scale.to(dtype))
+    if clip_factor is not None:
+        torch._foreach_mul_(grads, clip_factor.to(dtype))
     # keep: 1 for a step that counts, 0 for an overflowed one (a device tensor, or 1 without loss scaling).
     keep: torch.Tensor | float = 1.0
     if found_inf is not None:
-        keep = 1.0 - found_inf.to(torch.float64)
-        for g in grads:  # finite, so that keep = 0 makes every increment below exactly zero
-            g.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)
-        torch._foreach_mul_(grads, keep.to(grads[0].dtype))
+        kept = found_inf == 0
+        keep = kept.to(dtype)
+        _zero_unless_(grads, kept)
     # A list: given one tensor, torch._foreach_add_ would take it as a Python scalar (a read to the host).
-    torch._foreach_add_(steps, [keep] * len(steps) if isinstance(keep, torch.Tensor) else keep)
+    torch._foreach_add_(steps, [kept.to(steps[0].dtype)] * len(steps) if found_inf is not None else 1.0)
     # b * m + (1-b) * g with the decay 1 on an overflowed step (then g is 0): m and v stay as they were.
     torch._foreach_mul_(exp_avgs, 1 - (1 - beta1) * keep)
     torch._foreach_add_(exp_avgs, grads, alpha=1 - beta1)
     torch._foreach_mul_(exp_avg_sqs, 1 - (1 - beta2) * keep)
     torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)
 
-    # An overflow at the first step leaves t = 0; 1 keeps the corrections finite (the update is dropped).
+    # (m / c1) / (sqrt(v / c2) + eps) = m / (sqrt(v) * c1 / sqrt(c2) + eps * c1), with c = 1 - beta^t: two scalars,
+    # computed from the float64 step count and cast to the lists' dtype. An overflow at the first step leaves
+    # t = 0; 1 keeps them finite (the update is dropped).
     t = torch.clamp(steps[0], min=1.0)
+    c1, c2 = 1 - beta1**t, 1 - beta2**t
     denom = torch._foreach_sqrt(exp_avg_sqs)
-    torch._foreach_div_(denom, torch.sqrt(1 - beta2**t))
-    torch._foreach_add_(denom, eps)
+    torch._foreach_mul_(denom, (c1 / torch.sqrt(c2)).to(dtype))
+    torch._foreach_add_(denom, (eps * c1).to(dtype), alpha=1)  # alpha: the Tensor overload, not a host read
     update = torch._foreach_div(exp_avgs, denom)
-    torch._foreach_div_(update, 1 - beta1**t)
+    del denom
 
     if weight_decay != 0:
         torch._foreach_add_(update, params, alpha=weight_decay)
-    if layer_adaptation:
-        pieces = _split(update, parts)
-        w_norms = torch.stack(torch._foreach_norm(_split(params, parts)))
-        u_norms = torch.stack(torch._foreach_norm(pieces))
-        ratio = torch.where((w_norms > 0) & (u_norms > 0), w_norms / u_norms, torch.ones_like(w_norms))
-        torch._foreach_mul_(pieces, list((ratio * (-lr * keep)).unbind()))
-    else:
-        torch._foreach_mul_(update, -lr * keep)
-    torch._foreach_add_(params, update)
+    step_size = -lr * keep
+    if not layer_adaptation:
+        if isinstance(step_size, torch.Tensor):
+            torch._foreach_mul_(update, step_size.to(dtype))
+            torch._foreach_add_(params, update)
+        else:
+            torch._foreach_add_(params, update, alpha=step_size)
+        return
+    # The reference tensors, those of one shape next to each other (for _add_scaled_).
+    weights, pieces = zip(*sorted(zip(_split(params, parts), _split(update, parts)), key=lambda pair: pair[0].shape))
+    weights, pieces = list(weights), list(pieces)
+    norms = torch.stack(torch._foreach_norm(weights + pieces)).view(2, len(pieces))
+    w_norms, u_norms = norms[0], norms[1]
+    ratio = torch.where((w_norms > 0) & (u_norms > 0), w_norms / u_norms, torch.ones_like(w_norms))
+    _add_scaled_(weights, pieces, (ratio * step_size).to(dtype))
+def _add_scaled_(tensors: list[torch.Tensor], others: list[torch.Tensor], factors: torch.Tensor) -> None:
+    """tensors[i] += factors[i] * others[i] for every i, `factors` a device vector and the tensors of one shape next
+    to each other. Compiled, inductor broadcasts each factor itself; eager, CUDA's foreach kernels take no vector of
+    scalars, so the factors are spread over the elements of each shape's tensors (one kernel a shape) and one
+    multiply-add a shape applies them."""
+    if torch.compiler.is_compiling():
+        torch._foreach_add_(tensors, torch._foreach_mul(others, list(factors.unbind())))
+        return
+    first = 0
+    while first < len(tensors):
+        shape = tensors[first].shape
+        last = next((i for i in range(first, len(tensors)) if tensors[i].shape != shape), len(tensors))
+        spread = factors[first:last].view(-1, *[1] * len(shape)).expand(last - first, *shape).contiguous()
+        torch._foreach_addcmul_(tensors[first:last], others[first:last], list(spread.unbind()))
+        first = last
+
+
+def _zero_unless_(tensors: list[torch.Tensor], kept: torch.Tensor) -> None:
+    """Every tensor unchanged where `kept` (a device bool) is true, else all zero bits (+0.0): their bits multiplied
+    by 1 or 0 as integers of their width, in one kernel, so that an inf or NaN becomes 0 too (0 x inf is NaN)."""
+    bits = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[tensors[0].element_size()]
+    torch._foreach_mul_([t.view(bits) for t in tensors], kept.to(bits))
 
 
 def _split(tensors: list[torch.Tensor], parts: list[int] | None) -> list[torch.Tensor]:

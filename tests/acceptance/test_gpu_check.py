@@ -37,7 +37,20 @@ def test_the_gpu_check_rehearsal_passes_every_stage_on_the_cpu(tmp_path, cpu_env
     assert "attention path of the training step" in summary and "sent in bf16" in summary
     assert "loader_seq_per_s_per_rank=" in summary
     assert "step of h200_1x1 as it trains (2 micro-batch(es) of 4, MLPerf length mix" in summary
-    assert re.search(r"gpu_samples_per_s=[0-9.]+ model_flops_utilization=[0-9.]+", summary), summary
+    # The descriptor as published (compiled), eager and FP8 (torchao, emulated here), side by side, each with the
+    # figures run.performance takes, none of them fallen back to eager.
+    for form, what in (("default", "bf16, compiled layers, LAMB compiled"), ("eager", "bf16, eager layers, LAMB eager"),
+                       ("fp8", "fp8, eager layers, LAMB compiled")):  # on a GPU the FP8 layers are compiled too
+        assert re.search(rf"step\[{form}\] \({what}; compiled before the clock in [0-9.]+ s\): .*gpu_samples_per_s="
+                         r"[0-9.]+ model_flops_utilization=[0-9.]+", summary), (form, summary)
+    assert re.search(r"compiled_over_eager_step=[0-9.]+ fp8_over_bf16_step=[0-9.]+", summary), summary
+    assert "run eager: compiling failed" not in (out / "checks.log").read_text()
+    # The wheels a GPU machine without a registry needs, as the pip lines that make them.
+    for spec in ("mlperf-logging==4.1.68", "torchao==0.18.0"):
+        line = (r"python3 -m pip download --no-deps --only-binary=:all: --python-version 3\.12 --implementation cp "
+                r"--platform manylinux_2_28_x86_64 .* -d \.whl ")
+        assert re.search(line + re.escape(spec), summary), summary
+    assert re.search(r"carried in \.whl/: \d+ wheel\(s\), \d+ KiB \(at most 40 MiB\)", summary), summary
     run = json.loads((out / "gpu_check.json").read_text())["run"]
     assert run["init_checkpoint"] is None and run["device"] == "cpu"  # the short run needs no phase-1 checkpoint
     assert (out / "result_0.txt").read_text().count('"key": "eval_accuracy"') == 2

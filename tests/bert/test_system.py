@@ -215,7 +215,7 @@ def test_token_sizes_and_cuda_graphs_are_refused_where_they_cannot_work_naming_t
         "run.cuda_graphs: a CUDA graph replays one shape: set run.token_sizes": (
             cuda, {"compile": True, "cuda_graphs": True}),
         "run.cuda_graphs: captures the compiled encoder layers: set run.compile to true": (
-            cuda, {"token_sizes": 16, "cuda_graphs": True}),
+            cuda, {"token_sizes": 16, "cuda_graphs": True, "compile": False}),
     }
     for message, (base, changes) in refused.items():
         with pytest.raises(ConfigError, match=message.replace("(", r"\(")):

@@ -191,6 +191,9 @@ def install() -> None:
         torch.cuda.is_bf16_supported = lambda including_emulation=True: True
         torch.cuda.get_device_capability = lambda device=None: (9, 0)
         torch.cuda.synchronize = lambda device=None: None  # fake tensors compute nothing to wait for
+        # torch.cuda.device(0), which inductor's passes enter: the one fake device is always current
+        torch.cuda._exchange_device = lambda device: 0
+        torch.cuda._maybe_exchange_device = lambda device: 0  # two functions: Dynamo registers each once
         _stand_in_for_the_cuda_generator()
     _ddp_without_host_reads()
     _state["installed"] = True

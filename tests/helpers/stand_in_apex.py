@@ -62,13 +62,14 @@ def _modules() -> dict[str, types.ModuleType]:
 
 
 @contextlib.contextmanager
-def apex_importable() -> Iterator[None]:
-    """Inside: `import apex` (and its parts, and amp_C) finds the stand-in; bert.model.fused looks again."""
+def importable(modules: dict[str, types.ModuleType]) -> Iterator[None]:
+    """Inside: `import <name>` finds each of `modules` (stand-ins); bert.model.fused looks again, on the way in and
+    out."""
     from bert.model import fused
 
-    saved = {name: sys.modules.get(name) for name in _modules()}
-    sys.modules.update(_modules())
-    fused._optional_module.cache_clear()
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)
+    fused.optional_module.cache_clear()
     try:
         yield
     finally:
@@ -77,4 +78,9 @@ def apex_importable() -> Iterator[None]:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = module
-        fused._optional_module.cache_clear()
+        fused.optional_module.cache_clear()
+
+
+def apex_importable() -> contextlib.AbstractContextManager:
+    """Inside: `import apex` (and its parts, and amp_C) finds the stand-in."""
+    return importable(_modules())

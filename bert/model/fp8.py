@@ -1,0 +1,104 @@
+"""FP8 for the encoder's Linear layers (run.precision "fp8"), bf16 autocast everywhere else.
+
+E4M3 for the forward's inputs and weights, E5M2 for the gradients, one dynamic scale per tensor (each cast scales
+its tensor's largest magnitude to the format's largest). Two implementations, one chosen here as bert.model.fused
+chooses apex's LayerNorm:
+- Transformer Engine, where it is importable (NVIDIA's containers ship it; it is never installed from a registry):
+  its Linear (a delayed-scaling recipe, E4M3 forward and E5M2 backward) under its fp8_autocast, which the step
+  enters with torch's autocast (`fp8_context`). Where Dynamo cannot trace its layers whole, the compiled layers
+  fall back to eager before the clock and the log says so (bert.warmup).
+- else torchao's float8 training (the `torchao` package): its Float8Linear, which torch.compile traces and fuses
+  whole (the casts and scales around each matmul); on a GPU through torch._scaled_mm, on a CPU emulated (the
+  values cast to FP8 and back, the matmul in high precision), which is how the tests hold it to bf16.
+Either way each Linear keeps its fp32 `weight` and `bias` parameters under their names, so the optimizer, the
+checkpoints and the reference's tensor names do not change. The embeddings, attention, LayerNorms and heads stay
+bf16. An FP8 matmul needs FP8 tensor cores: compute capability 8.9 or more (L4, L40, H100, H200, B200), not an A100.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+import torch
+from torch import nn
+
+from bert.model.fused import optional_module
+
+TRANSFORMER_ENGINE, TORCHAO = "transformer_engine", "torchao"
+MIN_CAPABILITY = (8, 9)  # FP8 tensor cores: Ada and Hopper on
+
+
+class Fp8Unavailable(RuntimeError):
+    """run.precision "fp8" cannot run here; the message says why and what to do."""
+
+
+@functools.cache
+def _torchao_float8():
+    """torchao.float8, or None. torchao loads its compiled extensions at import and warns for each that does not
+    match this torch or Python (none of them is needed here): those warnings are kept out of the run's output."""
+    logger = logging.getLogger("torchao")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        return optional_module("torchao.float8")
+    finally:
+        logger.setLevel(level)
+
+
+def fp8_backend() -> str | None:
+    """Which FP8 implementation this machine has: Transformer Engine first, then torchao; None: neither."""
+    if optional_module("transformer_engine.pytorch") is not None:
+        return TRANSFORMER_ENGINE
+    return TORCHAO if _torchao_float8() is not None else None
+
+
+def encoder_to_fp8(encoder: nn.Module, device: torch.device) -> str:
+    """Makes every Linear layer of `encoder` an FP8 one, in place (its parameters kept); returns the backend."""
+    backend = fp8_backend()
+    if backend is None:
+        raise Fp8Unavailable("run.precision \"fp8\" needs torchao (pip install 'torchao==0.18.0', see setup.cfg's fp8 "
+                             "extra) or NVIDIA Transformer Engine; install torchao, or use bf16")
+    if device.type == "cuda" and torch.cuda.get_device_capability(device) < MIN_CAPABILITY:
+        capability = ".".join(map(str, torch.cuda.get_device_capability(device)))
+        raise Fp8Unavailable(f"run.precision \"fp8\" needs FP8 tensor cores (compute capability 8.9 or more: L4, L40, "
+                             f"H100, H200, B200); {torch.cuda.get_device_name(device)} has {capability}: use bf16")
+    if backend == TRANSFORMER_ENGINE:
+        _swap_linears(encoder, _transformer_engine_linear)
+    else:
+        float8 = _torchao_float8()
+        config = float8.Float8LinearConfig(emulate=device.type != "cuda", pad_inner_dim=True)
+        float8.convert_to_float8_training(encoder, config=config)
+    return backend
+
+
+def fp8_context(backend: str | None) -> Callable[[], AbstractContextManager]:
+    """What the step enters around each forward beside torch's autocast: Transformer Engine's fp8_autocast for its
+    layers; nothing for torchao's (each Float8Linear casts by itself) or without FP8."""
+    if backend != TRANSFORMER_ENGINE:
+        return contextlib.nullcontext
+    te = optional_module("transformer_engine.pytorch")
+    recipe = optional_module("transformer_engine.common.recipe")
+    hybrid = recipe.DelayedScaling(fp8_format=recipe.Format.HYBRID)  # E4M3 forward, E5M2 backward
+    return functools.partial(te.fp8_autocast, enabled=True, fp8_recipe=hybrid)
+
+
+def _transformer_engine_linear(linear: nn.Linear) -> nn.Module:
+    te = optional_module("transformer_engine.pytorch")
+    fp8 = te.Linear(linear.in_features, linear.out_features, bias=linear.bias is not None,
+                    params_dtype=linear.weight.dtype, device=linear.weight.device)
+    fp8.weight = linear.weight  # the same parameters: the optimizer and the checkpoints keep them
+    if linear.bias is not None:
+        fp8.bias = linear.bias
+    return fp8
+
+
+def _swap_linears(module: nn.Module, make: Callable[[nn.Linear], nn.Module]) -> None:
+    for name, child in module.named_children():
+        if type(child) is nn.Linear:
+            setattr(module, name, make(child))
+        else:
+            _swap_linears(child, make)

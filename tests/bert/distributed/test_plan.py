@@ -85,8 +85,8 @@ def test_a_site_descriptor_outside_the_repository_in_a_slurm_dry_run(tmp_path):
         "base": "dgxh100_1x8", "system": {"system_name": "Site DGX H100 (8 nodes)", "number_of_nodes": "8"},
         "run": {"global_batch_size": 3072, "performance": {"inter_node_gb_s": 400.0}}}))
     env = {"SLURM_JOB_ID": "0", "MLPERF_BERT_SYSTEMS": str(site), "CONT": "nvcr.io#site/bert:25.04",
-           "MOUNTS": "/scratch:/scratch", "DROP_CACHES": "1", "NEXP": "100", "DATADIR": str(data),
-           "CHECKPOINTDIR": str(checkpoints), "LOGDIR": str(tmp_path / "logs")}
+           "MOUNTS": "/scratch:/scratch", "DROP_CACHES": "1", "NEXP": "100", "SBATCH_TIMELIMIT": "0:30:00",
+           "DATADIR": str(data), "CHECKPOINTDIR": str(checkpoints), "LOGDIR": str(tmp_path / "logs")}
     proc = _dry_run("site_h100_8x8", **env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
@@ -107,8 +107,8 @@ def test_a_site_descriptor_outside_the_repository_in_a_slurm_dry_run(tmp_path):
                line.endswith("cache_clear logged true only when all 8 say cleared, else false with a line naming the "
                              "others") for line in lines)
     time_line = lines[-1]
-    assert time_line.startswith("time: NEXP=100 run(s) x ") and "MORE than the job's time limit 02:00:00 " \
-           "(run_and_time.sbatch's #SBATCH --time): Slurm would end the job after about " in time_line
+    assert time_line.startswith("time: NEXP=100 run(s) x ") and "MORE than the job's time limit 0:30:00 " \
+           "(SBATCH_TIMELIMIT): Slurm would end the job after about " in time_line
     assert proc.stderr.splitlines() == ["run_and_time: pre-flight not run: no Slurm allocation here; run the dry run "
                                         "inside one (salloc) to check its nodes"]
     missing = Container("image", run_mounts(load_system(site / "site_h100_8x8.json"),

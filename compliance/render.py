@@ -132,13 +132,11 @@ def print_score(report: ScoreReport, console: Console) -> None:
     console.print(table)
     print_problems(report.check, console)
     if report.scoring is None:
-        _say(console, "NOT RUN package checker and result summarizer: the tools would crash on this package")
+        _say(console, "NOT RUN package checker and result summarizer: the tools can read no system of this package")
     if report.passed:
         verdict = "PASS (the score stands: the package checker found no errors)"
     elif not report.check.passed:
         verdict = "FAIL (the score does not stand: " + _verdict(report.check).removeprefix("FAIL (")
-    elif not report.scoring.package.passed:
-        verdict = "FAIL (the package checker failed on the copy scored)"
     else:
         verdict = f"FAIL (the result summarizer gave no score: {report.scoring.summarizer_output.strip()[-300:]})"
     _say(console, f"VERDICT: {verdict}", style="bold")

@@ -34,8 +34,8 @@ CLOCK_SKEW_MS = 5_000
 LATEST_TIME_MS = 4_102_444_800_000  # 2100-01-01: a time_ms after it is no clock's reading
 _EDITED = "no genuine run writes this: the log was edited or holds more than one run; keep one run per result " \
           "file and rerun this one"
-_DROPPABLE = ("it does not count; olympic scoring may drop it as the slowest run (the package checker does), a "
-              "second run that does not count fails the submission")
+_DROPPABLE = ("the run does not count; olympic scoring may drop it as the slowest run (the package checker does), "
+              "a second run that does not count fails the submission")
 
 
 @dataclass(frozen=True)
@@ -135,8 +135,7 @@ def _lines_of_one_run(log: ResultLog) -> list[Finding] | tuple[Event, Event]:
                         f"stopped while initialising); {_DROPPABLE}", WARNING)]
     if not stops:
         return [Finding(where, "no run_stop line: the log is truncated (the run crashed, was killed or is still "
-                        f"running) and does not count; rerun it, or let it be the one olympic scoring drops: "
-                        f"{_DROPPABLE}", WARNING)]
+                        f"running): {_DROPPABLE}", WARNING)]
     start, stop = starts[0], stops[0]
     if stop.lineno < start.lineno or stop.time_ms < start.time_ms:
         return [Finding(where, f"run_stop (line {stop.lineno}, time_ms {stop.time_ms:.0f}) is not after run_start "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bert.mllog import CODE_VERSION
+from bert.mllog import CODE_VERSION, TARGET_ACCURACY
 from bert.mlperf_rules import BENCHMARK
 from bert.provenance import source_digest
 from bert.system import System, load_system
@@ -96,17 +96,27 @@ def _packaged_descriptor(org: Path, name: str, impls: list[Path]) -> tuple[Syste
                               "cannot be compared with it")]
 
 
+def _written_here(runs: list[ResultLog]) -> bool:
+    """Whether the logs come from this harness's trainer (they state its target and code; published ones do not)."""
+    return any(log.value(CODE_VERSION) is not None or log.value(TARGET_ACCURACY) is not None for log in runs)
+
+
 def package_provenance(org: Path, descriptions: dict[str, dict], logs: dict[str, list[ResultLog]]) -> list[Finding]:
-    """For a package holding an implementation folder: each log's code against that folder's bert package, and
-    each system's description and logs against the descriptor packaged beside it."""
-    impls = implementations(org)
+    """Each system's submitter against the package's folder name; and for the logs of this harness, each log's
+    code against the bert package of the implementation folder, and each system's description and logs against
+    the descriptor packaged beside that code."""
     found = [Finding(str(org / "systems" / f"{name}.json"), f"submitter {d.get('submitter')!r} is not the "
                      f"organisation the package's folder names ({org.name}); a package is one submitter's",
                      WARNING) for name, d in descriptions.items() if not org_is_submitter(org.name, d.get("submitter"))]
-    held = {impl.name: digest for impl in impls if (digest := _package_code_digest(impl)) is not None}
+    impls = implementations(org)
+    held: dict[str, str] | None = None  # read once, and only for logs that name their code
     for name, runs in logs.items():
+        if not _written_here(runs):
+            continue
         folder = org / "results" / name / BENCHMARK
         logged = [log for log in runs if log.value(CODE_VERSION) is not None]
+        if logged and held is None:
+            held = {impl.name: digest for impl in impls if (digest := _package_code_digest(impl)) is not None}
         if logged and held and not any(all(log.value(CODE_VERSION) == digest for log in logged)
                                        for digest in held.values()):
             impl, digest = next(iter(held.items()))

@@ -169,9 +169,13 @@ def _agreement(folder: Path, logs: list[ResultLog]) -> list[Finding]:
                     "their own system's folder", blocks=True)]
 
 
-def descriptor_findings(folder: Path, logs: list[ResultLog], system: System) -> list[Finding]:
+_GIVE_ITS_RUNS = "package the logs of this descriptor's runs, or give the descriptor they were run with"
+
+
+def descriptor_findings(folder: Path, logs: list[ResultLog], system: System,
+                        fix: str = _GIVE_ITS_RUNS) -> list[Finding]:
     """Every run states what the descriptor of the submission says (system, division, status, org,
-    hyperparameters): a package is the descriptor's runs, not some other system's."""
+    hyperparameters): a package is the descriptor's runs, not some other system's. `fix` ends the message."""
     wrong = []
     for key, expected in stated_values(system).items():
         groups = _by_value([log for log in logs if _comparable(log.value(key)) != _comparable(expected)],
@@ -180,8 +184,7 @@ def descriptor_findings(folder: Path, logs: list[ResultLog], system: System) -> 
             wrong.append(f"{key} is {expected!r} in the descriptor, but {_describe_groups(groups)}")
     if not wrong:
         return []
-    return [Finding(str(folder), f"the logs are not runs of {system.path} ({_shown(wrong)}); package the logs of "
-                    "this descriptor's runs, or give the descriptor they were run with", blocks=True)]
+    return [Finding(str(folder), f"the logs are not runs of {system.path} ({_shown(wrong)}); {fix}", blocks=True)]
 
 
 def _rcp_range(folder: Path, batch_size: int, ruleset: str) -> list[Finding]:

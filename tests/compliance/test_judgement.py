@@ -15,8 +15,8 @@ import pytest
 
 from compliance.checkers import CheckResult
 from compliance.findings import ERROR, WARNING
-from compliance.judgement import count_run, dropped_runs, judge_run, platform_findings
-from compliance.precheck import folder_findings, log_findings, read_system_json
+from compliance.judgement import copied_runs, count_run, dropped_runs, judge_run, platform_findings
+from compliance.precheck import log_findings, read_system_json
 from compliance.result_log import read_result_log, result_logs_in
 from tests.compliance.fakes import (
     as_two_nodes,
@@ -100,22 +100,29 @@ def test_a_run_that_failed_as_genuine_runs_fail_is_the_dropped_one_and_a_forged_
     assert "olympic scoring drops one run that failed, never a log with an error" in refused[0].message
 
 
-def test_copies_of_one_run_are_refused_even_with_other_seeds_or_shifted_times(tmp_path):
+def _copied(logs):
+    return copied_runs(logs, [read_result_log(p) for p in result_logs_in(logs)])
+
+
+def test_one_copy_of_a_run_is_taken_as_published_and_more_are_refused(tmp_path):
+    """tinycorp's accepted v4.1 tinybox_green holds result_8.txt, a copy of result_3.txt but for the seed."""
     logs = write_runs(tmp_path / "logs")
-    assert folder_findings(logs, [read_result_log(p) for p in result_logs_in(logs)], "open", "5.0.0") == []
-    shutil.copyfile(logs / "result_1.txt", logs / "result_4.txt")
-    shutil.copyfile(logs / "result_1.txt", logs / "result_6.txt")
-    with_value(logs / "result_6.txt", "seed", "value", 77)
+    assert _copied(logs) == []
+    shutil.copyfile(logs / "result_3.txt", logs / "result_8.txt")
+    with_value(logs / "result_8.txt", "seed", "value", 22978)
+    (one,) = _copied(logs)
+    assert one.level == WARNING
+    assert one.message.startswith("a copy of one run (result_8.txt of result_3.txt): every line from run_start to "
+                                  "run_stop holds the same value at the same time after run_start. The official tools "
+                                  "accept this, but no two genuine runs are identical to the millisecond")
+    shutil.copyfile(logs / "result_3.txt", logs / "result_6.txt")  # a second copy, every time shifted a day
     text = (logs / "result_6.txt").read_text()
     (logs / "result_6.txt").write_text("\n".join(
         ":::MLLOG " + json.dumps(dict(e, time_ms=e["time_ms"] + 86_400_000))
         for e in (json.loads(line[len(":::MLLOG "):]) for line in text.splitlines())) + "\n")
-    found = [f for f in folder_findings(logs, [read_result_log(p) for p in result_logs_in(logs)], "open", "5.0.0")
-             if f.level == ERROR]
-    assert len(found) == 1
-    assert found[0].message.startswith("copies of one run (result_1.txt, result_4.txt, result_6.txt): every line "
-                                       "from run_start to run_stop holds the same value at the same time after "
-                                       "run_start. The official tools accept this")
+    (both,) = _copied(logs)
+    assert both.level == ERROR and both.message.startswith("copies of one run (result_6.txt of result_3.txt; "
+                                                           "result_8.txt of result_3.txt)")
 
 
 def _description(nodes: str, per_node: str = "8", name: str = "") -> dict:

@@ -47,8 +47,10 @@ def _stop_before_start(log) -> None:
     with_value(log, "run_stop", "time_ms", time_of(log, "run_start") - 3360)  # scored as -0.056 minutes
 
 
-def _copied(log) -> None:
-    shutil.copyfile(log.parent / "result_0.txt", log)
+def _copied_ten_times(log) -> None:
+    for other in log.parent.glob("result_*.txt"):
+        if other.name != "result_0.txt":
+            shutil.copyfile(log.parent / "result_0.txt", other)
 
 
 FORGERIES = {
@@ -64,7 +66,8 @@ FORGERIES = {
     "accuracy Infinity": (lambda log: with_value(log, "eval_accuracy", "value", float("inf")),
                           "eval_accuracy inf is no accuracy"),
     "time NaN": (lambda log: with_value(log, "run_stop", "time_ms", float("nan")), "has time_ms nan"),
-    "a run copied": (_copied, "copies of one run (result_0.txt, result_3.txt)"),
+    "a run copied ten times": (_copied_ten_times, "copies of one run (result_1.txt of result_0.txt; result_2.txt of "
+                                                  "result_0.txt; result_3.txt of result_0.txt"),
 }
 
 
@@ -82,16 +85,19 @@ def test_package_refuses_a_forged_log_and_writes_nothing(tmp_path, forge):
 
 def test_check_refuses_forged_logs_each_in_one_line(tmp_path):
     logs = write_runs(tmp_path / "logs")
-    for index, forge in ((1, "a zero-minute run"), (2, "accuracy Infinity"), (FORGED, "a run copied"),
-                         (6, "run_stop moved before the last eval")):
+    for index, forge in ((1, "a zero-minute run"), (2, "accuracy Infinity"), (6, "run_stop moved before the last "
+                                                                                 "eval")):
         FORGERIES[forge][0](logs / f"result_{index}.txt")
+    for copy in (4, 5):
+        shutil.copyfile(logs / "result_0.txt", logs / f"result_{copy}.txt")
     result = cli("check", logs)
     said = " ".join(result.output.split())
     assert result.exit_code == 1 and "VERDICT: FAIL" in said
     for index, forge in ((1, "a zero-minute run"), (2, "accuracy Infinity"), (6, "run_stop moved before the last "
                                                                                  "eval")):
         assert f"result_{index}.txt: " in said and FORGERIES[forge][1] in said
-    assert FORGERIES["a run copied"][1] in said and "ten genuine runs are never identical to the millisecond" in said
+    assert "copies of one run (result_4.txt of result_0.txt; result_5.txt of result_0.txt)" in said
+    assert "no two genuine runs are identical to the millisecond" in said
 
 
 def _descriptor_beside_the_code(org, system) -> None:

@@ -9,9 +9,10 @@ target, take more than 30 minutes to initialise, or stop without run_stop), and 
 under olympic scoring. What no genuine run writes, and is refused even where the official tools pass it or would
 drop it: a second run_start or run_stop, run_stop before run_start, a line between run_start and run_stop that
 goes back by more than nodes' clocks differ, a run that trains and evaluates in no time, an accuracy or a time
-that is no measurement, a `success` that the log's own evals do not back, and two runs identical to the
-millisecond. A log edited consistently (every time shifted alike, a value changed everywhere) is undetectable
-here, as it is for the official tools: an unsigned log proves nothing about who wrote it.
+that is no measurement, a `success` that the log's own evals do not back, and more than one copy of a run (logs
+identical to the millisecond; the one copy a published submission holds is named in a warning). A log edited
+consistently (every time shifted alike, a value changed everywhere) is undetectable here, as it is for the
+official tools: an unsigned log proves nothing about who wrote it.
 """
 
 from __future__ import annotations

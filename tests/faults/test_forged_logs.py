@@ -20,6 +20,7 @@ from tests.compliance.fakes import (
     stating_platform,
     stopped_early,
     time_of,
+    truncated,
     with_slow_init,
     with_value,
     write_package,
@@ -129,26 +130,34 @@ def test_score_refuses_a_package_of_forged_logs_and_swapped_results(tmp_path):
 
 
 def test_genuine_patterns_pass_the_official_tools_and_ours(tmp_path):
-    """A 2-node closed-division system as published: every rank logs cache_clear and init_start, a few ms out of
-    order, the nodes' clocks 2 s apart; the platform is a placeholder; other_software_stack is an object; one run
-    took 31 minutes to initialise (the compliance checker fails it, the package checker drops it)."""
+    """Two closed-division systems as published. A 2-node one: every rank logs cache_clear and init_start, a few ms
+    out of order, the nodes' clocks 2 s apart; the platform is a placeholder; other_software_stack is an object;
+    one run took 31 minutes to initialise. A 1-node one that logs no platform, one of whose logs ends before
+    run_stop. The compliance checker fails those two logs, and the package checker drops each as its system's run
+    under olympic scoring."""
     system = micro_system("closed", 448)
     org = write_package(tmp_path / "MLPerf", system, **CLOSED_RUN)
-    path = org / "systems" / "cpu_micro.json"
-    path.write_text(json.dumps(dict(json.loads(path.read_text()), number_of_nodes="2",
-                                    other_software_stack={"cuda_version": "12.4", "nccl_version": "2.22.3"})))
-    logs = org / "results" / "cpu_micro" / "bert"
+    write_runs(org / "results" / "micro_1n" / "bert", system=system, first_seed=20, **CLOSED_RUN)
+    description = json.loads((org / "systems" / "cpu_micro.json").read_text())
+    (org / "systems" / "micro_1n.json").write_text(json.dumps(dict(description, other_software_stack=["CUDA 12.4"])))
+    (org / "systems" / "cpu_micro.json").write_text(json.dumps(dict(
+        description, number_of_nodes="2", other_software_stack={"cuda_version": "12.4", "nccl_version": "2.22.3"})))
     for index in range(10):
-        stating_platform(as_two_nodes(logs / f"result_{index}.txt"), "2xSUBMISSION_PLATFORM_PLACEHOLDER")
-    with_slow_init(logs / "result_4.txt")
+        two_nodes = org / "results" / "cpu_micro" / "bert" / f"result_{index}.txt"
+        stating_platform(as_two_nodes(two_nodes), "2xSUBMISSION_PLATFORM_PLACEHOLDER")
+        stating_platform(org / "results" / "micro_1n" / "bert" / f"result_{index}.txt", None)
+    with_slow_init(org / "results" / "cpu_micro" / "bert" / "result_4.txt")
+    truncated(org / "results" / "micro_1n" / "bert" / "result_7.txt")
     report = score(org)
     problems = [str(f) for f in report.check.findings + [f for row in report.check.rows for f in row.findings]]
     assert report.passed, problems
-    assert "1 file does not comply, accepting this under olympic scoring" in report.scoring.package.output
-    dropped = [row.why_not_counted for row in report.check.rows if row.why_not_counted]
-    assert len(dropped) == 1 and "fails the compliance checker: CHECK for 'init_stop' failed" in dropped[0]
-    (scored,) = report.systems
-    assert scored.minutes == report.scoring.rows[0].minutes and scored.minutes > 0
+    assert report.scoring.package.output.count("1 file does not comply, accepting this under olympic scoring") == 2
+    dropped = {row.label: row.why_not_counted for row in report.check.rows if row.why_not_counted}
+    assert dropped.keys() == {"cpu_micro/result_4.txt", "micro_1n/result_7.txt"}
+    assert "fails the compliance checker: CHECK for 'init_stop' failed" in dropped["cpu_micro/result_4.txt"]
+    assert dropped["micro_1n/result_7.txt"] == "did not converge: no run_stop"
+    assert [s.minutes for s in report.systems] == [row.minutes for row in report.scoring.rows]
+    assert all(s.minutes > 0 for s in report.systems) and len(report.systems) == 2
 
 
 def test_a_fifo_or_a_device_under_a_result_name_is_refused_without_reading_it(tmp_path):

@@ -61,13 +61,14 @@ def _tool_lines(tool: ToolRun, base: Path) -> list[str]:
     if tool.result is None:
         state = "n/a" if not tool.applies else "NOT RUN"
         return [f"{state:7} {tool.tool} ({target}): {tool.note}"]
+    note = f": {tool.note}" if tool.note else ""
     if tool.result.passed:
-        return [f"{'PASS':7} {tool.tool} ({target})"]
+        return [f"{'PASS':7} {tool.tool} ({target}){note}"]
     problems = tool.result.problems() or tool.result.output.strip().splitlines()[-1:] or ["no output"]
     shown = [f"          {line}" for line in problems[:MAX_TOOL_LINES]]
     if len(problems) > MAX_TOOL_LINES:
         shown.append(f"          ... {len(problems) - MAX_TOOL_LINES} more lines")
-    return [f"{'FAIL':7} {tool.tool} ({target}):", *shown]
+    return [f"{'FAIL':7} {tool.tool} ({target}){note or ':'}", *shown]
 
 
 def _compliance_failures(rows: list[LogRow], base: Path) -> list[str]:

@@ -125,7 +125,8 @@ def print_score(report: ScoreReport, console: Console) -> None:
     _say(console, f"{report.check.target} (ruleset {report.check.ruleset})", style="italic")
     table = Table()
     for name in ("system", "division", "score (minutes)", "samples to converge", "RCP", "scaling factor", "runs"):
-        table.add_column(name, justify="left" if name in ("system", "division", "RCP") else "right")
+        table.add_column(name, justify="left" if name in ("system", "division", "RCP") else "right",
+                         overflow="fold")  # a published system's name runs to 40 characters: shown whole
     for s in report.systems:
         samples = _number(s.samples_to_converge) + (" (logs)" if s.samples_source == "logs" else "")
         table.add_row(s.system, s.division, _number(s.minutes, 5), samples, s.rcp, _number(s.scaling_factor, 4),

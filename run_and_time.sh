@@ -31,6 +31,16 @@ if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then  # the comment above, as the
     awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
     exit 0
 fi
+# Started with `&` by a script, this shell inherits SIGINT ignored, and bash cannot trap a signal ignored on
+# entry: Ctrl-C would end the ranks while this wrapper went on to the next run. It starts itself again with both
+# signals' default handling (once: the traps below then take them).
+if [[ -n "$(trap -p INT)$(trap -p TERM)" && -z "${_MLPERF_BERT_SIGNALS_RESET:-}" ]]; then
+    export _MLPERF_BERT_SIGNALS_RESET=1
+    exec python3 -c 'import os, signal, sys
+for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' bash "${BASH_SOURCE[0]}" "$@"
+fi
+unset _MLPERF_BERT_SIGNALS_RESET
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$repo"
 # shellcheck source=bootstrap.sh
@@ -166,9 +176,11 @@ publish() {  # partial log, index -> its result_<i>.txt; a hard link never repla
 }
 
 child="" interrupted=""
-on_signal() {
-    interrupted="$1"
-    if [[ -n "$child" ]]; then kill -TERM "$child" 2>/dev/null || true; fi
+on_signal() {  # passed on as received, so that the log names the signal that came; srun takes SIGINT as a
+    interrupted="$1"  # request for its status, so it gets SIGTERM
+    local as="$1"
+    if [[ -n "${SLURM_JOB_ID:-}" ]]; then as=TERM; fi
+    if [[ -n "$child" ]]; then kill -"$as" "$child" 2>/dev/null || true; fi
 }
 trap 'on_signal TERM' TERM
 trap 'on_signal INT' INT
@@ -211,8 +223,9 @@ for ((i = 0; i < nexp; i++)); do
 
     echo "run_and_time: run $((i + 1))/$nexp of $SYSTEM_NAME, $said_seed, $where"
     start=$(date +%s.%N)
-    # In the background, so that a signal to this script is served (passed on) while the run goes on.
-    "${launch[@]}" &
+    # In the background, so that a signal to this script is served (passed on) while the run goes on; in a
+    # session of its own, so that Ctrl-C reaches the run once, through this script, not also from the terminal.
+    setsid "${launch[@]}" &
     child=$!
     while kill -0 "$child" 2>/dev/null; do wait "$child" || true; done
     status=0

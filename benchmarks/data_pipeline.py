@@ -29,10 +29,8 @@ import platform
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -40,47 +38,14 @@ import numpy as np
 # Neither loads torch: it is loaded only when write_results runs, after the measurements, because a child's peak
 # RSS starts at its parent's (Linux keeps the high-water mark across fork and exec), so the measuring process must
 # stay small.
+from benchmarks.common.data_commands import run_data_command as _run
+from benchmarks.common.data_commands import wiki_layout
 from benchmarks.common.reference_peer import check_reference_dir, run_reference
 from benchmarks.common.results_file import add_no_results_flag, write_results
 
 SHAPE = ["--max-seq-length", "512", "--max-predictions", "76"]
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 WORK_MARK = ".data-pipeline-work"  # marks a --work folder as this benchmark's own
-
-
-def _run(args: list[str]) -> tuple[str, float, float]:
-    """Runs `mlperf-bert data ARGS --quiet`; returns (stdout, wall seconds, peak RSS in MiB of the command and
-    its workers). The child is reaped with wait4, which reports its peak memory."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "bert.cli", "data", *args, "--quiet"], stdout=out, stderr=err,
-                                text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - start
-        out.seek(0)
-        err.seek(0)
-        if os.waitstatus_to_exitcode(status):
-            raise SystemExit(f"mlperf-bert data {' '.join(args)} failed:\n{err.read()[-3000:]}")
-        return out.read(), seconds, usage.ru_maxrss / 1024
-
-
-def wiki_layout(sources: list[Path], target: Path) -> None:
-    """WikiExtractor output -> one sentence per line, a blank line between articles."""
-    lines: list[str] = []
-    for source in sources:
-        title_next = False
-        for raw in source.read_text(encoding="utf-8").splitlines():
-            line = raw.strip()
-            if line.startswith("<doc"):
-                title_next = True
-                if lines and lines[-1]:
-                    lines.append("")
-            elif line and not line.startswith("</doc") and not title_next:
-                lines += [s for s in _SENTENCE_END.split(line) if s.strip()]
-            elif line:
-                title_next = False
-    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _cut(source: Path, target: Path, megabytes: float) -> None:

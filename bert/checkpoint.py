@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
 import sys
 from collections import Counter
@@ -42,6 +43,12 @@ _SAFETENSORS_DTYPES = {
     "BOOL": torch.bool,
 }
 _MAX_SAFETENSORS_HEADER = 100 * 2**20
+_MAX_DIM = 2**63 - 1  # torch's sizes are int64
+_WEIGHT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)  # what weights load from
+# A TensorFlow checkpoint's .index is an SSTable: its last 8 bytes are this number (little-endian) in a 48-byte
+# footer. Checked before TensorFlow reads it, so that a truncated or foreign file is one line even without TF.
+_TF_INDEX_MAGIC = 0xDB4775248B80FB57
+_TF_FOOTER_BYTES = 48
 
 
 class CheckpointError(ValueError):
@@ -108,7 +115,7 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
 
 
 def _whole(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_DIM
 
 
 def _header_entry(path: Path, name: str, info: object) -> tuple[torch.dtype, list[int], int, int]:
@@ -122,7 +129,7 @@ def _header_entry(path: Path, name: str, info: object) -> tuple[torch.dtype, lis
         raise CheckpointError(f"{where}: unsupported dtype {info.get('dtype')!r}")
     shape, offsets = info.get("shape"), info.get("data_offsets")
     if not isinstance(shape, list) or not all(_whole(d) for d in shape):
-        raise CheckpointError(f"{where}: shape {shape!r} is not a list of whole numbers")
+        raise CheckpointError(f"{where}: shape {shape!r} is not a list of whole numbers from 0 to 2^63 - 1")
     if not isinstance(offsets, list) or len(offsets) != 2 or not all(_whole(o) for o in offsets):
         raise CheckpointError(f"{where}: data_offsets {offsets!r} are not two whole numbers")
     return dtype, shape, offsets[0], offsets[1]
@@ -153,15 +160,36 @@ def tf_checkpoint_prefix(path: Path) -> Path | None:
 
 
 def _read_tensorflow(prefix: Path) -> dict[str, torch.Tensor]:
+    _check_tf_index(prefix)
     try:
         import tensorflow as tf
     except ModuleNotFoundError:
         raise CheckpointError(f"{prefix}: reading a TensorFlow checkpoint needs TensorFlow: "
                               f"{TF_INSTALL_HINT}") from None
-    reader = tf.train.load_checkpoint(str(prefix))
-    # A 0-d variable (global_step, the beta powers) comes back as a numpy scalar, not an array.
-    return {name: torch.from_numpy(np.array(reader.get_tensor(name)))
-            for name in sorted(reader.get_variable_to_shape_map())}
+    try:
+        reader = tf.train.load_checkpoint(str(prefix))
+        # A 0-d variable (global_step, the beta powers) comes back as a numpy scalar, not an array.
+        return {name: torch.from_numpy(np.array(reader.get_tensor(name)))
+                for name in sorted(reader.get_variable_to_shape_map())}
+    except Exception as e:  # TensorFlow raises OpError, IndexError, ... for a data file cut short or missing
+        first = (getattr(e, "message", None) or str(e)).strip().splitlines()
+        raise CheckpointError(f"{prefix}: TensorFlow cannot read this checkpoint ({type(e).__name__}: "
+                              f"{first[0] if first else ''}); it is damaged or incomplete: copy it again") from None
+
+
+def _check_tf_index(prefix: Path) -> None:
+    """CheckpointError unless `prefix`.index ends with the footer of an SSTable (what TensorFlow writes)."""
+    index = Path(f"{prefix}.index")
+    try:
+        with open(index, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(size - 8, 0))
+            tail = f.read(8)
+    except OSError as e:
+        raise CheckpointError(f"{index}: cannot be read ({e.strerror or e})") from None
+    if size < _TF_FOOTER_BYTES or struct.unpack("<Q", tail)[0] != _TF_INDEX_MAGIC:
+        raise CheckpointError(f"{index}: not the index of a TensorFlow checkpoint ({size} bytes, without its "
+                              "footer): the file is cut short or something else; copy the checkpoint again")
 
 
 def _read_pytorch(path: Path) -> tuple[str, dict[str, torch.Tensor]]:
@@ -175,6 +203,13 @@ def _read_pytorch(path: Path) -> tuple[str, dict[str, torch.Tensor]]:
         obj, container = obj["model"], "pytorch {'model': ...}"
     if not isinstance(obj, Mapping) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
         raise CheckpointError(f"{path}: expected a state dict (name -> tensor) or {{'model': state dict}}")
+    for name, tensor in obj.items():
+        if tensor.layout != torch.strided:
+            raise CheckpointError(f"{path}: tensor {name} is {str(tensor.layout).removeprefix('torch.')}, not a "
+                                  "dense tensor; save the weights dense (tensor.to_dense())")
+        if tensor.is_meta:
+            raise CheckpointError(f"{path}: tensor {name} is on the meta device and holds no values (saved from a "
+                                  "model that was never given weights)")
     # DistributedDataParallel's wrapper adds `module.` in front of every name.
     return container, {k.removeprefix("module."): v for k, v in obj.items()}
 
@@ -210,14 +245,20 @@ def _ignored(name: str) -> bool:
     return name in _IGNORED_NAMES or name.endswith(_IGNORED_SUFFIXES)
 
 
-def _fit(entry: TensorName, tensor: torch.Tensor, naming: str, config: BertConfig) -> torch.Tensor:
+def _fit(entry: TensorName, tensor: torch.Tensor, naming: str, config: BertConfig,
+         whole: torch.Size) -> torch.Tensor | None:
     """The file's tensor in this model's layout: TF kernels transposed, vocabulary rows padded with zeros; the
-    entry's part of a parameter that holds several reference tensors."""
-    if naming == "mlperf-bert":
+    entry's part of a parameter (of shape `whole`) that holds several reference tensors. None when its shape
+    cannot be made the model's (a fused parameter of the wrong shape, a kernel that is no matrix)."""
+    if naming == "mlperf-bert" and entry.parts > 1:
+        if tensor.shape != whole:
+            return None
         tensor = entry.of(tensor)
     if naming == "tf" and entry.transpose:
+        if tensor.dim() != 2:
+            return None
         tensor = tensor.t()
-    if entry.vocab_padded and tensor.shape[0] == config.vocab_size < config.padded_vocab_size:
+    if entry.vocab_padded and tensor.dim() > 0 and tensor.shape[0] == config.vocab_size < config.padded_vocab_size:
         pad = tensor.new_zeros((config.padded_vocab_size - config.vocab_size, *tensor.shape[1:]))
         tensor = torch.cat([tensor, pad])
     return tensor.contiguous()
@@ -229,7 +270,7 @@ def map_to_model(source: Source, config: BertConfig, shapes: Mapping[str, torch.
     naming = _naming(set(source.tensors), table)
     name_of = _NAMINGS[naming]
     result = CheckpointFit(naming)
-    used = set()
+    used, refused = set(), set()
     parts: dict[str, list[torch.Tensor]] = {}
     for entry in table:
         name = name_of(entry)
@@ -237,13 +278,18 @@ def map_to_model(source: Source, config: BertConfig, shapes: Mapping[str, torch.
             if entry.torch not in result.missing:  # once for a parameter of several parts
                 result.missing.append(entry.torch)
             continue
+        if name in refused:  # a later part of a parameter that this file holds whole, already refused
+            continue
         used.add(name)
-        tensor = _fit(entry, source.tensors[name], naming, config)
+        tensor = _fit(entry, source.tensors[name], naming, config, shapes[entry.torch])
         needed = entry.of(torch.empty(shapes[entry.torch], device="meta")).shape
-        if tensor.shape != needed:
+        if tensor is None or tensor.shape != needed:
+            whole_in_file = naming == "mlperf-bert"  # this model's names: the file holds the whole parameter
+            part = f" (part {entry.part + 1} of {entry.parts})" if entry.parts > 1 and not whole_in_file else ""
             result.mismatched.append(f"tensor {name} has shape {list(source.tensors[name].shape)}, the model's "
-                                     f"{entry.torch} needs {list(needed)}"
-                                     + (f" (part {entry.part + 1} of {entry.parts})" if entry.parts > 1 else ""))
+                                     f"{entry.torch} needs {list(shapes[entry.torch] if whole_in_file else needed)}"
+                                     f"{part}")
+            refused.add(name)
             continue
         parts.setdefault(entry.torch, []).append(tensor)
     whole = Counter(entry.torch for entry in table)  # the parts of each parameter
@@ -281,6 +327,9 @@ def _refuse_unusable(where: Path, mapping: CheckpointFit) -> None:
         if not tensor.is_floating_point():
             raise CheckpointError(f"{where}: tensor for {name} holds {str(tensor.dtype).removeprefix('torch.')}, "
                                   "not floating-point weights; this is not a model checkpoint")
+        if tensor.dtype not in _WEIGHT_DTYPES:
+            raise CheckpointError(f"{where}: tensor for {name} holds {str(tensor.dtype).removeprefix('torch.')}; "
+                                  "weights load from float32, float16, bfloat16 or float64: save them in one")
         if not bool(torch.isfinite(tensor).all()):
             raise CheckpointError(f"{where}: tensor for {name} holds NaN or infinite values; the checkpoint is "
                                   "damaged (or saved from a diverged run)")
@@ -316,6 +365,10 @@ def convert(src: str | os.PathLike, out: str | os.PathLike, config: BertConfig, 
             try:
                 torch.save({"model": mapping.state, "converted_from": str(source.path)}, tmp)
                 os.replace(tmp, out)
+            except (OSError, RuntimeError) as e:  # torch.save says "unexpected pos" when the disk fills
+                free = shutil.disk_usage(out.parent).free / 2**20
+                raise CheckpointError(f"{out}: cannot be written ({str(e).splitlines()[0]}; {free:.1f} MiB free "
+                                      "there); nothing was replaced: free space there, or choose another OUT") from None
             finally:
                 tmp.unlink(missing_ok=True)
     except OwnershipError as e:

@@ -164,7 +164,7 @@ def _ensure_dataset(request: StudyRequest) -> None:
     spec, root = request.system.run.dataset.synthetic, request.system.dataset_dir(request.data_dir)
     if spec is not None:
         try:
-            synthesize_if_missing(root, spec)
+            synthesize_if_missing(root, spec, on_wait=print)
         except FileExistsError as e:
             raise StudyError(str(e)) from None
 

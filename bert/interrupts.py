@@ -1,19 +1,30 @@
 """SIGTERM and SIGINT during a run (a Slurm time limit, torchrun passing one on, Ctrl-C).
 
 The first signal raises RunInterrupted in the main thread, so the run ends through its ordinary error path:
-an aborted run_stop with the reason, a flushed log, the process group shut down. The main thread only sees it
+an aborted run_stop with the reason, a flushed log, the process group shut down. RunInterrupted is a
+BaseException, as KeyboardInterrupt is, so that no library's `except Exception` takes it for its own error; and
+since a handler's exception is lost when the signal lands in a finalizer or a weakref callback (torch.compile
+runs many), the guard also remembers the signal: the run asks `raise_if_received` before the clock starts and at
+every step, and its exit status is the signal's whatever exception ended it. The main thread only sees it
 when it runs Python, which it may not for a while (a collective waiting for a hung rank), so a watcher
 thread serves a second signal, or a first one that has not ended the run within GRACE_S: it calls
 `on_stop_at_once` (which writes the aborted run_stop) and ends the process at once. That bounds the time a
 blocked rank takes to go after a launcher's SIGTERM (torchrun and Slurm kill only 30 s later). The watcher
 learns of signals through signal.set_wakeup_fd, which the interpreter writes to as the signal arrives.
+
+A rank of torchrun's is also killed when its agent ends (`end_with_parent`): torchrun starts each rank in a
+session of its own, so a node's agent killed (SIGKILL, an OOM kill) left its ranks running, and the other nodes'
+ranks waiting for them. SIGKILL, so that the node is lost as a node that died is: its ranks' heartbeats stop
+without ending in order, and rank 0 names them (bert.distributed.liveness).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
@@ -22,11 +33,27 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 GRACE_S = 10.0  # how long the main thread has to end the run after a first signal
 
 
-class RunInterrupted(Exception):
+class RunInterrupted(BaseException):
     def __init__(self, signum: int):
         self.signum = signum
         super().__init__(f"{signal.Signals(signum).name} received (a time limit, the launcher or Ctrl-C); a second "
                          "signal ends the run at once")
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def end_with_parent(signum: int = signal.SIGKILL) -> None:
+    """From now on this process gets `signum` when its parent ends (Linux; elsewhere nothing). The kernel sends it
+    when the parent's thread that started this process ends: torchrun's agent and slurmstepd start ranks from
+    their main thread. Called first thing, before the seconds of torch's import."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) != 0:
+        return
+    if os.getppid() != parent:  # it ended while the death signal was being armed
+        os.kill(os.getpid(), signum)
 
 
 def exit_code(signum: int) -> int:
@@ -40,6 +67,8 @@ class SignalGuard:
     def __init__(self, on_stop_at_once: Callable[[str], None]):
         self.on_stop_at_once = on_stop_at_once
         self.armed = False
+        self.received: int | None = None  # the first signal, once one came
+        self._ending = False  # the run is ending (disarmed): a signal needs raising no more
         self._active = False
         self._previous: dict[int, object] = {}
         self._previous_fd = -1
@@ -60,6 +89,7 @@ class SignalGuard:
     def disarm(self) -> None:
         """From now on a first signal raises nothing (the run is already ending); a second still ends it."""
         self.armed = False
+        self._ending = True
 
     def __exit__(self, *exc: object) -> None:
         if not self._active:
@@ -70,7 +100,15 @@ class SignalGuard:
         self._pipe[1].close()  # the watcher's recv returns empty and it ends
         self._active = False
 
+    def raise_if_received(self) -> None:
+        """Raises RunInterrupted for a signal whose exception was lost on the way (see the module's description)."""
+        if self.received is not None and not self._ending:
+            self.armed = False
+            raise RunInterrupted(self.received)
+
     def _raise_first(self, signum: int, frame: FrameType | None) -> None:
+        if self.received is None:
+            self.received = signum
         if self.armed:
             self.armed = False
             raise RunInterrupted(signum)

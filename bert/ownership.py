@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,6 +57,8 @@ def write_text_atomically(path: Path, text: str) -> None:
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
+    except OSError as e:  # a write's error names no file
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from None
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -139,10 +142,30 @@ def _delete(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+def _open_lock(path: Path, folder: Path) -> int:
+    """The lock file, opened without following a link and without blocking: a link planted at its name (to a
+    user's file) or a hard link to another file would have the holder line written into that file."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise OwnershipError(f"{path}: is a symbolic link, not the lock mlperf-bert writes; nothing is written "
+                                 f"in {folder}: remove the link, or choose another folder") from None
+        raise OwnershipError(f"{folder}: cannot write here ({e.strerror or e}); choose another folder") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+        os.close(fd)
+        what = "a hard link to another file" if stat.S_ISREG(info.st_mode) else "not a regular file"
+        raise OwnershipError(f"{path}: is {what}, not the lock mlperf-bert writes; nothing is written in {folder}: "
+                             "remove it, or choose another folder")
+    return fd
+
+
 @contextmanager
-def folder_lock(folder: Path, writer: str) -> Iterator[None]:
-    """The folder's lock for the duration (re-entrant within this process); OwnershipError naming the holder
-    when another process holds it."""
+def folder_lock(folder: Path, writer: str, wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """The folder's lock for the duration (re-entrant within this process). When another process holds it:
+    OwnershipError naming the holder, or, given `wait`, wait(a line naming the holder) and then the lock once
+    the holder ends."""
     key = str(folder.resolve())
     if key in _held:
         _held[key] += 1
@@ -153,22 +176,20 @@ def folder_lock(folder: Path, writer: str) -> Iterator[None]:
         return
     path = folder / LOCK_FILE
     while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            raise OwnershipError(f"{folder}: cannot write here ({e.strerror or e}); choose another folder") from None
+        fd = _open_lock(path, folder)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
-            os.close(fd)
             if e.errno not in (errno.EAGAIN, errno.EACCES):
+                os.close(fd)
                 raise
-            try:
-                holder = path.read_text().strip()
-            except OSError:  # it ended and removed its lock meanwhile
-                holder = ""
-            raise OwnershipError(f"{folder}: {holder or 'another process'} is writing here; wait for it to end, "
-                                 "or choose another folder") from None
+            holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
+            if wait is None:
+                os.close(fd)
+                raise OwnershipError(f"{folder}: {holder} is writing here; wait for it to end, or choose another "
+                                     "folder") from None
+            wait(f"{folder}: {holder} is writing here; waiting for it to end")
+            fcntl.flock(fd, fcntl.LOCK_EX)  # the kernel releases it when its holder ends, however it ends
         try:
             same = os.fstat(fd).st_ino == os.stat(path).st_ino
         except FileNotFoundError:
@@ -208,7 +229,7 @@ class OwnedFolder:
         for entry in sorted(self.path.iterdir()):
             name = entry.name
             found = temporary_of(name)
-            if _is_bookkeeping(name) or (found and self._mine(found[0])):
+            if (_is_bookkeeping(name) and not entry.is_symlink()) or (found and self._mine(found[0])):
                 continue
             if not self._mine(name) or entry.is_symlink():
                 return entry
@@ -292,11 +313,12 @@ def _remove_owned(path: Path, writer: str) -> None:
 def claim_folder(folder: str | os.PathLike, writer: str, inputs: Iterable[str | os.PathLike] = (), mode: str = "new",
                  again: str = "pass --overwrite to replace them",
                  foreign_hint: str = "choose another --out, or move those files away yourself",
-                 legacy: Legacy | None = None) -> Iterator[OwnedFolder]:
+                 legacy: Legacy | None = None, wait: Callable[[str], None] | None = None) -> Iterator[OwnedFolder]:
     """Claims `folder` for `writer` (a command, e.g. "data prepare") while the block runs. `mode`: "new"
     refuses a folder that holds entries of the writer's (saying `again`), "resume" keeps them, "overwrite"
     removes them first. A folder holding anything the writer did not write is refused (`foreign_hint` says
-    what to do), whatever the mode."""
+    what to do), whatever the mode. Another claim at work there is refused, or waited for with `wait` (see
+    folder_lock)."""
     folder = Path(folder)
     if mode not in ("new", "resume", "overwrite"):
         raise ValueError(f"unknown mode {mode!r}")
@@ -305,7 +327,7 @@ def claim_folder(folder: str | os.PathLike, writer: str, inputs: Iterable[str | 
         raise OwnershipError(f"{folder}: is a file, not a folder; choose another path")
     OwnedFolder(folder, writer, legacy).refuse_foreign(foreign_hint)  # before writing even the lock
     make_folder(folder)
-    with folder_lock(folder, writer):
+    with folder_lock(folder, writer, wait):
         owned = OwnedFolder(folder, writer, legacy)
         owned.refuse_foreign(foreign_hint)  # again, now that no other claim can change it
         owned.settle_temporaries()

@@ -142,7 +142,8 @@ class CpuBindingSpec:
     # The NUMA node of each local rank (its GPU's, as `nvidia-smi topo -m` shows); null: the local ranks dealt
     # over the host's nodes in order.
     numa_nodes: list[int] | None = checked(numa_nodes_problem, default=None)
-    omp_num_threads: int | None = ranged(1, default=None, note="or null: a bound rank's physical cores")
+    omp_num_threads: int | None = ranged(1, 1024, default=None, note="or null: a bound rank's physical cores; more "
+                                        "than any host has, 100000 crashed a rank")
 
 
 @dataclass(frozen=True, kw_only=True)

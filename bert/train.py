@@ -80,6 +80,7 @@ class Training:
     loader: TrainLoader
     evaluate: Callable[[], float]  # the eval accuracy of the model as it stands (all-reduced: every rank's)
     on_eval: Callable[[int, float], bool] | None  # RunRequest.on_eval
+    interrupted: Callable[[], None]  # raises RunInterrupted once a signal came (SignalGuard.raise_if_received)
 
 
 def _say(ctx: DistContext, message: str) -> None:
@@ -111,8 +112,10 @@ def run(request: RunRequest) -> int:
     status, reason, code = ABORTED, None, 1
     with SignalGuard(on_stop_at_once=stop_at_once) as signals:
         try:
-            status, reason = _run(request, ctx, log, progress)
-        except Exception as e:  # the log must still end with run_stop, and the reason must reach the user
+            status, reason = _run(request, ctx, log, progress, signals.raise_if_received)
+        except (Exception, RunInterrupted) as e:  # the log must still end with run_stop, the reason reach the user
+            if signals.received is not None and not isinstance(e, RunInterrupted):  # raised as another error
+                e = RunInterrupted(signals.received)
             reason = f"{type(e).__name__}: {e}"
             code = exit_code(e.signum) if isinstance(e, RunInterrupted) else 1
             # A signal is its own reason (and must end the run fast); any other failure of a distributed run
@@ -148,7 +151,8 @@ def _leave(ctx: DistContext, heartbeat: Heartbeat | None) -> None:
     shutdown(ctx)
 
 
-def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress) -> tuple[str, str | None]:
+def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
+         interrupted: Callable[[], None]) -> tuple[str, str | None]:
     system, run_spec = request.system, request.system.run
     # Each process may have drawn a seed of its own (System.run_seed, when neither --seed nor run.seed gives
     # one): the run's seed is rank 0's, which the log records.
@@ -192,6 +196,7 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
         _say(ctx, f"compiled before the clock in {warmed.seconds:.1f} s: {warmed.train_shapes} training and "
                   f"{warmed.eval_shapes} eval shapes, and the update")
     seed_dropout(seed, ctx.rank)
+    interrupted()  # a signal during the compile warm-up ends the run here, before the clock starts
     log.init_stop()
 
     wait_for_all(ctx)  # every rank starts the clock together, as MLPerf times the slowest
@@ -203,7 +208,7 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress)
                          sizes=token_sizes(run_spec.token_sizes, system.per_process_batch, run_spec.max_seq_length))
     evaluate = functools.partial(eval_set.accuracy, model, step_fn.unpadded, step_fn.autocast)  # as the step runs it
     try:
-        return _train(Training(system, ctx, log, step_fn, loader, evaluate, request.on_eval), progress)
+        return _train(Training(system, ctx, log, step_fn, loader, evaluate, request.on_eval, interrupted), progress)
     finally:
         loader.close()
         # One write for the whole line: print's separate write of the newline lets the lines of ranks that
@@ -268,6 +273,7 @@ def _train(training: Training, progress: Progress) -> tuple[str, str | None]:
     window_start, window_step = time.perf_counter(), 0
     log.block_start(0, interval)
     while True:
+        training.interrupted()
         step_fn(training.loader, progress.step)
         progress.step += 1
         progress.samples += run_spec.global_batch_size

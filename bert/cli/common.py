@@ -16,6 +16,14 @@ def load_descriptor(system: str) -> System:
         raise click.ClickException(str(e)) from None
 
 
+def os_error_line(error: OSError) -> str:
+    """An OSError as one line: the file and the system's words for what failed (a full disk, a permission), or
+    the error's own message (a refusal of bert.ownership, a shard that could not be written)."""
+    if error.filename is not None and error.strerror:
+        return f"{error.filename}: {error.strerror}"
+    return str(error)
+
+
 def seed_option(default_help: str):
     """The --seed option of every command that starts or plans runs (System.run_seed is the policy)."""
     return click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None,

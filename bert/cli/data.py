@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import load_descriptor, parse_length_bins
+from bert.cli.common import load_descriptor, os_error_line, parse_length_bins
 from bert.mlperf_rules import EVAL_SAMPLES, REFERENCE_PREP, TRAINING_SHARDS
 from bert.system import DEFAULT_SYSTEM
 
@@ -38,13 +38,13 @@ def synth(out: Path | None, system_name: str, overwrite: bool, if_missing: bool)
     out = out or system.dataset_dir()
     start = time.perf_counter()
     try:
-        if if_missing and not synthesize_if_missing(out, spec):
+        if if_missing and not synthesize_if_missing(out, spec, on_wait=lambda line: click.echo(line, err=True)):
             click.echo(f"synthetic dataset already complete in {out}")
             return
         if not if_missing:
             synthesize(out, spec, overwrite=overwrite)
-    except FileExistsError as e:
-        raise click.ClickException(str(e)) from None
+    except OSError as e:  # a folder it may not write; a full disk
+        raise click.ClickException(os_error_line(e)) from None
     click.echo(f"wrote {spec.train_samples} train + {spec.eval_samples} eval samples to {out} "
                f"in {time.perf_counter() - start:.1f} s")
 
@@ -56,8 +56,10 @@ class _DataError(click.ClickException):
 def _data_errors(call):
     try:
         return call()
-    except (ValueError, FileExistsError) as e:
+    except ValueError as e:
         raise _DataError(str(e)) from None
+    except OSError as e:  # a folder it may not write; a full disk
+        raise _DataError(os_error_line(e)) from None
 
 
 def _paths(option: tuple[Path, ...], more: tuple[Path, ...], out: Path, missing: str,
@@ -393,17 +395,25 @@ def mlperf(root: Path, out: Path, shards: int, eval_samples: int, workers: int, 
               help="Also require every sample to fit this length (the descriptor's run.max_seq_length).")
 @click.option("--max-predictions", type=click.IntRange(min=1), default=None,
               help="Also require at most this many masked positions (run.max_predictions_per_seq).")
+@click.option("--eval", "eval_files", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="An eval file besides DIRECTORY's eval*.hdf5 (repeatable): the eval files are checked against "
+              "the training shards, which are all the other shards.")
+@click.option("--eval-source", type=click.Path(exists=True, path_type=Path), default=None,
+              help="The prepared eval shards the eval file was picked from (a shard or a folder): the eval file "
+              "must be the reference's pick of them (default: the source `data mlperf` recorded).")
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
               show_default="one per core", help="Shards checked at once, each by its own process.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def verify(directory: Path, vocab_path: Path | None, max_seq_length: int | None, max_predictions: int | None,
-           workers: int, quiet: bool) -> None:
+           eval_files: tuple[Path, ...], eval_source: Path | None, workers: int, quiet: bool) -> None:
     """Check every shard below DIRECTORY (keys, shapes, dtypes, token ids, masked positions, segment ids,
-    sample counts), print a summary and write DIRECTORY/manifest.json, which training checks at start-up."""
+    sample counts), then duplicate samples, eval samples in training, the eval pick and the vocabulary; print a
+    summary and write DIRECTORY/manifest.json, which training checks at start-up."""
     from bert.prep.verify import Limits, verify_dataset
 
     limits = Limits(max_seq_length, max_predictions)
-    report = _data_errors(lambda: verify_dataset(directory, vocab_path, limits, workers, not quiet))
+    report = _data_errors(lambda: verify_dataset(directory, vocab_path, limits, workers, not quiet,
+                                                 eval_files=list(eval_files), eval_source=eval_source))
     _print_verification(report)
 
 
@@ -411,12 +421,13 @@ def _print_verification(report) -> None:
     """A verification's summary, its problems (then a failing exit) or the manifest it wrote."""
     from bert.prep.verify import summary_lines
 
-    for line in summary_lines(report):
+    for line in [*summary_lines(report), *report.check_lines]:
         click.echo(line)
     if report.problems:
         for line in report.problems:
             click.echo(line, err=True)
-        raise _DataError(f"{len(report.problems)} problem(s) found; no manifest written")
+        raise _DataError(f"{len(report.problems)} problem(s) found; {report.manifest} records them, and training "
+                         "refuses this dataset until they are fixed")
     click.echo(f"manifest: {report.manifest}")
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from bert.cli.common import load_descriptor, seed_option
+from bert.interrupts import end_with_parent
 from bert.system import DEFAULT_SYSTEM
 from bert.typed_config import ConfigError
 
@@ -39,6 +40,8 @@ def _nan_injection_step() -> int | None:
 def train(system_name: str, seed: int | None, log_path: Path | None, data_dir: Path | None,
           cache_cleared: bool) -> None:
     """Run one training run (launch through torchrun or srun for several processes)."""
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # a rank of torchrun's outlives no agent that was killed
+        end_with_parent()
     from bert.train import RunRequest, run
 
     system = load_descriptor(system_name)

@@ -2,10 +2,12 @@
 
 `check_dataset` reads only HDF5 metadata (keys, shapes, dtypes), never sample data: MLPerf's clock starts
 before the data is read, but a wrong path or a shard without a required key should stop the run before it
-starts, with one line that names the file. A directory verified by `mlperf-bert data verify` is also compared
-with its manifest (names, sizes, sample counts; no hashing) and with what verification proved (token ids
-against the vocabulary, lengths and masked positions against the descriptor). Without a manifest, the ids and
-positions are checked as the loader reads each shard (bert.data.shards.SampleLimits).
+starts, with one line that names the file. The directory must have been verified by `mlperf-bert data verify`
+(bert.data.manifest): its manifest must record every check (duplicates, eval samples in training, the
+vocabulary) and no problem, the files must be those it lists, unchanged (names, sizes, sample counts, times; no
+hashing), the eval file and the vocabulary those it checked, and what it proved must fit (token ids against the
+vocabulary, lengths and masked positions against the descriptor). The loader checks the ids and positions again
+as it reads each shard (bert.data.shards.SampleLimits), against a change the manifest cannot see.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bert.data.manifest import check_manifest, check_verified_limits
+from bert.data.manifest import check_manifest, check_verified_files, check_verified_limits
 from bert.data.shards import ShardError, shard_header
 from bert.data.vocab import Vocab, load_vocab
 from bert.system import System
@@ -67,7 +69,7 @@ def check_dataset(files: DatasetFiles, system: System) -> Vocab:
     if len(vocab) > model_vocab:
         raise ShardError(f"{files.vocab_file}: {len(vocab)} word pieces but model {run.model!r} has vocab_size "
                          f"{model_vocab}; set run.model_overrides.vocab_size to at least {len(vocab)}")
-    if entries is not None:
-        check_verified_limits(files.root, entries, files.vocab_file, len(vocab), run.max_seq_length,
-                              run.max_predictions_per_seq)
+    check_verified_limits(files.root, entries, files.vocab_file, len(vocab), run.max_seq_length,
+                          run.max_predictions_per_seq)
+    check_verified_files(files.root, entries, files.eval_file, files.vocab_file)
     return vocab

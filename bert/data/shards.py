@@ -12,6 +12,7 @@ memory and both forms read to identical arrays.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -336,6 +337,16 @@ class SampleLimits:
                              "descriptor: check it with `mlperf-bert data verify`")
 
 
+class ShardWriteError(OSError):
+    """A shard that could not be written (a full disk, a quota, a file-size limit): names the file."""
+
+    def __init__(self, path: Path, error: Exception):
+        found = re.search(r"error message = '([^']*)'", str(error))  # HDF5's own words carry the system's
+        reason = found[1] if found else (getattr(error, "strerror", None) or str(error).splitlines()[0])
+        super().__init__(f"{path}: cannot be written ({reason}); nothing of it is kept: free space there, or write "
+                         "the data elsewhere")
+
+
 class ShardWriter:
     """Writes one shard, a block of samples at a time, in the fixed or variable-length form. The file appears
     under its name only when `close` succeeds (it is written to a temporary name, then renamed); used as a
@@ -378,6 +389,12 @@ class ShardWriter:
                 ("next_sentence_labels", np.int8, 0)]
 
     def append(self, samples: Samples) -> None:
+        try:
+            self._append(samples)
+        except (OSError, RuntimeError) as e:  # h5py raises either when the disk is full
+            raise ShardWriteError(self.path, e) from None
+
+    def _append(self, samples: Samples) -> None:
         if len(samples) == 0:
             return
         if samples.lengths.max() > self.max_seq_length:
@@ -423,15 +440,21 @@ class ShardWriter:
         try:
             for column in self._chunked.values():
                 column.close()
+            self._file.close()
+        except (OSError, RuntimeError) as e:
+            self.abort()
+            raise ShardWriteError(self.path, e) from None
         except BaseException:
             self.abort()
             raise
-        self._file.close()
         os.replace(self._tmp, self.path)
         return self.path
 
     def abort(self) -> None:
-        self._file.close()
+        try:
+            self._file.close()
+        except (OSError, RuntimeError):  # what it could not write (a full disk) goes with the file
+            pass
         self._tmp.unlink(missing_ok=True)
 
     def __enter__(self) -> ShardWriter:

@@ -70,7 +70,7 @@ def launch_command(system: System, args: TrainArgs, launcher: str, node_rank: in
     else:
         shape = [f"--nnodes={system.nodes}", f"--node_rank={node_rank}", f"--master_addr={master_addr}",
                  f"--master_port={run.launch.master_port}"]
-    return [python, "-m", "torch.distributed.run", *shape, f"--nproc_per_node={run.processes_per_node}",
+    return [python, "-m", "bert.distributed.torchrun", *shape, f"--nproc_per_node={run.processes_per_node}",
             *args.argv(system)]
 
 

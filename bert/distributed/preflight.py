@@ -38,21 +38,24 @@ from bert.data.shards import ShardError
 from bert.distributed.plan import launch_env
 from bert.mllog import LOG_FREE_BYTES
 from bert.system import System
+from bert.typed_config import from_dict, ranged
 
 PROTOCOL = "mlperf-bert-preflight/1"
 MAX_CLOCK_SKEW_S = 1.0  # the hosts' timestamps (their output, the log's file times, Slurm's) must agree with rank 0's
 _CONNECT_ATTEMPT_S = 2.0
 _RETRY_S = 0.25
-_READ_S = 5.0  # a connected node sends its report at once
+_READ_S = 5.0  # a connected node sends its report at once; node 0 waits no longer for its whole line
+_MAX_LINE = 2**20
 _WRAPPER_SCRIPTS = ("run_and_time.sh", "run_and_time.sbatch", "bootstrap.sh")
 _SIOCGIFADDR = 0x8915
 
 
 @dataclass(frozen=True)
 class NodeFacts:
-    """What one node reports; `problems` are what it found wrong by itself, each naming it."""
+    """What one node reports; `problems` are what it found wrong by itself, each naming it. Read from the wire
+    with typed_config.from_dict, so that a report of the wrong shape is one problem, not a traceback."""
 
-    node: int
+    node: int = ranged(0)
     host: str
     code: str
     torch: str
@@ -61,9 +64,9 @@ class NodeFacts:
     dataset_dir: str
     dataset: str  # a fingerprint of the dataset's file names and sizes; "" when the node has none
     dataset_summary: str
-    log_free_bytes: int | None  # node 0's, where it writes the logs
+    log_free_bytes: int | None = ranged(0)  # node 0's, where it writes the logs
     problems: list[str]
-    sent_at: float  # the node's clock (time.time()) when it sent this
+    sent_at: float = ranged()  # the node's clock (time.time()) when it sent this
 
 
 def code_fingerprint() -> str:
@@ -248,32 +251,77 @@ class Outcome:
 
 
 class _Collection:
-    """Node 0's side: the reports of the nodes that reached it, and the open connections the verdict goes back on."""
+    """Node 0's side: the reports of the nodes that reached it, and the open connections the verdict goes back on.
+    Every read is bounded: a connection has _READ_S (and no more than the pre-flight's own deadline) to deliver
+    its whole report, however slowly it sends, and the connections are read side by side."""
 
-    def __init__(self, own: NodeFacts):
+    def __init__(self, own: NodeFacts, nodes: int):
+        self.nodes = nodes
         self.reports = {0: own}
         self.received_at = {0: own.sent_at}
         self.problems: list[str] = []
         self.connections: list[socket.socket] = []
+        self.pending: dict[socket.socket, tuple[str, float, bytearray]] = {}  # peer, read deadline, bytes so far
 
-    def take(self, connection: socket.socket, peer: str, nodes: int) -> None:
+    def accept(self, server: socket.socket, deadline: float) -> None:
+        connection, peer = server.accept()
+        connection.setblocking(False)
+        self.pending[connection] = (peer[0].removeprefix("::ffff:"), min(time.monotonic() + _READ_S, deadline),
+                                    bytearray())
+
+    def next_read_deadline(self, deadline: float) -> float:
+        return min([deadline, *(until for _, until, _ in self.pending.values())])
+
+    def read(self, connection: socket.socket) -> None:
+        peer, _, data = self.pending[connection]
         try:
-            connection.settimeout(_READ_S)
-            message = json.loads(_read_line(connection))
+            chunk = connection.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError as e:
+            chunk, error = b"", e
+        else:
+            error = None if chunk else ValueError("the connection closed before a whole line")
+        data += chunk
+        if len(data) > _MAX_LINE:
+            error = ValueError(f"a line of more than {_MAX_LINE} bytes")
+        if error is not None or data.endswith(b"\n"):
+            del self.pending[connection]
+            if error is None:
+                self._take(connection, peer, bytes(data))
+            else:
+                self._refuse(connection, peer, error)
+
+    def expire(self, now: float) -> None:
+        """Refuses every connection whose whole report did not come by its deadline (or now, when the exchange
+        ends)."""
+        for connection, (peer, until, data) in list(self.pending.items()):
+            if until <= now:
+                del self.pending[connection]
+                self._refuse(connection, peer, TimeoutError(f"{len(data)} byte(s) and no whole line within "
+                                                            f"{_READ_S:g} s"))
+
+    def _refuse(self, connection: socket.socket, peer: str, error: Exception) -> None:
+        self.problems.append(f"a process at {peer} connected to the rendezvous port but sent no pre-flight "
+                             f"report ({type(error).__name__}: {error}): a node on an older harness, or another "
+                             "program using the port")
+        connection.close()
+
+    def _take(self, connection: socket.socket, peer: str, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+            if not isinstance(message, dict):
+                raise ValueError(f"a JSON {type(message).__name__}, not a report")
             if message.get("protocol") != PROTOCOL:
                 raise ValueError(f"protocol {message.get('protocol')!r}")
-            facts = NodeFacts(**message["facts"])
-        except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
-            self.problems.append(f"a process at {peer} connected to the rendezvous port but sent no pre-flight "
-                                 f"report ({type(e).__name__}: {e}): a node on an older harness, or another program "
-                                 "using the port")
-            connection.close()
-            return
+            facts = from_dict(NodeFacts, message.get("facts"), "its report", "facts")
+        except (ValueError, RecursionError) as e:
+            return self._refuse(connection, peer, e)
         received = time.time()
         self.connections.append(connection)
-        if not 0 < facts.node < nodes:
+        if not 0 < facts.node < self.nodes:
             self.problems.append(f"node {facts.node} ({facts.host}, {peer}): node 0's descriptor has nodes "
-                                 f"0..{nodes - 1}: set this host's NODE_RANK")
+                                 f"0..{self.nodes - 1}: set this host's NODE_RANK")
         elif facts.node in self.reports:
             self.problems.append(f"node {facts.node} ({facts.host}, {peer}): another host, "
                                  f"{self.reports[facts.node].host}, reports as node {facts.node} too: give each "
@@ -284,31 +332,39 @@ class _Collection:
 
     def answer(self, problems: list[str]) -> None:
         """The verdict to every node that reported; each closes first, so that no connection of the rendezvous
-        port lingers on node 0 (in TIME_WAIT) when the rendezvous binds it."""
+        port lingers on node 0 (in TIME_WAIT) when the rendezvous binds it. All of it within _READ_S."""
+        deadline = time.monotonic() + _READ_S
         for connection in self.connections:
             try:
+                connection.settimeout(_READ_S)
                 connection.sendall((json.dumps({"problems": problems}) + "\n").encode())
             except OSError:
                 pass
         for connection in self.connections:
             try:
-                connection.settimeout(_READ_S)
-                while connection.recv(4096):
-                    pass
+                while (left := deadline - time.monotonic()) > 0:
+                    connection.settimeout(left)
+                    if not connection.recv(4096):
+                        break
             except OSError:
                 pass
             connection.close()
 
 
-def _read_line(connection: socket.socket, limit: int = 2**20) -> bytes:
+def _read_line(connection: socket.socket, deadline: float) -> bytes:
+    """One line, whole by `deadline` (time.monotonic()) however slowly it comes: TimeoutError otherwise."""
     data = b""
     while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"no whole line in time ({len(data)} byte(s))")
+        connection.settimeout(left)
         chunk = connection.recv(65536)
         if not chunk:
             raise ValueError("the connection closed before a whole line")
         data += chunk
-        if len(data) > limit:
-            raise ValueError(f"a line of more than {limit} bytes")
+        if len(data) > _MAX_LINE:
+            raise ValueError(f"a line of more than {_MAX_LINE} bytes")
     return data
 
 
@@ -328,13 +384,19 @@ def _collect(own: NodeFacts, nodes: int, master_addr: str, port: int, timeout_s:
         return [f"{who}: the rendezvous port {port} (run.launch.master_port) is taken on this host "
                 f"({os.strerror(e.errno) if e.errno else e}): "
                 "end the run that holds it, or set run.launch.master_port to a free port"], []
-    collection = _Collection(own)
+    collection = _Collection(own, nodes)
     deadline = time.monotonic() + timeout_s
     with server:
-        while len(collection.reports) < nodes and (left := deadline - time.monotonic()) > 0:
-            if select.select([server], [], [], left)[0]:
-                connection, peer = server.accept()
-                collection.take(connection, peer[0].removeprefix("::ffff:"), nodes)
+        while len(collection.reports) < nodes and (now := time.monotonic()) < deadline:
+            ready = select.select([server, *collection.pending], [], [],
+                                  max(collection.next_read_deadline(deadline) - now, 0))[0]
+            for sock in ready:
+                if sock is server:
+                    collection.accept(server, deadline)
+                else:
+                    collection.read(sock)
+            collection.expire(time.monotonic())
+        collection.expire(float("inf"))  # the exchange is over: a report still arriving is too late
         problems = collection.problems + judge(collection.reports, collection.received_at, nodes, timeout_s,
                                                master_addr, port)
         collection.answer(problems)
@@ -374,9 +436,13 @@ def _report(facts: NodeFacts, master_addr: str, port: int, timeout_s: float) -> 
             message = {"protocol": PROTOCOL, "facts": dataclasses.asdict(dataclasses.replace(facts,
                                                                                               sent_at=time.time()))}
             connection.sendall((json.dumps(message) + "\n").encode())
-            connection.settimeout(timeout_s)  # node 0 answers once every node reported, or its own timeout passed
-            return list(json.loads(_read_line(connection))["problems"])
-        except (OSError, ValueError, KeyError, TypeError) as e:
+            # Node 0 answers once every node reported or its own timeout passed (and a late report's read ended).
+            verdict = json.loads(_read_line(connection, time.monotonic() + timeout_s + _READ_S))
+            problems = verdict.get("problems") if isinstance(verdict, dict) else None
+            if not isinstance(problems, list) or not all(isinstance(p, str) for p in problems):
+                raise ValueError("its answer is no list of problems")
+            return problems
+        except (OSError, ValueError, RecursionError) as e:
             return [f"{who}: node 0 at {rendezvous} took no report or gave no verdict ({type(e).__name__}: {e}): "
                     "see node 0's output (what listens on that port may be no pre-flight)"]
 

@@ -13,7 +13,8 @@ command (bert.ownership): a DATA that holds anything it did not write is refused
     DATA/train_varlen/part-00000-of-04320.hdf5 ...  variable-length form, the same samples
     DATA/eval.hdf5, DATA/eval_varlen.hdf5            the eval set in both forms
     DATA/vocab.txt, DATA/manifest.json               the manifest that `data verify` writes
-    DATA/provenance.json                              each input and its md5, the flags, the seeds
+    DATA/provenance.json                              each input and its md5, the flags, the seeds, the eval
+                                                      set's source (which `data verify` checks the pick against)
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def _write_provenance(out: Path, inputs: OfficialInputs, options: MlperfOptions)
                                           "masked_lm_prob": options.spec.masked_lm_prob,
                                           "short_seq_prob": options.spec.short_seq_prob,
                                           "random_seed": options.seed, "dupe_factor": options.dupe_factor},
-              "eval": {"samples": options.eval_samples, "pick": "int(i * (n / samples))"},
+              "eval": {"samples": options.eval_samples, "pick": "int(i * (n / samples))", "source": f"{WORK}/eval"},
               "train": {"shards": options.shards, "reshard_seed": options.reshard_seed}}
     write_text_atomically(out / PROVENANCE, json.dumps(record, indent=1) + "\n")
 

@@ -7,23 +7,46 @@ after it, token ids inside the vocabulary, at least one masked position, strictl
 sequence and never on a [SEP] (0 ends the list, so never on [CLS]), masked ids inside the vocabulary,
 next-sentence labels 0 or 1; optionally at most --max-seq-length tokens and --max-predictions masked positions
 (the descriptor's limits).
-Problems are reported one line each, naming the file and the first sample concerned; the manifest is
-written only when there are none. It records per shard what was proved (the largest token id, the longest
-sample, the most masked positions), which training compares with its vocabulary and descriptor at start-up.
+Then the dataset-wide checks: exact duplicate samples in each training set (bert.prep.duplicates), eval samples
+that also occur in training and whether the eval file is the reference's pick of its source
+(bert.prep.eval_checks), and whether the token ids fit the vocabulary (bert.prep.vocab_fit).
+Problems are reported one line each, naming the file and the first sample concerned. The manifest records per
+shard what was proved (the largest token id, the longest sample, the most masked positions), the checks with
+their figures, and the problems: training starts only on a manifest that records every check and no problem.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from bert.data.manifest import MANIFEST_FILE, ManifestEntry, load_manifest, sha256_of, shard_files, write_manifest
+from bert.data.manifest import (
+    MANIFEST_FILE,
+    Manifest,
+    ManifestEntry,
+    load_manifest,
+    sha256_of,
+    shard_files,
+    write_manifest,
+)
 from bert.data.shards import Samples, ShardError, read_arrays, row_blocks, samples_from_arrays, shard_header
 from bert.data.vocab import Vocab, load_vocab
 from bert.ownership import VERIFY, claim_file
+from bert.prep.duplicates import SampleSet, content_digest, judge_duplicates
+from bert.prep.eval_checks import (
+    EvalOverlap,
+    default_eval_files,
+    judge_overlap,
+    judge_pick,
+    recorded_source,
+    source_hashes,
+)
 from bert.prep.progress import Advance, progress_bar
+from bert.prep.sample_hashes import sample_hashes
+from bert.prep.vocab_fit import KIND_NAMES, count_kinds, judge_vocabulary, piece_kinds
 from bert.prep.worker_pool import run_parallel
 
 MIN_SAMPLE_TOKENS = 5  # [CLS] A [SEP] B [SEP] with one token in each segment
@@ -39,6 +62,7 @@ class Stats:
     random_next: int = 0
     max_id: int = -1  # the largest token or masked id
     max_predictions: int = 0  # the most masked positions of a sample
+    kinds: np.ndarray = field(default_factory=lambda: np.zeros(len(KIND_NAMES), dtype=np.int64))  # bert.prep.vocab_fit
 
     @property
     def max_length(self) -> int:
@@ -54,6 +78,7 @@ class Stats:
         self.random_next += other.random_next
         self.max_id = max(self.max_id, other.max_id)
         self.max_predictions = max(self.max_predictions, other.max_predictions)
+        self.kinds = self.kinds + other.kinds
 
 
 @dataclass(frozen=True)
@@ -73,6 +98,20 @@ class VerifyReport:
     stats: Stats
     limits: Limits
     manifest: Path | None = None
+    checks: dict = field(default_factory=dict)  # the dataset-wide checks' figures, as the manifest records them
+    check_lines: list[str] = field(default_factory=list)  # their summary
+
+
+@dataclass
+class ShardCheck:
+    """What checking one shard found."""
+
+    form: str
+    stats: Stats
+    problems: list[str]
+    hashes: np.ndarray  # every sample's fingerprint (bert.prep.sample_hashes), in order
+    digest: str = ""  # bert.prep.duplicates.content_digest of the fingerprints
+    entry: ManifestEntry | None = None
 
 
 class Findings:
@@ -96,9 +135,12 @@ class Findings:
 
 
 def verify_dataset(root: Path, vocab_path: Path | None = None, limits: Limits = Limits(), workers: int = 1,
-                   show_progress: bool = True, writer: str = VERIFY) -> VerifyReport:
-    """Checks every shard below `root` (on `workers` processes); writes root/manifest.json when nothing is
-    wrong (claimed for `writer`: a manifest.json of someone else's is never replaced)."""
+                   show_progress: bool = True, writer: str = VERIFY, eval_files: list[Path] | None = None,
+                   eval_source: Path | None = None) -> VerifyReport:
+    """Checks every shard below `root` and the eval files (root's eval*.hdf5 and `eval_files`) on `workers` processes,
+    then the dataset-wide checks (the eval pick against `eval_source`, or the source `data mlperf` recorded);
+    writes root/manifest.json recording them and every problem (claimed for `writer`: a manifest.json of someone
+    else's is never replaced)."""
     if not root.is_dir():
         raise ShardError(f"{root}: no such dataset directory")
     vocab_path = vocab_path or root / "vocab.txt"
@@ -106,23 +148,105 @@ def verify_dataset(root: Path, vocab_path: Path | None = None, limits: Limits = 
         raise ShardError(f"{vocab_path}: no vocabulary to check token ids against; pass --vocab")
     vocab = load_vocab(vocab_path)
     files = shard_files(root)
-    if not files:
-        raise ShardError(f"{root}: no shards (*.hdf5) in it or below it")
+    evals = default_eval_files(root, files)
+    named = {p.resolve() for p in evals}
+    for path in eval_files or []:
+        if not path.is_file():
+            raise ShardError(f"{path}: no such eval file")
+        if path.resolve() not in named:
+            evals.append(path)
+            named.add(path.resolve())
+    training = [p for p in files if p.resolve() not in named]
+    if not training:
+        raise ShardError(f"{root}: no training shards (*.hdf5 other than the eval files) in it or below it")
     report = VerifyReport(root, [], [], Stats(), limits)
-    check = _FileCheck(root, vocab, limits)
-    with progress_bar("verify", sum(p.stat().st_size for p in files), "bytes", show_progress) as advance:
-        for entry, stats, problems in run_parallel(check, files, workers, advance):
-            report.entries.append(entry)
-            report.stats.add(stats)
-            report.problems += problems
-    if root.resolve() in vocab_path.resolve().parents:
-        report.entries.append(ManifestEntry(vocab_path.resolve().relative_to(root.resolve()).as_posix(),
-                                            vocab_path.stat().st_size, sha256_of(vocab_path), None, "vocab"))
-    if not report.problems:
-        with claim_file(root / MANIFEST_FILE, writer, replace=True, legacy=_is_manifest,
-                        foreign_hint="verify writes its manifest there: move that file away yourself"):
-            report.manifest = write_manifest(root, report.entries)
+    check = _FileCheck(root, vocab, limits, piece_kinds(vocab))
+    with progress_bar("verify", sum(p.stat().st_size for p in [*evals, *training]), "bytes", show_progress) as advance:
+        checked = dict(zip(evals, _check_files(report, check, evals, "eval", workers, advance)))
+        prints = {path: result.hashes for path, result in checked.items()}
+        overlaps = {path: EvalOverlap(len(hashes)) for path, hashes in prints.items()}
+        for sample_set in _training_sets(root, training):
+            _check_files(report, check, sample_set.paths, "train", workers, advance, sample_set)
+            _record(report, "duplicates", sample_set.name, judge_duplicates(sample_set, sample_set.duplicates(), root))
+            for path, hashes in prints.items():
+                overlaps[path].update(sample_set, hashes)
+    structural = len(report.problems)
+    report.checks["samples"] = {"shards": len(report.entries), "samples": report.stats.samples, "problems": structural}
+    _eval_checks(report, checked, overlaps, eval_source or recorded_source(root))
+    _record(report, "vocabulary", None, judge_vocabulary(report.stats.kinds, str(vocab_path)))
+    report.entries.sort(key=lambda e: e.path)
+    report.entries.append(ManifestEntry(_relative(vocab_path, root), vocab_path.stat().st_size, sha256_of(vocab_path),
+                                        None, "vocab"))
+    with claim_file(root / MANIFEST_FILE, writer, replace=True, legacy=_is_manifest,
+                    foreign_hint="verify writes its manifest there: move that file away yourself"):
+        report.manifest = write_manifest(root, Manifest(report.entries, report.checks, report.problems))
     return report
+
+
+def _check_files(report: VerifyReport, check: _FileCheck, paths: list[Path], role: str, workers: int,
+                 advance: Advance, sample_set: SampleSet | None = None) -> list[ShardCheck]:
+    """Checks the shards, adding their entries (with `role`), statistics and problems to the report, and their
+    fingerprints to `sample_set` as each arrives (then dropped: memory stays one fingerprint per sample)."""
+    def fold(index: int, result: ShardCheck) -> ShardCheck:
+        report.entries.append(replace(result.entry, role=role))
+        report.stats.add(result.stats)
+        report.problems += result.problems
+        if sample_set is not None:
+            sample_set.add(index, result.hashes, result.digest)
+            result.hashes = np.zeros(0, dtype=np.uint64)
+        return result
+    return run_parallel(check, paths, workers, advance, keep=fold)
+
+
+def _training_sets(root: Path, shards: list[Path]) -> list[SampleSet]:
+    """The training sets to check for duplicates: the shards of one form in one top folder (train/ and
+    train_varlen/ of `data mlperf` hold the same samples twice, by design)."""
+    groups: dict[str, tuple[list[Path], list[int]]] = {}
+    for path in shards:
+        try:
+            header = shard_header(path)
+            form, samples = header.form, header.samples
+        except ShardError:  # reported when the shard is checked
+            form, samples = "unreadable", 0
+        parts = path.relative_to(root).parts
+        name = f"{parts[0]}/ ({form} form)" if len(parts) > 1 else f"the top folder ({form} form)"
+        paths, counts = groups.setdefault(name, ([], []))
+        paths.append(path)
+        counts.append(samples)
+    return [SampleSet(name, paths, counts) for name, (paths, counts) in groups.items()]
+
+
+def _eval_checks(report: VerifyReport, checked: dict[Path, ShardCheck], overlaps: dict[Path, EvalOverlap],
+                 source: Path | None) -> None:
+    report.checks["eval_in_train"], report.checks["eval_pick"] = {}, {}
+    if not checked:
+        report.check_lines.append(f"eval: no eval file checked (none named eval*.hdf5 at the top of {report.root}); "
+                                  "name it with --eval")
+        return
+    source_prints = None
+    if source is not None:
+        try:
+            source_prints = source_hashes(source)
+        except ShardError as e:
+            report.problems.append(str(e))
+    for path, result in checked.items():
+        name = _relative(path, report.root)
+        _record(report, "eval_in_train", name, judge_overlap(path, overlaps[path]))
+        _record(report, "eval_pick", name, judge_pick(path, result.form, result.hashes, source, source_prints))
+
+
+def _record(report: VerifyReport, check: str, key: str | None, judged: tuple[dict, list[str], str]) -> None:
+    figures, problems, line = judged
+    if key is None:
+        report.checks[check] = figures
+    else:
+        report.checks.setdefault(check, {})[key] = figures
+    report.problems += problems
+    report.check_lines.append(line)
+
+
+def _relative(path: Path, root: Path) -> str:
+    return Path(os.path.relpath(path, root)).as_posix()
 
 
 def _is_manifest(path: Path) -> bool:
@@ -135,24 +259,27 @@ def _is_manifest(path: Path) -> bool:
 
 @dataclass(frozen=True)
 class _FileCheck:
-    """One shard's manifest entry, statistics and problems."""
+    """One shard's check, with its manifest entry."""
 
     root: Path
     vocab: Vocab
     limits: Limits
+    kinds: np.ndarray  # bert.prep.vocab_fit.piece_kinds of the vocabulary
 
-    def __call__(self, path: Path, report: Advance) -> tuple[ManifestEntry, Stats, list[str]]:
-        form, stats, problems = verify_shard(path, self.vocab, self.limits)
-        size = path.stat().st_size
-        entry = ManifestEntry(path.relative_to(self.root).as_posix(), size, sha256_of(path), stats.samples, form,
-                              stats.max_id, stats.max_length, stats.max_predictions)
+    def __call__(self, path: Path, report: Advance) -> ShardCheck:
+        result = verify_shard(path, self.vocab, self.limits, self.kinds)
+        size, stats = path.stat().st_size, result.stats
+        result.entry = ManifestEntry(_relative(path, self.root), size, sha256_of(path), stats.samples, result.form,
+                                     stats.max_id, stats.max_length, stats.max_predictions)
+        result.digest = content_digest(result.hashes)
         report(size)
-        return entry, stats, problems
+        return result
 
 
-def verify_shard(path: Path, vocab: Vocab, limits: Limits = Limits()) -> tuple[str, Stats, list[str]]:
-    """(form, statistics, problems) of one shard, read a block of samples at a time."""
-    findings, stats = Findings(path), Stats()
+def verify_shard(path: Path, vocab: Vocab, limits: Limits = Limits(), kinds: np.ndarray | None = None) -> ShardCheck:
+    """Checks one shard, a block of samples at a time; `kinds` is piece_kinds(vocab), passed when known."""
+    findings, stats, hashes = Findings(path), Stats(), []
+    kinds = piece_kinds(vocab) if kinds is None else kinds
     try:
         header = shard_header(path)  # the file opens, has the keys, dtypes and shapes of its form
         for rows in row_blocks(header.samples, CHECK_BLOCK):
@@ -161,11 +288,13 @@ def verify_shard(path: Path, vocab: Vocab, limits: Limits = Limits()) -> tuple[s
                 continue  # a broken input_mask makes the samples of this block meaningless
             samples = samples_from_arrays(path, form, arrays)
             _check_samples(findings, samples, rows.start, vocab, limits)
-            stats.add(_stats(samples))
+            stats.add(_stats(samples, kinds))
+            hashes.append(sample_hashes(samples))
     except ShardError as e:
-        return "unreadable", Stats(), [str(e)]
+        return ShardCheck("unreadable", Stats(), [str(e)], np.zeros(0, dtype=np.uint64))
     problems = [f"{path}: holds no samples"] if header.samples == 0 else []
-    return header.form, stats, problems + findings.lines()
+    prints = np.concatenate(hashes) if hashes else np.zeros(0, dtype=np.uint64)
+    return ShardCheck(header.form, stats, problems + findings.lines(), prints)
 
 
 def _padding_ok(findings: Findings, arrays: dict[str, np.ndarray], first: int) -> bool:
@@ -179,11 +308,11 @@ def _padding_ok(findings: Findings, arrays: dict[str, np.ndarray], first: int) -
     return not bad_mask.any()
 
 
-def _stats(s: Samples) -> Stats:
+def _stats(s: Samples, kinds: np.ndarray) -> Stats:
     lengths, listed = s.lengths, s.masked_positions > 0
     max_id = max(int(s.tokens.max(initial=-1)), int(s.masked_ids[listed].max(initial=-1)))
     return Stats(len(s), np.bincount(lengths), int(listed.sum()), int(lengths.sum() - 3 * len(s)),
-                 int(s.nsp_labels.sum()), max_id, int(listed.sum(1).max(initial=0)))
+                 int(s.nsp_labels.sum()), max_id, int(listed.sum(1).max(initial=0)), count_kinds(s, kinds))
 
 
 def _check_samples(findings: Findings, s: Samples, first: int, vocab: Vocab, limits: Limits) -> None:

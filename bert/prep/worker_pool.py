@@ -18,12 +18,17 @@ from bert.prep.progress import Advance
 Task = Callable[[Any, Advance], Any]  # (item, report progress) -> result; must be picklable for workers
 
 
-def run_parallel(task: Task, items: Sequence, workers: int, advance: Advance) -> list:
+def run_parallel(task: Task, items: Sequence, workers: int, advance: Advance,
+                 keep: Callable[[int, Any], Any] | None = None) -> list:
     """task(item, report) for every item, results in the order of `items`. With one worker (or one item) it
-    runs in this process. On an error the items not started are cancelled, the running ones finish, and the
-    error is raised here."""
+    runs in this process. Each result passes through keep(index, result) as it arrives, when given, and what
+    that returns is kept: a caller folds large results into its own state instead of holding them all. On an
+    error the items not started are cancelled, the running ones finish, and the error is raised here."""
+    def kept(index: int, result: Any) -> Any:
+        return result if keep is None else keep(index, result)
+
     if workers <= 1 or len(items) <= 1:
-        return [task(item, advance) for item in items]
+        return [kept(i, task(item, advance)) for i, item in enumerate(items)]
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     results: dict[int, Any] = {}
@@ -35,7 +40,7 @@ def run_parallel(task: Task, items: Sequence, workers: int, advance: Advance) ->
             while waiting:
                 done, waiting = wait(waiting, timeout=0.2, return_when=FIRST_COMPLETED)
                 _drain(queue, advance)
-                results.update((pending[f], f.result()) for f in done)
+                results.update((pending[f], kept(pending[f], f.result())) for f in done)
         except BaseException:
             for future in waiting:
                 future.cancel()

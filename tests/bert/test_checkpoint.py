@@ -24,6 +24,9 @@ from bert.system import load_system
 # An odd vocabulary so that the padding rows (4093 -> 4096) are exercised.
 CONFIG = named_config("micro", vocab_size=4093)
 
+# The last 8 bytes of every TensorFlow checkpoint index (an SSTable's magic number; read from one TF 2.21 wrote).
+TF_INDEX_FOOTER = struct.pack("<Q", 0xDB4775248B80FB57)
+
 
 @pytest.fixture(scope="module")
 def reference() -> dict[str, torch.Tensor]:
@@ -121,10 +124,24 @@ def test_tensorflow_checkpoint_round_trips(tmp_path, reference):
     _assert_equal_model(tmp_path / "init.pt", reference)
 
 
+def test_a_tensorflow_checkpoint_cut_short_is_one_line(tmp_path, reference):
+    tf = pytest.importorskip("tensorflow", reason="TensorFlow is the optional `tf` extra, not installed here")
+    with tf.Graph().as_default():
+        tf.compat.v1.Variable(reference["nsp.weight"].numpy(), name="cls/seq_relationship/output_weights")
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            saved = Path(tf.compat.v1.train.Saver().save(session, str(tmp_path / "model.ckpt")))
+    (data,) = tmp_path.glob("model.ckpt.data-*")
+    data.write_bytes(data.read_bytes()[:10])
+    with pytest.raises(CheckpointError, match=r"model.ckpt: TensorFlow cannot read this checkpoint \(IndexError: Read "
+                                              r"less bytes than requested\); it is damaged or incomplete"):
+        read_source(saved)
+
+
 def test_tensorflow_checkpoint_without_tensorflow_names_the_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorflow", None)  # import fails as if not installed
     prefix = tmp_path / "model.ckpt-28252"
-    Path(f"{prefix}.index").write_bytes(b"")
+    Path(f"{prefix}.index").write_bytes(b"\0" * 40 + TF_INDEX_FOOTER)
     with pytest.raises(CheckpointError) as e:
         read_source(prefix)
     assert str(prefix) in str(e.value) and TF_INSTALL_HINT in str(e.value)

@@ -63,6 +63,7 @@ def test_the_whole_chain_and_verify_failures(text_corpus, tmp_path):
     assert _run("vocab", "--text", *sorted((text_corpus / "train").glob("part-*")), "--size", 600, "--out",
                 data / "vocab.txt", "--quiet").exit_code == 0
     assert _prepare(text_corpus, data / "train").exit_code == 0
+    # A mistake that caps accuracy: the eval set picked from the training shards.
     assert _run("eval-set", "--input", data / "train", "--out", data / "eval.hdf5", "--samples", 100,
                 "--max-seq-length", 64, "--max-predictions", 10, "--quiet").exit_code == 0
     resharded = _run("reshard", "--input", *sorted((data / "train").glob("*.hdf5")), "--out", tmp_path / "rs",
@@ -72,11 +73,27 @@ def test_the_whole_chain_and_verify_failures(text_corpus, tmp_path):
     bad = _run("verify", data, "--workers", 1, "--quiet")
     assert bad.exit_code == 1 and "token id outside the vocabulary of 600" in bad.output
     (data / "vocab.txt").write_bytes((text_corpus / "vocab.txt").read_bytes())
-    good = _run("verify", data, "--quiet")
+    leaked = _run("verify", data, "--quiet")
+    assert leaked.exit_code == 1 and _problems(leaked) == [
+        f"{data / 'eval.hdf5'}: 100 of its 100 eval samples (100.0%) are also in train/ (fixed form); sample 0 is "
+        f"also in {data / 'train' / 'part-00000-of-00003.hdf5'}: accuracy on them would be measured on training data; "
+        "make the eval set from text kept out of training (`mlperf-bert data eval-set`)"]
+    assert _run("prepare", "--text", text_corpus / "eval.txt", "--vocab", text_corpus / "vocab.txt", "--out",
+                tmp_path / "eval_parts", "--max-seq-length", 64, "--max-predictions", 10, "--dupe-factor", 1,
+                "--workers", 1, "--quiet").exit_code == 0
+    assert _run("eval-set", "--input", tmp_path / "eval_parts", "--out", data / "eval.hdf5", "--samples", 100,
+                "--max-seq-length", 64, "--max-predictions", 10, "--overwrite", "--quiet").exit_code == 0
+    good = _run("verify", data, "--quiet", "--eval-source", tmp_path / "eval_parts")
     assert good.exit_code == 0 and f"manifest: {data / 'manifest.json'}" in good.output
+    assert "eval.hdf5: the 100 samples pick_eval_samples.py picks from the " in good.output
     with h5py.File(data / "eval.hdf5", "r+") as f:
         f["next_sentence_labels"][0] = 3
     broken = _run("verify", data, "--workers", 1, "--quiet")
     assert broken.exit_code == 1
-    assert f"{data / 'eval.hdf5'}: sample 0: next_sentence_labels is not 0 or 1" in broken.output
-    assert "Error: 1 problem(s) found; no manifest written" in broken.output
+    assert _problems(broken) == [f"{data / 'eval.hdf5'}: sample 0: next_sentence_labels is not 0 or 1"]
+    assert f"Error: 1 problem(s) found; {data / 'manifest.json'} records them, and training refuses" in broken.output
+
+
+def _problems(result) -> list[str]:
+    """The problem lines a failed verify printed (on stderr, before the closing Error: line)."""
+    return [line for line in result.stderr.splitlines() if line.strip() and not line.startswith("Error: ")]

@@ -99,3 +99,20 @@ def test_a_claim_inside_a_claim_of_the_same_process_is_not_refused(tmp_path):
             (tmp_path / "out" / "eval.hdf5").write_bytes(b"eval")
         assert (tmp_path / "out" / LOCK_FILE).exists()  # still held by the outer claim
     assert not (tmp_path / "out" / LOCK_FILE).exists()
+
+
+@pytest.mark.parametrize("planted", ["symlink", "hard link", "fifo"])
+def test_a_file_claim_never_writes_through_a_planted_lock(tmp_path, planted):
+    """claim_file (checkpoint convert, data verify's manifest, the vocabulary) takes the folder's lock without
+    the folder check that claim_folder makes first: the lock's own open must refuse what is no lock file."""
+    precious, lock = tmp_path / "precious.txt", tmp_path / "out" / LOCK_FILE
+    precious.write_text("precious\n")
+    lock.parent.mkdir()
+    {"symlink": lambda: lock.symlink_to(precious), "hard link": lambda: os.link(precious, lock),
+     "fifo": lambda: os.mkfifo(lock)}[planted]()
+    kind = {"symlink": "a symbolic link", "hard link": "a hard link to another file", "fifo": "not a regular file"}
+    with pytest.raises(OwnershipError, match=f"{LOCK_FILE}: is {kind[planted]}, not the lock mlperf-bert writes"):
+        with claim_file(lock.parent / "model.pt", "checkpoint convert"):
+            pass
+    assert precious.read_text() == "precious\n"
+    assert not (lock.parent / RECORD_FILE).exists()

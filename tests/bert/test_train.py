@@ -13,7 +13,7 @@ from bert.provenance import running_code
 from bert.system import load_system
 from compliance.checkers import compliance_check
 from compliance.result_log import read_result_log
-from tests.helpers.datasets import copy_dataset
+from tests.helpers.datasets import copy_dataset, edit_unseen
 from tests.helpers.runs import run_training
 from tests.helpers.systems import unchecked_descriptor, write_unchecked
 
@@ -44,11 +44,12 @@ def test_two_process_gloo_run_converges_and_passes_the_checker(tmp_path, small_d
 
 def test_corrupt_shard_after_start_ends_with_an_aborted_run_stop(tmp_path, small_dataset, cpu_env):
     data = copy_dataset(small_dataset, tmp_path / "data")
-    for shard in (data / "train").glob("*.hdf5"):
-        with h5py.File(shard, "r+") as f:  # the metadata passes the start-up check; a sample does not
-            ids = f["input_ids"][:]
-            ids[0, 1] = 9999
-            f["input_ids"][...] = ids
+
+    def corrupt(f) -> None:  # the metadata and the manifest pass the start-up check; a sample does not
+        ids = f["input_ids"][:]
+        ids[0, 1] = 9999
+        f["input_ids"][...] = ids
+    edit_unseen(data, corrupt)
     system = load_system("cpu_micro").path
     proc, log = run_training(tmp_path, system, data, 1, cpu_env)
     assert proc.returncode != 0

@@ -47,13 +47,24 @@ def test_hosts_reach_each_other_by_name_and_nothing_else(hosts):
     assert routes.split()[0] == str(netns.SUBNET) and len(routes.splitlines()) == 1  # no way off the bridge
 
 
+def running(pid: int, program: str) -> bool:
+    """Whether process `pid` runs `program` yet: on_host.sh, which starts it, is a process on the host too, from
+    before its mounts (which the removal's first step, deleting /etc/netns/NAME, makes fail) until it execs."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() == program
+    except OSError:
+        return False
+
+
 def test_everything_is_removed_when_the_test_fails(hosts):
     hosts(1)  # skips where namespaces are unavailable
     with pytest.raises(RuntimeError, match="the test failed"):
         with netns.host_network(2) as network:
             sleeper = network.hosts[1].popen(["sleep", "600"])
-            while not network.hosts[1].pids():
+            deadline = time.monotonic() + 30
+            while not running(sleeper.pid, "sleep") and time.monotonic() < deadline:
                 time.sleep(0.05)
+            assert sleeper.pid in network.hosts[1].pids()
             names = namespaces_of(network)
             raise RuntimeError("the test failed")
     assert sleeper.wait(timeout=10) == -signal.SIGKILL
@@ -63,8 +74,10 @@ def test_everything_is_removed_when_the_test_fails(hosts):
 def _holder() -> subprocess.Popen:
     """A process that makes 2 hosts, starts a process on the first, prints their namespaces once that process runs
     there, and waits."""
-    code = ("from tests.cluster import netns\nimport subprocess, time\nwith netns.host_network(2) as n:\n"
-            "    n.hosts[0].popen(['sleep', '600'])\n    while not n.hosts[0].pids():\n        time.sleep(0.05)\n"
+    code = ("from tests.cluster import netns\nfrom tests.cluster.test_netns import running\nimport time\n"
+            "with netns.host_network(2) as n:\n    p = n.hosts[0].popen(['sleep', '600'])\n"
+            "    deadline = time.monotonic() + 30\n"
+            "    while not running(p.pid, 'sleep') and time.monotonic() < deadline:\n        time.sleep(0.05)\n"
             "    print(' '.join([n.switch] + [h.netns for h in n.hosts]), flush=True)\n    time.sleep(600)\n")
     return subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True)
 

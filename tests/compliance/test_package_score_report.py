@@ -121,6 +121,27 @@ def test_package_refuses_an_existing_tree_without_force(tmp_path):
     assert [p.name for p in out.iterdir()] == ["MLPerf"]
 
 
+@pytest.mark.parametrize("kind", ["symlink", "file"])
+def test_package_force_onto_an_org_that_is_no_folder_changes_nothing_and_says_so(tmp_path, kind):
+    """--force onto ORG as a link to a user's folder used to replace the link and then fail to remove it, saying
+    "nothing was changed"."""
+    logs, out, users = write_runs(tmp_path / "logs"), tmp_path / "out", tmp_path / "users"
+    users.mkdir()
+    (users / "notes.md").write_text("mine")
+    out.mkdir()
+    (out / "Org").symlink_to(users) if kind == "symlink" else (out / "Org").write_text("mine")
+    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out, "--force")
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 1 and len(lines) == 1, result.output
+    what = f"is a symbolic link (to {users}), not a folder" if kind == "symlink" else "is a file, not a folder"
+    assert lines[0].startswith(f"Error: {out / 'Org'}: {what}; nothing was written"), lines
+    assert [p.name for p in out.iterdir()] == ["Org"]
+    if kind == "symlink":
+        assert os.readlink(out / "Org") == str(users) and [p.name for p in users.iterdir()] == ["notes.md"]
+    else:
+        assert (out / "Org").read_text() == "mine"
+
+
 def test_package_refuses_logs_that_would_fail_and_writes_nothing(tmp_path):
     logs = write_runs(tmp_path / "logs", count=9)
     result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "MLPerf", "--out", tmp_path / "out")

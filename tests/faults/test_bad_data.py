@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 from bert.data.manifest import MANIFEST_FILE
-from bert.data.shards import read_shard
+from bert.data.shards import read_shard, write_shard
 from bert.data.vocab import Vocab, load_vocab
 from bert.prep.verify import verify_dataset
 from bert.system import load_system
 from bert.train import RunRequest, run
+from tests.helpers.datasets import edit_unseen
 from tests.helpers.faults import assert_log_aborted
 
 ROW = 17  # the sample corrupted in every training shard, whichever the loader reads first
@@ -29,13 +30,14 @@ def _run(tmp_path, data, **run_changes) -> tuple[int, str]:
 
 
 def _corrupt_shards(data, key: str, change) -> None:
-    """Sets `change(row values, sample length) -> new row values` on sample ROW of `key` in every training shard."""
-    for shard in sorted((data / "train").glob("*.hdf5")):
-        with h5py.File(shard, "r+") as f:
-            length = int(f["input_mask"][ROW].sum())
-            values = f[key][:]
-            values[ROW] = change(values[ROW].copy(), length)
-            f[key][...] = values
+    """Sets `change(row values, sample length) -> new row values` on sample ROW of `key` in every training shard,
+    unseen by the manifest."""
+    def edit(f) -> None:
+        length = int(f["input_mask"][ROW].sum())
+        values = f[key][:]
+        values[ROW] = change(values[ROW].copy(), length)
+        f[key][...] = values
+    edit_unseen(data, edit)
 
 
 def _set(column: int, value: int):
@@ -86,6 +88,19 @@ def test_a_vocabulary_that_does_not_match_verified_data_stops_the_run_before_run
     reason = assert_log_aborted(log, "the vocabulary does not match the data")["reason"]
     assert re.search(r"hdf5: holds token ids up to \d{4} \(proved by `mlperf-bert data verify`\), but "
                      rf"{re.escape(str(tmp_path / 'small_vocab.txt'))} has 1000 pieces", reason), reason
+    assert "run_start" not in log.read_text()
+
+
+def test_a_dataset_verify_found_unfit_stops_the_run_before_run_start(tmp_path, fault_data):
+    evaluation = read_shard(fault_data / "eval.hdf5")
+    write_shard(fault_data / "train" / "part-00003-of-00004.hdf5", evaluation, "fixed", 64, 10)  # all 256 leaked
+    assert verify_dataset(fault_data, show_progress=False).problems
+    code, log = _run(tmp_path, fault_data)
+    assert code == 1
+    reason = assert_log_aborted(log, "ShardError: ")["reason"]
+    assert re.fullmatch(r"ShardError: .*manifest\.json: `data verify` found this dataset unfit: .*eval\.hdf5: 256 of "
+                        r"its 256 eval samples \(100\.0%\) are also in train/ .*; `mlperf-bert data verify .*` shows "
+                        r"every problem", reason), reason
     assert "run_start" not in log.read_text()
 
 

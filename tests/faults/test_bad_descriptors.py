@@ -34,6 +34,8 @@ BAD_VALUES = [
     ("optimizer.beta_2", 1.0, "must be 0 or more and less than 1, got 1.0"),
     ("optimizer.training_steps", 0, "must be at least 1, got 0"),
     ("launch.master_port", 70000, "must be at least 1 and at most 65535, got 70000"),
+    ("launch.cpu_binding.omp_num_threads", 100_000, "must be at least 1 and at most 1024, got 100000 (or null: a "
+     "bound rank's physical cores; more than any host has, 100000 crashed a rank)"),
     ("dataset.synthetic.shards", 0, "must be at least 1, got 0"),
     ("model_overrides.num_heads", 0, "must be at least 1, got 0"),
     ("model_overrides.gelu", "relu", "expected one of 'tanh', 'erf', got 'relu' (string)"),

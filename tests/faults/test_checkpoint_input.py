@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from bert.checkpoint import CheckpointError, load_state
+from bert.checkpoint import CheckpointError, Source, load_state, map_to_model, model_shapes
 from bert.model.config import named_config
 from bert.model.pretraining import BertForPreTraining
+from bert.model.tf_names import tensor_names
 from tests.helpers.compliance import cli
 
 
@@ -95,6 +96,8 @@ def _entry(**changes) -> bytes:
     (_entry(shape="2x2"), "tensor w: shape '2x2' is not a list of whole numbers"),
     (json.dumps({"w": ["F32"]}).encode(), "tensor w: its header entry is list, not an object"),
     (b"[" * 100_000 + b"]" * 100_000, "safetensors header is nested too deeply to be one"),
+    (_entry(shape=[0, 2**64], data_offsets=[0, 0]), "tensor w: shape [0, 18446744073709551616] is not a list of whole "
+                                                    "numbers from 0 to 2^63 - 1"),
 ])
 def test_inspect_names_what_is_wrong_with_a_safetensors_header(tmp_path, header, message):
     path = _safetensors(tmp_path / "model.safetensors", header)
@@ -106,3 +109,55 @@ def test_an_out_path_under_a_regular_file_is_one_line(tmp_path, micro_checkpoint
     out = tmp_path / "notes.md" / "model.pt"
     assert _one_line(_convert(micro_checkpoint, out)) == (
         f"Error: {out.parent}: cannot be made a folder: {tmp_path / 'notes.md'} is a file; choose another path")
+
+
+QKV = "bert.encoder.0.attention.qkv.weight"
+
+
+@pytest.mark.parametrize("name, change, message", [
+    (QKV, lambda t: torch.tensor(1.0), f"does not fit the model: tensor {QKV} has shape [], the model's {QKV} "
+                                       "needs [192, 64]"),
+    (QKV, lambda t: t[:1], f"does not fit the model: tensor {QKV} has shape [1, 64], the model's {QKV} needs "
+                           "[192, 64]"),
+    ("nsp.weight", lambda t: t.to(torch.float8_e4m3fn), "tensor for nsp.weight holds float8_e4m3fn; weights load "
+                                                        "from float32, float16, bfloat16 or float64"),
+    ("nsp.weight", lambda t: t.to_sparse(), "tensor nsp.weight is sparse_coo, not a dense tensor"),
+    ("nsp.weight", lambda t: torch.empty(t.shape, device="meta"), "tensor nsp.weight is on the meta device and "
+                                                                  "holds no values"),
+])
+def test_convert_names_a_tensor_it_cannot_take_in_one_line(tmp_path, micro_checkpoint, name, change, message):
+    state = torch.load(micro_checkpoint, weights_only=True)
+    state[name] = change(state[name])
+    torch.save(state, tmp_path / "odd.pt")
+    line = _one_line(_convert(tmp_path / "odd.pt", tmp_path / "out.pt"))
+    assert line.startswith(f"Error: {tmp_path / 'odd.pt'}: {message}"), line
+    assert not (tmp_path / "out.pt").exists()
+
+
+def test_a_tf_kernel_that_is_no_matrix_is_a_shape_mismatch(micro_checkpoint):
+    config = named_config("micro")
+    state = torch.load(micro_checkpoint, weights_only=True)
+    tensors = {}
+    for entry in tensor_names(config):
+        tensor = entry.of(state[entry.torch])
+        tensor = tensor[:config.vocab_size] if entry.vocab_padded else tensor
+        tensors[entry.tf] = tensor.t() if entry.transpose else tensor
+    kernel = "bert/pooler/dense/kernel"
+    tensors[kernel] = tensors[kernel].reshape(8, 8, 64)
+    fit = map_to_model(Source(Path("model.ckpt"), "tensorflow", tensors), config, model_shapes(config))
+    assert fit.naming == "tf"
+    assert fit.mismatched == [f"tensor {kernel} has shape [8, 8, 64], the model's bert.pooler.weight needs "
+                              "[64, 64]"]
+
+
+@pytest.mark.parametrize("index, message", [
+    (b"not an index at all, as long as one" * 4, "not the index of a TensorFlow checkpoint (140 bytes, without its "
+                                                 "footer)"),
+    (b"\x57\xfb\x80\x8b\x24\x75\x47\xdb", "not the index of a TensorFlow checkpoint (8 bytes, without its footer)"),
+])
+def test_a_tensorflow_index_cut_short_or_foreign_is_one_line_even_without_tensorflow(tmp_path, index, message):
+    prefix = tmp_path / "model.ckpt-28252"
+    Path(f"{prefix}.index").write_bytes(index)
+    Path(f"{prefix}.data-00000-of-00001").write_bytes(b"\0" * 64)
+    line = _one_line(cli("checkpoint", "inspect", prefix, "--model", "micro"))
+    assert line.startswith(f"Error: {prefix}.index: {message}"), line

@@ -4,6 +4,8 @@ off by `data verify`; odd but valid records (one masked position each) import; a
 
 from __future__ import annotations
 
+import json
+
 import h5py
 import numpy as np
 import pytest
@@ -70,7 +72,7 @@ def test_verify_never_signs_off_an_id_its_reader_would_wrap(tmp_path, small_data
     result = cli("data", "verify", data, "--workers", 1, "--quiet")
     assert result.exit_code == 1
     assert f"{shard}: input_ids holds {wrapped}, which int32 cannot hold" in result.output
-    assert not (data / MANIFEST_FILE).exists()
+    assert json.loads((data / MANIFEST_FILE).read_text())["verdict"] == "failed"  # training refuses it
 
 
 def test_an_md5_list_that_is_not_text_is_named(tmp_path, text_corpus):

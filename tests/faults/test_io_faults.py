@@ -1,16 +1,25 @@
 """Bad input and failing output: a shard changed after verification, a result log that cannot be written, too
-little free disk, a log path that already holds a result."""
+little free disk, a log path that already holds a result, a disk that fills under data synth, checkpoint convert
+and data verify."""
 
+import resource
 import shutil
+import signal
 import subprocess
 from collections import namedtuple
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
+import torch
 
 from bert.mllog import LOG_FREE_BYTES, LogError, RunLog, seal_log
+from bert.model.config import named_config
+from bert.model.pretraining import BertForPreTraining
 from bert.prep.verify import verify_dataset
 from bert.system import load_system
 from bert.train import RunRequest, run
+from tests.helpers.compliance import cli
 from tests.helpers.faults import assert_log_aborted, assert_stdout_aborted, fault_descriptor, finish, torchrun
 from tests.helpers.repo import REPO
 
@@ -89,3 +98,40 @@ def test_seal_ends_a_cut_off_log_and_leaves_a_finished_one(tmp_path):
     assert lines[1].endswith('"key": "blo') and '"reason": "rank 0 was killed"' in lines[2]
     assert seal_log(tmp_path / "result_0.txt", "again") == ("aborted", False)
     assert (tmp_path / "result_0.txt").read_text().splitlines() == lines
+
+
+@contextmanager
+def file_size_limit(limit: int) -> Iterator[None]:
+    """A disk that fills at `limit` bytes a file (RLIMIT_FSIZE; its SIGXFSZ ignored, so writes fail with EFBIG)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+
+
+def _one_error_line(result) -> str:
+    lines = [line for line in result.output.splitlines() if line.startswith("Error: ") or "Traceback" in line]
+    assert result.exit_code == 1 and len(lines) == 1 and not isinstance(result.exception, OSError), result.output
+    return lines[0]
+
+
+def test_a_full_disk_is_one_line_for_synth_convert_and_verify(tmp_path, small_dataset):
+    data, model = tmp_path / "data", tmp_path / "model.pt"
+    torch.save(BertForPreTraining(named_config("micro")).state_dict(), model)
+    shutil.copytree(small_dataset, tmp_path / "verified")
+    with file_size_limit(40_000):  # the vocabulary (30 kB) fits, the first shard does not
+        synth = cli("data", "synth", "--system", "cpu_micro", "--out", data)
+        convert = cli("checkpoint", "convert", model, tmp_path / "out.pt", "--model", "micro")
+    with file_size_limit(100):
+        verify = cli("data", "verify", tmp_path / "verified")
+    shard = data / "train" / "part-00000-of-00004.hdf5"
+    assert _one_error_line(synth) == (f"Error: {shard}: cannot be written (File too large); nothing of it is kept: "
+                                      "free space there, or write the data elsewhere")
+    assert not list((data / "train").glob("*.hdf5")) and not list((data / "train").glob(".*.tmp*"))
+    assert _one_error_line(convert).startswith(f"Error: {tmp_path / 'out.pt'}: cannot be written (")
+    assert not (tmp_path / "out.pt").exists() and not list(tmp_path.glob(".out.pt.tmp*"))
+    assert _one_error_line(verify).startswith(f"Error: {tmp_path / 'verified'}/") and "File too large" in verify.output

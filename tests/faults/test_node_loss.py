@@ -1,10 +1,15 @@
-"""A node lost mid-run, two ways. Every process of node 1 of a two-node torchrun launch (tests/cluster/nodes.py)
-is killed; or node 1, on a host of its own (tests/cluster/netns.py), is cut off the network while its processes
-run on. Node 0 ends within run.dist_timeout_s plus NODE_LOSS_BOUND_S, with an aborted run_stop that names the
-lost ranks and their node, and a non-zero exit; an earlier result stays as it was. A node cut off ends too, no
-process is left on any host, and the link back brings back nothing of the run."""
+"""A node lost mid-run, two ways. Node 1's wrapper and torchrun agent of a two-node torchrun launch
+(tests/cluster/nodes.py) are killed outright, and its ranks end with them; or node 1, on a host of its own
+(tests/cluster/netns.py), is cut off the network while its processes run on. Node 0 ends within
+run.dist_timeout_s plus NODE_LOSS_BOUND_S, with an aborted run_stop that names the lost ranks and their node, and
+a non-zero exit; an earlier result stays as it was. A node cut off ends too, no process is left on any host, and
+the link back brings back nothing of the run."""
 
+import os
+import signal
+import subprocess
 import time
+from pathlib import Path
 
 from tests.cluster.netns import INTERFACE
 from tests.cluster.nodes import kill_node, micro_system, start_node, start_on_hosts, wait_nodes
@@ -13,6 +18,13 @@ from tests.helpers.faults import DIST_TIMEOUT_S, alive, assert_log_aborted, desc
 # After the failure: the lost-rank check (bert.distributed.liveness.LOST_AFTER_BEATS of 1 s), torchrun ending the
 # node's ranks, sealing and publishing the log, with room for a loaded 2-core machine.
 NODE_LOSS_BOUND_S = 20
+
+
+def agent_of(node: subprocess.Popen) -> int:
+    """The torchrun agent that a node's wrapper started (its ranks are the agent's children)."""
+    (agent,) = [pid for pid in descendants(node.pid)
+                if "bert.distributed.torchrun" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")]
+    return agent
 
 
 def test_a_lost_node_ends_the_run_naming_its_ranks(tmp_path, fault_data, cpu_env):
@@ -28,8 +40,11 @@ def test_a_lost_node_ends_the_run_naming_its_ranks(tmp_path, fault_data, cpu_env
                     for n in (0, 1))
     try:
         wait_for_training((results, "result_1.txt.partial"), node0)
-        node0_processes = descendants(node0.pid)
-        kill_node(node1)
+        node0_processes, node1_ranks = descendants(node0.pid), descendants(agent_of(node1))
+        # Node 1's wrapper and torchrun agent killed outright: its ranks, in sessions of their own, used to live
+        # on (and node 0 to wait for them); now they end with their agent and are named lost.
+        for pid in (agent_of(node1), node1.pid):
+            os.kill(pid, signal.SIGKILL)
         lost_at = time.monotonic()
         code, _, _ = finish(node0, timeout=DIST_TIMEOUT_S + NODE_LOSS_BOUND_S)
         took = time.monotonic() - lost_at
@@ -39,7 +54,7 @@ def test_a_lost_node_ends_the_run_naming_its_ranks(tmp_path, fault_data, cpu_env
     output = (tmp_path / "node0.out").read_text()
     assert code == 1, output[-3000:]
     assert took < DIST_TIMEOUT_S + NODE_LOSS_BOUND_S
-    assert not alive(node0_processes)
+    assert not alive(node0_processes) and not alive(node1_ranks)
     assert "run 1 FAILED" in output
     assert_log_aborted(results / "result_1.txt", "rank(s) 2, 3 (node(s) 1) lost: no heartbeat")
     assert earlier.read_text() == "an earlier result\n"

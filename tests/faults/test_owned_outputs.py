@@ -110,3 +110,19 @@ def test_outputs_equal_to_or_inside_an_input_are_refused(tmp_path, text_corpus, 
                  "--quiet")
     assert _one_line(result) == f"Error: {shard}: is the input {shard}; write the output elsewhere"
     assert shard.read_bytes() == before
+
+
+@pytest.mark.parametrize("link", ["symlink", "hard link"])
+def test_a_lock_planted_as_a_link_to_a_users_file_is_refused_and_the_file_kept(tmp_path, link):
+    """The classic attack on a shared folder: the lock's name links to the victim's file, which the holder line
+    would overwrite."""
+    precious, out = tmp_path / "precious.txt", tmp_path / "out"
+    precious.write_text("precious\n")
+    out.mkdir()
+    (out / ".mlperf-bert.lock").symlink_to(precious) if link == "symlink" else os.link(precious,
+                                                                                          out / ".mlperf-bert.lock")
+    line = _one_line(cli("data", "synth", "--system", "cpu_micro", "--out", out))
+    assert line.startswith("Error: "), line
+    assert ".mlperf-bert.lock" in line and "nothing is written" in line, line
+    assert precious.read_text() == "precious\n"
+    assert sorted(p.name for p in out.iterdir()) == [".mlperf-bert.lock"]

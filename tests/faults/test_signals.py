@@ -20,22 +20,28 @@ from tests.helpers.faults import (
 )
 
 
-def test_sigterm_to_run_and_time_aborts_the_run_and_starts_no_other(tmp_path, fault_data, fault_env):
+def test_ctrl_c_to_a_wrapper_started_with_an_ampersand_aborts_the_run_and_starts_no_other(tmp_path, fault_data,
+                                                                                         fault_env):
+    """A wrapper started with `&` by a script inherits SIGINT ignored (bash cannot trap it): the ranks aborted
+    while it started the next run. Its SIGINT now reaches the ranks once, as SIGINT, the log says so, and
+    torchrun ends without a traceback. Earlier results are untouched."""
     logdir = tmp_path / "logs"
     earlier = logdir / "faulty_micro" / "result_0.txt"
     earlier.parent.mkdir(parents=True)
     earlier.write_text("an earlier result\n")
-    proc = run_and_time(fault_descriptor(tmp_path), logdir, fault_data, fault_env, NEXP="3")
+    proc = run_and_time(fault_descriptor(tmp_path), logdir, fault_data, fault_env, NEXP="3", in_background=True)
+    wrapper = int(proc.stdout.readline())
     wait_for_training((earlier.parent, "result_1.txt.partial"), proc)
-    workers = descendants(proc.pid)
-    os.kill(proc.pid, signal.SIGTERM)
+    workers = descendants(wrapper)
+    os.kill(wrapper, signal.SIGINT)
     code, out, err = finish(proc)
-    assert code == 128 + signal.SIGTERM, err[-3000:]
+    assert code == 128 + signal.SIGINT, err[-3000:]
     assert not alive(workers)
     assert earlier.read_text() == "an earlier result\n"
     assert sorted(p.name for p in earlier.parent.iterdir()) == ["result_0.txt", "result_1.txt"]
-    assert_log_aborted(earlier.parent / "result_1.txt", "SIGTERM received")
-    assert out.count("RESULT,bert,") == 1 and "no further run started" in err
+    assert_log_aborted(earlier.parent / "result_1.txt", "SIGINT received")
+    assert out.count("RESULT,bert,") == 1 and "stopped by SIGINT after 1 of 3 run(s); no further run started" in err
+    assert "Traceback" not in err and "torchrun: stopped by SIGINT, which the ranks were passed" in err, err[-3000:]
 
 
 def test_a_second_signal_ends_a_blocked_rank_at_once(tmp_path, fault_data, fault_env):

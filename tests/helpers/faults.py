@@ -153,10 +153,16 @@ def assert_stdout_aborted(stdout: str, reason: str) -> dict:
     return assert_aborted(parse_generator(stdout.splitlines()), reason)
 
 
-def run_and_time(system: Path, logdir: Path, data: Path, env: dict, **extra: str) -> subprocess.Popen:
+def run_and_time(system: Path, logdir: Path, data: Path, env: dict, in_background: bool = False,
+                 **extra: str) -> subprocess.Popen:
+    """The wrapper, in a session of its own; `in_background`: started with `&` by a script (which prints its
+    pid first and ends with its status), as a user's script starts it."""
     env = {**env, "NEXP": "1", "SEED": "3", "LOGDIR": str(logdir), "DATADIR": str(data), **extra}
-    return subprocess.Popen([str(REPO / "run_and_time.sh"), str(system)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    command = [str(REPO / "run_and_time.sh"), str(system)]
+    if in_background:
+        command = ["bash", "-c", '"$@" & echo $!; wait $!', "bash", *command]
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
 
 
 def wrapper(system: str | Path, env: dict, timeout: float = 120, **popen) -> subprocess.CompletedProcess:

@@ -2,7 +2,8 @@
 
 Writes DIR/vocab.txt, DIR/train/part-XXXXX.hdf5 and DIR/eval.hdf5. Documents come from bert.prep.synthetic.grammar;
 samples are cut and masked as the reference pipeline does (bert.prep.fast_instances). Eval documents are
-written by their own random stream and never appear in training.
+written by their own random stream and never appear in training. The corpus is then verified as
+`mlperf-bert data verify` verifies any dataset (DIR/manifest.json, which training requires).
 
 DIR is claimed as this writer's (bert.ownership) before anything is written into it: only a folder whose
 record says that `data synth` wrote what it holds is ever emptied or refilled; any other folder that holds
@@ -14,15 +15,18 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from bert.data.manifest import MANIFEST_FILE
 from bert.data.shards import Samples, write_shard
 from bert.ownership import OwnedFolder, claim_folder
 from bert.prep.fast_instances import build_samples, plan_instances
 from bert.prep.instances import Documents, SampleSpec, SpecialIds
 from bert.prep.synthetic.grammar import DocumentWriter, Lexicon, build_lexicon
+from bert.prep.verify import verify_dataset
 from bert.system import SyntheticDataSpec
 
 TRAIN_DIR, EVAL_FILE, VOCAB_FILE = "train", "eval.hdf5", "vocab.txt"
@@ -54,8 +58,10 @@ def _samples(lexicon: Lexicon, count: int, spec: SyntheticDataSpec, seed: int) -
 
 
 def is_complete(out_dir: str | os.PathLike) -> bool:
+    """Whether the folder holds a whole corpus of this writer's, verified (one written before corpora were
+    verified is not: it is written again)."""
     out = Path(out_dir)
-    if not (out / COMPLETE_MARKER).is_file():
+    if not (out / COMPLETE_MARKER).is_file() or not (out / MANIFEST_FILE).is_file():
         return False
     return OwnedFolder(out, WRITER, legacy=_written_before_records).files.get(COMPLETE_MARKER) == WRITER
 
@@ -78,27 +84,44 @@ def synthesize(out_dir: str | os.PathLike, spec: SyntheticDataSpec, overwrite: b
     out = Path(out_dir)
     with claim_folder(out, WRITER, mode="overwrite" if overwrite else "new", again="pass --overwrite to replace "
                       "the corpus", foreign_hint=FOREIGN_HINT, legacy=_written_before_records) as folder:
-        folder.record(VOCAB_FILE, EVAL_FILE, COMPLETE_MARKER)
-        lexicon = build_lexicon(spec.vocab_size, seed=spec.seed)
-        lexicon.vocab.write(out / VOCAB_FILE)
-        train = _samples(lexicon, spec.train_samples, spec, seed=spec.seed + 1)
-        bounds = np.linspace(0, len(train), spec.shards + 1).astype(int)
-        with folder.subfolder(TRAIN_DIR) as train_dir:
-            names = [f"part-{i:05d}-of-{spec.shards:05d}.hdf5" for i in range(spec.shards)]
-            train_dir.record(*names)
-            for i, name in enumerate(names):
-                part = train.take(np.arange(bounds[i], bounds[i + 1]))
-                write_shard(out / TRAIN_DIR / name, part, spec.form, spec.max_seq_length, spec.max_predictions)
-        evaluation = _samples(lexicon, spec.eval_samples, spec, seed=spec.seed + 2)
-        write_shard(out / EVAL_FILE, evaluation, spec.form, spec.max_seq_length, spec.max_predictions)
-        (out / COMPLETE_MARKER).write_text(repr(spec) + "\n")
+        _write(folder, spec)
     return out
 
 
-def synthesize_if_missing(out_dir: str | os.PathLike, spec: SyntheticDataSpec) -> bool:
+def _write(folder: OwnedFolder, spec: SyntheticDataSpec) -> None:
+    out = folder.path
+    folder.record(VOCAB_FILE, EVAL_FILE, MANIFEST_FILE, COMPLETE_MARKER)
+    lexicon = build_lexicon(spec.vocab_size, seed=spec.seed)
+    lexicon.vocab.write(out / VOCAB_FILE)
+    train = _samples(lexicon, spec.train_samples, spec, seed=spec.seed + 1)
+    bounds = np.linspace(0, len(train), spec.shards + 1).astype(int)
+    with folder.subfolder(TRAIN_DIR) as train_dir:
+        names = [f"part-{i:05d}-of-{spec.shards:05d}.hdf5" for i in range(spec.shards)]
+        train_dir.record(*names)
+        for i, name in enumerate(names):
+            part = train.take(np.arange(bounds[i], bounds[i + 1]))
+            write_shard(out / TRAIN_DIR / name, part, spec.form, spec.max_seq_length, spec.max_predictions)
+    evaluation = _samples(lexicon, spec.eval_samples, spec, seed=spec.seed + 2)
+    write_shard(out / EVAL_FILE, evaluation, spec.form, spec.max_seq_length, spec.max_predictions)
+    report = verify_dataset(out, show_progress=False, writer=WRITER)
+    if report.problems:
+        raise ValueError(f"{out}: the synthetic corpus fails verification: {report.problems[0]}")
+    (out / COMPLETE_MARKER).write_text(repr(spec) + "\n")
+
+
+def synthesize_if_missing(out_dir: str | os.PathLike, spec: SyntheticDataSpec,
+                          on_wait: Callable[[str], None] | None = None) -> bool:
     """Writes the corpus unless a complete one is there; completes (rewrites) an interrupted one of its own.
-    Returns whether it wrote. A folder it did not write is refused as `synthesize` refuses it."""
-    if is_complete(out_dir):
+    Returns whether it wrote. Another writer at work in the folder (a second wrapper, another node on a shared
+    file system) is waited for, `on_wait` told once, and its corpus then taken as it is. A folder it did not
+    write is refused as `synthesize` refuses it."""
+    out = Path(out_dir)
+    if is_complete(out):
         return False
-    synthesize(out_dir, spec, overwrite=True)
+    with claim_folder(out, WRITER, mode="resume", foreign_hint=FOREIGN_HINT, legacy=_written_before_records,
+                      wait=on_wait) as folder:
+        if is_complete(out):  # the writer waited for finished it
+            return False
+        folder.remove_all()
+        _write(folder, spec)
     return True

@@ -48,7 +48,8 @@ def test_every_shard_goes_to_exactly_one_rank(tmp_path, small_dataset):
     dealt = sorted(i for slot in plan.ranks for i in slot.shards)
     assert dealt == [0, 1, 2, 3] and all(len(slot.shards) == 2 for slot in plan.ranks)
     single = launch_command(system, TrainArgs(9, tmp_path / "log.txt", small_dataset), "torchrun")
-    assert single[:6] == ["python", "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc_per_node=2"]
+    assert single[:6] == ["python", "-m", "bert.distributed.torchrun", "--standalone", "--nnodes=1",
+                          "--nproc_per_node=2"]
 
 
 def test_one_process_starts_without_the_torchrun_agent(tmp_path, small_dataset):

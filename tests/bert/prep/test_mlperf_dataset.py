@@ -1,4 +1,6 @@
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ from bert.prep.official_inputs import MD5_LIST, InputError, find_inputs, read_md
 from bert.prep.reshard import eval_pick
 from tests.helpers.downloads import official_download
 
+FIXTURES = Path(__file__).parent / "fixtures"
 OPTIONS = MlperfOptions(SampleSpec(128, 20), dupe_factor=2, shards=6, eval_samples=40)
 
 
@@ -29,10 +32,11 @@ def test_one_command_makes_the_verified_tree(download, tmp_path):
     out = tmp_path / "data"
     report = build_mlperf_dataset(download, out, OPTIONS, show_progress=False, log=lambda line: None)
     assert report.problems == [] and report.manifest == out / "manifest.json"
-    listed = {e.path for e in load_manifest(out)}
+    listed = {e.path for e in load_manifest(out).entries}
     assert {f"train/part-{k:05d}-of-00006.hdf5" for k in range(6)} <= listed
     assert {f"train_varlen/part-{k:05d}-of-00006.hdf5" for k in range(6)} <= listed
     assert {"eval.hdf5", "eval_varlen.hdf5", "vocab.txt"} <= listed
+    assert load_manifest(out).checks["eval_pick"]["eval.hdf5"]["reference_pick"] is True  # its source is recorded
     provenance = json.loads((out / "provenance.json").read_text())
     assert provenance["inputs"] == read_md5_list(download / MD5_LIST) and len(provenance["inputs"]) == 4
     assert provenance["create_pretraining_data"]["random_seed"] == 12345
@@ -49,6 +53,20 @@ def test_one_command_makes_the_verified_tree(download, tmp_path):
         got = read_shard(out / name)
         assert np.array_equal(got.tokens, picked.tokens) and np.array_equal(got.masked_ids[:, :picked.max_predictions],
                                                                             picked.masked_ids[:, :got.max_predictions])
+
+
+def test_a_dataset_from_real_text_passes_every_check(tmp_path):
+    """Project Gutenberg text (the reference's own sample), prepared at dupe factor 10 as the reference does."""
+    corpus = tmp_path / "corpus"
+    (corpus / "train").mkdir(parents=True)
+    shutil.copyfile(FIXTURES / "sample_text.txt", corpus / "train" / "part-0")
+    for name, target in (("tricky_text.txt", "eval.txt"), ("vocab.txt", "vocab.txt")):
+        shutil.copyfile(FIXTURES / name, corpus / target)
+    options = MlperfOptions(SampleSpec(128, 20), dupe_factor=10, shards=2, eval_samples=20)
+    report = build_mlperf_dataset(official_download(tmp_path / "download", corpus), tmp_path / "data", options,
+                                  show_progress=False, log=lambda line: None)
+    assert report.problems == [] and report.checks["eval_in_train"]["eval.hdf5"]["in_train"] == 0
+    assert report.checks["duplicates"]["train/ (fixed form)"]["samples"] == 178  # the reference's own count
 
 
 def test_an_interrupted_build_goes_on_where_it_stopped(download, tmp_path, monkeypatch):

@@ -37,8 +37,8 @@ def test_one_shard_per_part_with_reference_samples(text_corpus, tmp_path):
     assert [r.shard.name for r in results] == [f"part-0000{i}-of-00003.hdf5" for i in range(3)]
     vocab = load_vocab(text_corpus / "vocab.txt")
     for r in results:
-        form, stats, problems = verify_shard(r.shard, vocab, Limits(128, 20))  # layout, segments, masking
-        assert form == "fixed" and problems == [] and stats.samples == r.samples > 500
+        check = verify_shard(r.shard, vocab, Limits(128, 20))  # layout, segments, masking
+        assert check.form == "fixed" and check.problems == [] and check.stats.samples == r.samples > 500
     s = _all(tmp_path / "out")
     assert abs((s.masked_positions > 0).sum() / (len(s.tokens) - 3 * len(s)) - 0.15) < 0.01
     rows, cols = np.nonzero(s.masked_positions)

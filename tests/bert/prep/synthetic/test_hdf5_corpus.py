@@ -1,10 +1,13 @@
 import collections
+import subprocess
+import sys
 
 import numpy as np
 
 from bert.data.shards import read_shard
 from bert.data.vocab import load_vocab
-from bert.prep.synthetic.hdf5_corpus import synthesize
+from bert.prep.synthetic.hdf5_corpus import is_complete, synthesize, synthesize_if_missing
+from bert.system import SyntheticDataSpec
 from tests.helpers.datasets import SMALL_SYNTH
 
 
@@ -49,3 +52,34 @@ def test_eval_is_disjoint_from_training_and_not_guessable(small_dataset):
     labels = evaluation.masked_ids[evaluation.masked_positions > 0]
     most_common = collections.Counter(labels.tolist()).most_common(1)[0][1]
     assert most_common / len(labels) < 0.25
+
+
+_WRITE_SLOWLY = """
+import sys, time
+from bert.ownership import claim_folder
+from bert.prep.synthetic.hdf5_corpus import WRITER, _write
+from bert.system import SyntheticDataSpec
+with claim_folder(sys.argv[1], WRITER, mode="resume") as folder:
+    print("writing", flush=True)
+    time.sleep(1)
+    _write(folder, SyntheticDataSpec(train_samples=64, eval_samples=16, shards=1, vocab_size=1024,
+                                     max_seq_length=32, max_predictions=4))
+"""
+
+
+def test_if_missing_waits_for_another_writer_and_takes_its_corpus(tmp_path):
+    """Two wrappers (or two nodes on a shared file system) on an empty corpus folder at once: the second waits
+    for the first instead of failing, and finds the corpus complete."""
+    out = tmp_path / "corpus"
+    first = subprocess.Popen([sys.executable, "-c", _WRITE_SLOWLY, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline() == "writing\n"
+        waits = []
+        spec = SyntheticDataSpec(train_samples=64, eval_samples=16, shards=1, vocab_size=1024, max_seq_length=32,
+                                 max_predictions=4)
+        assert synthesize_if_missing(out, spec, on_wait=waits.append) is False
+    finally:
+        assert first.wait(timeout=60) == 0
+    assert len(waits) == 1 and waits[0].startswith(f"{out}: `mlperf-bert data synth` (pid {first.pid} on ")
+    assert waits[0].endswith("is writing here; waiting for it to end")
+    assert is_complete(out)

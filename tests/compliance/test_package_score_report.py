@@ -129,17 +129,17 @@ def test_package_force_onto_an_org_that_is_no_folder_changes_nothing_and_says_so
     users.mkdir()
     (users / "notes.md").write_text("mine")
     out.mkdir()
-    (out / "Org").symlink_to(users) if kind == "symlink" else (out / "Org").write_text("mine")
-    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out, "--force")
+    (out / "MLPerf").symlink_to(users) if kind == "symlink" else (out / "MLPerf").write_text("mine")
+    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "MLPerf", "--out", out, "--force")
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 1 and len(lines) == 1, result.output
     what = f"is a symbolic link (to {users}), not a folder" if kind == "symlink" else "is a file, not a folder"
-    assert lines[0].startswith(f"Error: {out / 'Org'}: {what}; nothing was written"), lines
-    assert [p.name for p in out.iterdir()] == ["Org"]
+    assert lines[0].startswith(f"Error: {out / 'MLPerf'}: {what}; nothing was written"), lines
+    assert [p.name for p in out.iterdir()] == ["MLPerf"]
     if kind == "symlink":
-        assert os.readlink(out / "Org") == str(users) and [p.name for p in users.iterdir()] == ["notes.md"]
+        assert os.readlink(out / "MLPerf") == str(users) and [p.name for p in users.iterdir()] == ["notes.md"]
     else:
-        assert (out / "Org").read_text() == "mine"
+        assert (out / "MLPerf").read_text() == "mine"
 
 
 def test_package_refuses_logs_that_would_fail_and_writes_nothing(tmp_path):

@@ -21,6 +21,7 @@ from mlperf_logging.mllog import constants as C
 from mlperf_logging.mllog.mllog import MLLogger
 
 from bert.mlperf_rules import BENCHMARK
+from bert.provenance import CodeVersion, running_code
 from bert.system import System
 
 if TYPE_CHECKING:  # only a type here: `mlperf-bert log seal` (a run's failure path) must not wait for torch
@@ -33,6 +34,9 @@ INIT_CHECKPOINT_EVAL_ACCURACY = "init_checkpoint_eval_accuracy"
 # The eval accuracy at which the run stops as a success (run.eval.target_accuracy), logged before run_start: a
 # log then says itself what its `success` must be backed by (compliance.judgement); no mlperf_logging key exists.
 TARGET_ACCURACY = "target_accuracy"
+# Which code ran (bert.provenance: the digest of the bert package's source, and the checkout's commit in the
+# metadata), logged before run_start: `package` and `check` compare it with the code a package holds.
+CODE_VERSION = "code_version"
 # How long compiling before the clock took (bert.warmup), logged between init_start and init_stop.
 COMPILE_WARMUP_SECONDS = "compile_warmup_seconds"
 # A compiled part that runs eager because compiling it failed in that warm-up: what, and why, in one line.
@@ -215,6 +219,12 @@ class RunLog:
 
     def target(self, system: System) -> None:
         self._event(TARGET_ACCURACY, system.run.eval.target_accuracy)
+
+    def code_version(self, version: CodeVersion | None = None) -> None:
+        """The code that runs (default: the checkout's, read only where this log writes)."""
+        if self._logger is not None:
+            version = version or running_code()
+            self._event(CODE_VERSION, version.digest, metadata={"commit": version.commit})
 
     def weights_initialization(self, names: list[TensorName]) -> None:
         for entry in names:

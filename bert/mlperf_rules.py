@@ -14,7 +14,8 @@ BENCHMARK = "bert"  # the submission_benchmark value and the results folder name
 # The rulesets whose tools still accept BERT (retired after 5.0.0); the newest is the default of every check.
 RULESETS = ("4.1.0", "5.0.0")
 DEFAULT_RULESET = RULESETS[-1]
-# The MLPerf Training system description: every field present, every value a string.
+# The MLPerf Training system description: every field present (description_problems says which values must be
+# strings or whole numbers).
 SYSTEM_DESCRIPTION_FIELDS = (
     "submitter", "division", "status", "system_name", "number_of_nodes", "host_processors_per_node",
     "host_processor_model_name", "host_processor_core_count", "host_processor_vcpu_count",
@@ -61,25 +62,48 @@ def mlperf_eval_interval(global_batch_size: int) -> int:
     return math.floor(0.05 * (230.23 * global_batch_size + 3_000_000) / 25_000) * 25_000
 
 
+# How the official tools read a system description (mlperf-logging 4.1.68, measured field by field): the system
+# description checker and the result summarizer join or search TEXT_FIELDS as text (any other value crashes
+# them; the notes only when not empty), the result summarizer passes WHOLE_NUMBER_FIELDS to int(), and the
+# package checker takes any division but "closed" as open. They never read the other fields, which published
+# descriptions often fill with objects or lists (other_software_stack: {"cuda_version": "12.4", ...}).
+TEXT_FIELDS = ("submitter", "division", "status", "system_name", "host_processor_model_name",
+               "host_processor_core_count", "accelerator_model_name", "accelerators_per_node", "framework")
+NOTES_FIELDS = ("hw_notes", "sw_notes")
+WHOLE_NUMBER_FIELDS = ("number_of_nodes", "host_processors_per_node", "accelerators_per_node")
+TOOL_READ_FIELDS = TEXT_FIELDS + NOTES_FIELDS + WHOLE_NUMBER_FIELDS
+
+
+def _whole_number(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
 def description_problems(desc: dict) -> list[tuple[str, str]]:
-    """Every problem of an MLPerf system description, in order, as (field, what is wrong and the fix)."""
+    """Every problem of an MLPerf system description as the official tools read it, in order, as (field, what is
+    wrong and the fix)."""
     problems = [(key, 'missing; the MLPerf system description needs all '
                       f'{len(SYSTEM_DESCRIPTION_FIELDS)} fields (use "" where nothing applies)')
                 for key in SYSTEM_DESCRIPTION_FIELDS if key not in desc]
     for key, value in desc.items():
         if key not in SYSTEM_DESCRIPTION_FIELDS:
             problems.append((key, "not an MLPerf system description field; move it to the run block or remove it"))
-        elif not isinstance(value, str):
-            problems.append((key, f'must be a string, got {value!r}; write it in quotes, as "{value}"'))
+        elif (key in TEXT_FIELDS or key in NOTES_FIELDS and value) and not isinstance(value, str):
+            problems.append((key, f'must be a string, got {value!r}; write it in quotes, as "{value}" (the official '
+                                  'tools read it as text)'))
     division, status = desc.get("division"), desc.get("status")
     if isinstance(division, str) and division not in DIVISIONS:
         problems.append(("division", f'must be "closed" or "open" (lower case), got {division!r}'))
     if isinstance(status, str) and status not in STATUSES:
         problems.append(("status", f"must be one of {', '.join(map(repr, STATUSES))}, got {status!r}"))
-    for key in ("number_of_nodes", "accelerators_per_node"):
-        if isinstance(desc.get(key), str) and not desc[key].isdigit():
-            problems.append((key, f'must be a whole number in quotes, got {desc[key]!r}'))
-    nodes = desc.get("number_of_nodes")
-    if isinstance(nodes, str) and nodes.isdigit() and int(nodes) < 1:
+    for key in WHOLE_NUMBER_FIELDS:
+        if key in desc and _whole_number(desc[key]) is None:
+            problems.append((key, f'must be a whole number (as "8"), got {desc[key]!r}'))
+    nodes = _whole_number(desc.get("number_of_nodes"))
+    if nodes is not None and nodes < 1:
         problems.append(("number_of_nodes", "must be at least \"1\""))
     return problems

@@ -170,6 +170,7 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
     log.seed(seed)
     log.hyperparameters(system)
     log.target(system)
+    log.code_version()
     if ctx.world_size != system.world_size:
         raise RuntimeError(f"launched with {ctx.world_size} processes but {system.path} describes "
                            f"{system.nodes} node(s) x {run_spec.processes_per_node} = {system.world_size}")

@@ -4,8 +4,9 @@ Each checker runs in a subprocess inside a scratch directory (they write log fil
 directory) with the ruleset always given explicitly (their defaults point at rulesets that no longer know
 BERT). The verdict is read from what the tool prints where its exit code cannot be trusted: the package and
 system description checkers exit 0 whatever they find. The package checker and the result summarizer run
-on a copy of the submission's systems/ and results/ (all they read), so that the scaling.json they write
-never lands in the user's tree.
+on a copy of the systems they are asked to check (systems/<name>.json and the regular files under
+results/<name>/, all they read), so that the scaling.json they write never lands in the user's tree and a
+FIFO or a device under a result's name never reaches them.
 
 What the tools do, read from mlperf-logging 4.1.68 for rulesets 4.1.0 and 5.0.0:
 - compliance checker: one log; the division in the log picks the rules (closed: the hyperparameter keys
@@ -28,7 +29,6 @@ What the tools do, read from mlperf-logging 4.1.68 for rulesets 4.1.0 and 5.0.0:
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,6 +37,7 @@ from pathlib import Path
 
 from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET, RULESETS
 from compliance.errors import UsageError
+from compliance.files import MAX_LOG_BYTES, UnreadableFile, read_regular_file
 
 USAGE = "training"
 PACKAGE_SUCCESS = "PACKAGE CHECKER FOUND NO ERRORS, SUCCESS !"
@@ -115,11 +116,27 @@ def system_desc_check(system_json: str | Path, ruleset: str = DEFAULT_RULESET) -
     return CheckResult("system description checker", str(system_json), SYSTEM_DESC_PASSED in output, output)
 
 
-def _copy_for_tools(org_dir: Path, scratch: Path) -> Path:
+def _systems_of(org_dir: Path) -> list[str]:
+    found = {p.stem for p in (org_dir / "systems").glob("*.json")}
+    return sorted(found | {p.name for p in (org_dir / "results").glob("*") if p.is_dir()})
+
+
+def _copy_for_tools(org_dir: Path, scratch: Path, systems: list[str] | None) -> Path:
+    """A copy of the systems the tools are to check (default: all): their JSON and the regular files under
+    their results folders; a file that is no regular file or too large (compliance.files) is left out."""
     copy = scratch / org_dir.name
-    for part in ("systems", "results"):
-        if (org_dir / part).is_dir():
-            shutil.copytree(org_dir / part, copy / part)
+    for name in _systems_of(org_dir) if systems is None else systems:
+        results = org_dir / "results" / name
+        sources = [org_dir / "systems" / f"{name}.json"]
+        sources += sorted(p for p in results.rglob("*") if not p.is_dir()) if results.is_dir() else []
+        for source in sources:
+            try:
+                data = read_regular_file(source, MAX_LOG_BYTES)
+            except UnreadableFile:
+                continue
+            target = copy / source.relative_to(org_dir)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
     return copy
 
 
@@ -129,12 +146,12 @@ def _package_check_in(copy: Path, org_dir: Path, ruleset: str) -> CheckResult:
                        output.replace(str(copy), str(org_dir)))
 
 
-def package_check(org_dir: str | Path, ruleset: str = DEFAULT_RULESET) -> CheckResult:
-    """`python -m mlperf_logging.package_checker ORG_DIR training R`; success is its success line, not its
-    exit code (always 0)."""
+def package_check(org_dir: str | Path, ruleset: str = DEFAULT_RULESET, systems: list[str] | None = None) -> CheckResult:
+    """`python -m mlperf_logging.package_checker ORG_DIR training R` on `systems` (default: all); success is its
+    success line, not its exit code (always 0)."""
     org_dir = Path(org_dir).resolve()
     with tempfile.TemporaryDirectory(prefix="mlperf-package-") as scratch:
-        return _package_check_in(_copy_for_tools(org_dir, Path(scratch)), org_dir, require_ruleset(ruleset))
+        return _package_check_in(_copy_for_tools(org_dir, Path(scratch), systems), org_dir, require_ruleset(ruleset))
 
 
 @dataclass(frozen=True)
@@ -169,11 +186,12 @@ def _summary_rows(summary: Path) -> tuple[SummaryRow, ...]:
     return tuple(rows)
 
 
-def score_package(org_dir: str | Path, ruleset: str = DEFAULT_RULESET) -> Scoring:
-    """The package checker (which writes scaling.json), then the result summarizer, on one copy of the tree."""
+def score_package(org_dir: str | Path, ruleset: str = DEFAULT_RULESET, systems: list[str] | None = None) -> Scoring:
+    """The package checker (which writes scaling.json), then the result summarizer, on one copy of `systems`
+    (default: all) of the tree."""
     org_dir, ruleset = Path(org_dir).resolve(), require_ruleset(ruleset)
     with tempfile.TemporaryDirectory(prefix="mlperf-score-") as scratch:
-        copy = _copy_for_tools(org_dir, Path(scratch))
+        copy = _copy_for_tools(org_dir, Path(scratch), systems)
         package = _package_check_in(copy, org_dir, ruleset)
         output, _ = _run(["mlperf_logging.result_summarizer", str(copy), USAGE, ruleset, "--csv", "summary.csv"],
                          copy.parent)

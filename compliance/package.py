@@ -5,8 +5,11 @@
     OUT/ORG/benchmarks/bert/implementations/<impl>/   `git archive HEAD` of this harness (code, README,
                                                       run_and_time.sh) and systems/<name>.json, the descriptor
 
-<name> is the descriptor's file stem. The tree is written into a temporary sibling folder and renamed into
-place at the end, so OUT/ORG is never half-written; an existing OUT/ORG is replaced only with `force`.
+<name> is the descriptor's file stem. Before anything is written the logs are judged as `check` judges them, and
+the package's provenance is checked: ORG is the descriptor's submitter, and every run logged the code that HEAD
+holds (bert.provenance), since the implementation folder is HEAD's. The tree is written into a temporary
+sibling folder and renamed into place at the end, so OUT/ORG is never half-written; an existing OUT/ORG is
+replaced only with `force`.
 """
 
 from __future__ import annotations
@@ -20,17 +23,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bert.descriptor_files import descriptor_files
+from bert.mllog import CODE_VERSION
 from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET
+from bert.provenance import running_code, source_digest, tar_files
 from bert.system import System, load_system
 from bert.typed_config import ConfigError
 from compliance.check import CheckReport, Progress, check
 from compliance.checkers import require_ruleset
 from compliance.errors import InputError
+from compliance.files import MAX_LOG_BYTES, read_regular_file
 from compliance.findings import ERROR, Finding
 from compliance.folders import build_in_place
 from compliance.judgement import count_run, dropped_runs
 from compliance.precheck import descriptor_findings, folder_findings, log_findings
-from compliance.result_log import read_result_log, result_logs_in
+from compliance.provenance import code_findings, folder_name_for, org_is_submitter
+from compliance.result_log import ResultLog, read_result_log, result_logs_in
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,29 +58,49 @@ def _git(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", "-C", str(HARNESS_ROOT), *args], capture_output=True, timeout=120)
 
 
-def _source_commit() -> tuple[str, bool]:
+def _head() -> tuple[str, bool, bytes]:
+    """(HEAD's commit, whether tracked files differ from it, `git archive HEAD`): the code the package holds."""
     head = _git("rev-parse", "HEAD")
     if head.returncode != 0:
         raise PackageError(f"{HARNESS_ROOT} is not a git checkout; the implementation folder is made with "
                            "`git archive HEAD` of the harness, so package from a clone of it")
-    dirty = _git("status", "--porcelain", "--untracked-files=no").stdout.strip() != b""
-    return head.stdout.decode().strip(), dirty
-
-
-def _extract_head(dest: Path) -> None:
     archive = _git("archive", "--format=tar", "HEAD")
     if archive.returncode != 0:
         raise PackageError(f"git archive HEAD failed in {HARNESS_ROOT}: {archive.stderr.decode().strip()}")
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+    dirty = _git("status", "--porcelain", "--untracked-files=no").stdout.strip() != b""
+    return head.stdout.decode().strip(), dirty, archive.stdout
+
+
+def _extract(archive: bytes, dest: Path) -> None:
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         if hasattr(tarfile, "data_filter"):
             tar.extractall(dest, filter="data")
         else:  # Python < 3.11.4: the archive comes from our own checkout
             tar.extractall(dest)
 
 
-def _refusals(system: System, logs_dir: Path, ruleset: str) -> list[Finding]:
-    """The plain-words errors that would make the package fail its check: refused before writing anything."""
-    logs = [read_result_log(p) for p in result_logs_in(logs_dir)]
+def _provenance(org: str, system: System, logs_dir: Path, logs: list[ResultLog], commit: str,
+                archive: bytes) -> list[Finding]:
+    """The package is the submitter's and holds the code that ran: ORG is the descriptor's submitter (whose name
+    the logs state too), and each run's logged code is HEAD's."""
+    found = []
+    submitter = system.description["submitter"]
+    if not org_is_submitter(org, submitter):
+        found.append(Finding(str(system.path), f"--org {org}, but the descriptor's system.submitter is "
+                             f"{submitter!r} (and its runs log submission_org {submitter!r}): a package is its "
+                             f"submitter's; leave --org out (the folder is then {folder_name_for(submitter)}), or "
+                             f"package runs of a descriptor of {org}"))
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        held = source_digest(tar_files(tar))
+    problems = code_findings(logs_dir, logs, held, f"commit {commit[:12]}", require=True)
+    if problems and any(log.value(CODE_VERSION) == running_code().digest for log in logs):
+        problems.append(Finding(str(logs_dir), "the runs ran this checkout's bert/ as it is now, with changes that "
+                                f"commit {commit[:12]} lacks: commit them (git status bert/) and package again"))
+    return found + problems
+
+
+def _refusals(system: System, logs_dir: Path, logs: list[ResultLog], ruleset: str) -> list[Finding]:
+    """The errors that would make the package fail its check: refused before writing anything."""
     failing = {}
     found = folder_findings(logs_dir, logs, system.division, ruleset) + descriptor_findings(logs_dir, logs, system)
     for log in logs:
@@ -83,20 +110,20 @@ def _refusals(system: System, logs_dir: Path, ruleset: str) -> list[Finding]:
         if counted.reason is not None:
             failing[log.path.name] = counted
     found += dropped_runs(logs_dir, failing)
-    # A log's own errors are allowed in the one run olympic scoring drops; dropped_runs judges them together.
+    # A log's own errors count through dropped_runs, which judges the runs together.
     return [f for f in found if f.level == ERROR and (f.blocks or Path(f.where) == logs_dir)]
 
 
-def _write_tree(root: Path, system: System, logs: list[Path], impl: str) -> None:
+def _write_tree(root: Path, system: System, logs: list[Path], impl: str, archive: bytes) -> None:
     (root / "systems").mkdir()
     (root / "systems" / f"{system.name}.json").write_text(json.dumps(system.description, indent=2) + "\n")
     results = root / "results" / system.name / BENCHMARK
     results.mkdir(parents=True)
-    for index, log in enumerate(logs):
-        shutil.copyfile(log, results / f"result_{index}.txt")
+    for index, log in enumerate(logs):  # read as check read them: a log swapped for a FIFO since is refused
+        (results / f"result_{index}.txt").write_bytes(read_regular_file(log, MAX_LOG_BYTES))
     code = root / "benchmarks" / BENCHMARK / "implementations" / impl
     code.mkdir(parents=True)
-    _extract_head(code)
+    _extract(archive, code)
     (code / "systems").mkdir(exist_ok=True)
     for source in descriptor_files(system.path):  # its bases too: the copy must resolve as the run's did
         shutil.copyfile(source, code / "systems" / source.name)
@@ -108,25 +135,29 @@ def _check_names(org: str, impl: str) -> None:
             raise PackageError(f"{option} {name!r}: must be a plain folder name")
 
 
-def build_package(system: str | Path, logs_dir: str | Path, org: str, out: str | Path, impl: str = "pytorch",
+def build_package(system: str | Path, logs_dir: str | Path, org: str | None, out: str | Path, impl: str = "pytorch",
                   force: bool = False, ruleset: str = DEFAULT_RULESET,
                   progress: Progress | None = None) -> PackageResult:
-    """Builds OUT/ORG from the descriptor and its logs, then checks it. Raises PackageError, writing nothing,
-    for input the check would reject in plain words."""
+    """Builds OUT/ORG from the descriptor and its logs (ORG: the descriptor's submitter when None), then checks it.
+    Raises PackageError, writing nothing, for input the check would reject in plain words."""
     ruleset, logs_dir, out = require_ruleset(ruleset), Path(logs_dir), Path(out)
-    _check_names(org, impl)
     try:
         descriptor = load_system(system)
     except ConfigError as e:
         raise PackageError(str(e)) from None
+    org = org or folder_name_for(descriptor.description["submitter"])
+    _check_names(org, impl)
     if not logs_dir.is_dir():
         raise PackageError(f"{logs_dir}: no such folder of result logs")
-    refusals = _refusals(descriptor, logs_dir, ruleset)
+    commit, dirty, archive = _head()
+    logs = [read_result_log(p) for p in result_logs_in(logs_dir)]
+    refusals = _refusals(descriptor, logs_dir, logs, ruleset) + _provenance(org, descriptor, logs_dir, logs, commit,
+                                                                            archive)
     if refusals:
         raise PackageError("not packaged, nothing written:\n" + "\n".join(f"  {f}" for f in refusals))
     target = out / org
     if target.exists() and not force:
         raise PackageError(f"{target} already exists; pass --force to replace it")
-    commit, dirty = _source_commit()
-    build_in_place(target, lambda staging: _write_tree(staging, descriptor, result_logs_in(logs_dir), impl))
+    build_in_place(target, lambda staging: _write_tree(staging, descriptor, [log.path for log in logs], impl,
+                                                       archive))
     return PackageResult(target, commit, dirty, check(target, ruleset, descriptor.division, progress))

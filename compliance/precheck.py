@@ -12,16 +12,15 @@ import json
 from pathlib import Path
 
 from bert.mllog import STATED_KEYS, stated_values
-from bert.mlperf_rules import BENCHMARK, DIVISIONS, description_problems
+from bert.mlperf_rules import BENCHMARK, DIVISIONS, TOOL_READ_FIELDS, description_problems
 from bert.system import System
 from compliance.checkers import rcp_batch_sizes, rcp_reference
+from compliance.files import MAX_JSON_BYTES, UnreadableFile, read_regular_file
 from compliance.findings import ERROR, WARNING, Finding
-from compliance.judgement import judge_run
+from compliance.judgement import copied_runs, judge_run
 from compliance.result_log import ResultLog, number
 
 RUNS = 10  # result logs in a BERT submission
-# System-description problems the official tools crash on (or, for division, silently misread).
-_BLOCKING_FIELDS = ("division", "number_of_nodes", "accelerators_per_node")
 
 
 def _malformed(log: ResultLog) -> list[Finding]:
@@ -72,6 +71,8 @@ def _run_fields(log: ResultLog, division: str | None) -> list[Finding]:
 
 def log_findings(log: ResultLog, division: str | None = None) -> list[Finding]:
     """Problems of one log; `division` is the division it must have (None: whatever it logged)."""
+    if log.unreadable is not None:
+        return [Finding(str(log.path), log.unreadable, blocks=True)]
     if not log.events and not log.malformed:
         return [Finding(str(log.path), "no :::MLLOG lines: not an MLPerf result log (the trainer writes one with "
                         "--log-file)", blocks=True)]
@@ -117,7 +118,7 @@ def _run_count(folder: Path, logs: list[ResultLog]) -> list[Finding]:
     elif len(logs) > RUNS:
         found.append(Finding(where, f"{len(logs)} result logs; a BERT submission needs exactly {RUNS}: keep "
                              f"{RUNS} consecutive runs"))
-    others = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith("result_"))
+    others = sorted(p.name for p in folder.iterdir() if not p.is_dir() and not p.name.startswith("result_"))
     if others:
         found.append(Finding(where, f"the official tools ignore {', '.join(others)} (not named result_*.txt)",
                              WARNING))
@@ -168,9 +169,13 @@ def _agreement(folder: Path, logs: list[ResultLog]) -> list[Finding]:
                     "their own system's folder", blocks=True)]
 
 
-def descriptor_findings(folder: Path, logs: list[ResultLog], system: System) -> list[Finding]:
+_GIVE_ITS_RUNS = "package the logs of this descriptor's runs, or give the descriptor they were run with"
+
+
+def descriptor_findings(folder: Path, logs: list[ResultLog], system: System,
+                        fix: str = _GIVE_ITS_RUNS) -> list[Finding]:
     """Every run states what the descriptor of the submission says (system, division, status, org,
-    hyperparameters): a package is the descriptor's runs, not some other system's."""
+    hyperparameters): a package is the descriptor's runs, not some other system's. `fix` ends the message."""
     wrong = []
     for key, expected in stated_values(system).items():
         groups = _by_value([log for log in logs if _comparable(log.value(key)) != _comparable(expected)],
@@ -179,8 +184,7 @@ def descriptor_findings(folder: Path, logs: list[ResultLog], system: System) -> 
             wrong.append(f"{key} is {expected!r} in the descriptor, but {_describe_groups(groups)}")
     if not wrong:
         return []
-    return [Finding(str(folder), f"the logs are not runs of {system.path} ({_shown(wrong)}); package the logs of "
-                    "this descriptor's runs, or give the descriptor they were run with", blocks=True)]
+    return [Finding(str(folder), f"the logs are not runs of {system.path} ({_shown(wrong)}); {fix}", blocks=True)]
 
 
 def _rcp_range(folder: Path, batch_size: int, ruleset: str) -> list[Finding]:
@@ -202,28 +206,30 @@ def folder_findings(folder: Path, logs: list[ResultLog], division: str | None, r
     """Problems of the runs of one submission taken together (not those of each log)."""
     found = _run_count(folder, logs)
     if logs:
-        found += _consistency(folder, logs, division)
+        found += _consistency(folder, logs, division) + copied_runs(folder, logs)
         size = shared_batch_size(logs)
         if division == "closed" and size is not None:
             found += _rcp_range(folder, size, ruleset)
     return found
 
 
-def system_json_findings(path: Path) -> list[Finding]:
-    """Problems of one package system description (systems/<name>.json)."""
+def read_system_json(path: Path) -> tuple[dict | None, list[Finding]]:
+    """A package's system description (systems/<name>.json), read once, and its problems as the official tools
+    read it: a problem in a field they read as text or as a number, or in the division, makes them crash or
+    misread the package (it blocks them); the fields they never read may hold any JSON value."""
     where = str(path)
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        return [Finding(where, f"not readable as JSON ({e}); the package checker crashes on it", blocks=True)]
+        data = json.loads(read_regular_file(path, MAX_JSON_BYTES))
+    except (UnreadableFile, UnicodeDecodeError, json.JSONDecodeError) as e:
+        return None, [Finding(where, f"not readable as JSON ({e}); the package checker crashes on it", blocks=True)]
     if not isinstance(data, dict):
-        return [Finding(where, "not a JSON object of system description fields", blocks=True)]
+        return None, [Finding(where, "not a JSON object of system description fields", blocks=True)]
     found = []
     for field, problem in description_problems(data):
         unknown = "not an MLPerf system description field" in problem
-        blocks = field in _BLOCKING_FIELDS or (field in data and not isinstance(data[field], str))
+        blocks = field == "division" or (field in data and field in TOOL_READ_FIELDS)
         found.append(Finding(where, f"{field}: {problem}", WARNING if unknown else ERROR, blocks))
-    return found
+    return data, found
 
 
 def package_findings(org: Path) -> list[Finding]:

@@ -11,7 +11,6 @@ that report.md shows), so that no other file is ever deleted.
 from __future__ import annotations
 
 import io
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -21,7 +20,7 @@ from statistics import median
 
 from rich.console import Console
 
-from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET
+from bert.mlperf_rules import DEFAULT_RULESET
 from compliance import plots
 from compliance.check import Progress, TargetError, find_package
 from compliance.checkers import rcp_reference
@@ -29,7 +28,7 @@ from compliance.errors import InputError
 from compliance.folders import build_in_place
 from compliance.precheck import shared_batch_size
 from compliance.render import print_problems
-from compliance.result_log import ResultLog, read_result_log, result_logs_in
+from compliance.result_log import ResultLog
 from compliance.score import ScoreReport, SystemScore, score
 
 REPORT = "report.md"
@@ -105,10 +104,9 @@ def _runs_table(logs: list[ResultLog]) -> list[str]:
     return lines + [""]
 
 
-def _system_section(org: Path, bench: Path, result: ScoreReport, out: Path) -> tuple[list[str], list[Path]]:
-    name = bench.parent.name
-    logs = [read_result_log(p) for p in result_logs_in(bench)]
-    desc = _read_description(org / "systems" / f"{name}.json")
+def _system_section(name: str, result: ScoreReport, out: Path) -> tuple[list[str], list[Path]]:
+    logs = result.check.logs_of(name)  # as the check read them: each log is read once
+    desc = result.check.descriptions.get(name, {})
     rcp_mean, rcp_sentence = _rcp_text(logs, result.check.ruleset)
     timed = [log for log in logs if log.run_minutes is not None]
     rcp_label = f"reference convergence mean, {rcp_mean:,.0f} samples" if rcp_mean is not None else ""
@@ -131,14 +129,6 @@ def _system_section(org: Path, bench: Path, result: ScoreReport, out: Path) -> t
              "Training samples per second of each block, from block_start to the next eval_start (eval time "
              "excluded).", ""]
     return lines, figures
-
-
-def _read_description(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _earlier_report(out: Path) -> set[str]:
@@ -173,10 +163,10 @@ def write_report(path: str | Path, out: str | Path, ruleset: str = DEFAULT_RULES
 
     def build(staging: Path) -> None:
         lines = _header(org, result)
-        for bench in sorted((org / "results").glob(f"*/{BENCHMARK}")):
+        for name in sorted({row.label.split("/", 1)[0] for row in result.check.rows}):
             if progress is not None:
-                progress(f"figures: {bench.parent.name}")
-            section, drawn = _system_section(org, bench, result, staging)
+                progress(f"figures: {name}")
+            section, drawn = _system_section(name, result, staging)
             lines += section
             figures.extend(out / f.name for f in drawn)
         (staging / REPORT).write_text("\n".join(lines))

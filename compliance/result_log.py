@@ -8,11 +8,14 @@ crashes on a missing field, so such a line is reported here, with its line numbe
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
 from typing import Any
+
+from compliance.files import MAX_LOG_BYTES, UnreadableFile, read_regular_file
 
 TOKEN = ":::MLLOG "
 ENCODING = "latin-1"  # what the official tools read logs as
@@ -77,6 +80,7 @@ class ResultLog:
     path: Path
     events: tuple[Event, ...]
     malformed: tuple[Malformed, ...]
+    unreadable: str | None = None  # why the file was not read (compliance.files); then it has no events
 
     def all(self, key: str) -> list[Event]:
         return [e for e in self.events if e.key == key]
@@ -152,18 +156,23 @@ class ResultLog:
 
 
 def read_result_log(path: str | Path) -> ResultLog:
+    """The log at `path`, read once through compliance.files (a file that is no regular file, or too large, is
+    not read: its ResultLog says why)."""
     path = Path(path)
+    try:
+        data = read_regular_file(path, MAX_LOG_BYTES)
+    except UnreadableFile as e:
+        return ResultLog(path, (), (), str(e))
     events, malformed = [], []
-    with open(path, encoding=ENCODING) as f:
-        for lineno, line in enumerate(f, start=1):
-            if TOKEN not in line:
-                continue
-            parsed = _parse_line(line)
-            if isinstance(parsed, str):
-                malformed.append(Malformed(lineno, line.rstrip("\n"), parsed))
-            else:
-                events.append(Event(lineno, float(parsed["time_ms"]), parsed["key"], parsed["value"],
-                                    parsed["metadata"]))
+    # Lines as Python's text files split them (universal newlines), as the official parser reads them.
+    for lineno, line in enumerate(io.StringIO(data.decode(ENCODING), newline=None), start=1):
+        if TOKEN not in line:
+            continue
+        parsed = _parse_line(line)
+        if isinstance(parsed, str):
+            malformed.append(Malformed(lineno, line.rstrip("\n"), parsed))
+        else:
+            events.append(Event(lineno, float(parsed["time_ms"]), parsed["key"], parsed["value"], parsed["metadata"]))
     return ResultLog(path, tuple(events), tuple(malformed))
 
 

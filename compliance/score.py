@@ -1,10 +1,11 @@
 """`mlperf-bert score DIR`: the official score of a submission, and whether it stands.
 
-The submission is checked first (`check`); when nothing in it would crash the tools, the package checker
-runs on a copy of it (writing the scaling.json of a closed-division RCP that passes faster than the
-reference mean) and then the result summarizer on that same copy. The result summarizer reports samples to
-converge only for the closed division; for the open division they come from the logs, counted the way the
-RCP checker counts them.
+The submission is checked (`check`), and in the same pass the package checker runs on a copy of the systems the
+tools can read (writing the scaling.json of a closed-division RCP that passes faster than the reference mean),
+then the result summarizer on that same copy: each tool runs once. The score of every system the summarizer
+scores is shown, and stands only when the whole check passes. The result summarizer reports samples to converge
+only for the closed division; for the open division they come from the logs, counted the way the RCP checker
+counts them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from bert.mlperf_rules import DEFAULT_RULESET
 from compliance.check import CheckReport, Progress, TargetError, check, find_package
-from compliance.checkers import Scoring, SummaryRow, score_package
+from compliance.checkers import Scoring, SummaryRow
 from compliance.result_log import ResultLog, olympic_mean
 
 
@@ -34,7 +35,7 @@ class SystemScore:
 @dataclass(frozen=True)
 class ScoreReport:
     check: CheckReport
-    scoring: Scoring | None  # None: not run, the check found input that would crash the tools
+    scoring: Scoring | None  # None: not run, the tools can read no system of the package
     systems: tuple[SystemScore, ...]
 
     @property
@@ -65,14 +66,8 @@ def score(path: str | Path, ruleset: str = DEFAULT_RULESET, progress: Progress |
     org = find_package(Path(path))
     if org is None:
         raise TargetError(f"{path}: not a submission (ORG/systems/<name>.json and ORG/results/<name>/bert/)")
-    report = check(org, ruleset, progress=progress)
-    if report.blocked:
+    report = check(org, ruleset, progress=progress, score=True)
+    if report.scoring is None:
         return ScoreReport(report, None, ())
-    if progress is not None:
-        progress("package checker and result summarizer")
-    scoring = score_package(org, report.ruleset)
-    logs_by_system: dict[str, list[ResultLog]] = {}
-    for row in report.rows:
-        logs_by_system.setdefault(row.log.path.parent.parent.name, []).append(row.log)
-    systems = tuple(_system_score(row, logs_by_system.get(row.system, [])) for row in scoring.rows)
-    return ScoreReport(report, scoring, systems)
+    systems = tuple(_system_score(row, report.logs_of(row.system)) for row in report.scoring.rows)
+    return ScoreReport(report, report.scoring, systems)

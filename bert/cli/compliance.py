@@ -58,14 +58,15 @@ def check(path: Path, ruleset: str, division: str | None) -> None:
 @click.option("--system", "system_name", required=True, help="Descriptor of the runs: a path or a name in systems/.")
 @click.option("--logs", "logs_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder of the runs' result_*.txt logs (e.g. logs/<system>).")
-@click.option("--org", required=True, help="Submitting organization: the top folder of the package.")
+@click.option("--org", default=None, help="Submitting organization, the top folder of the package: the descriptor's "
+              "submitter or the start of its name (default: the submitter's name).")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Where to write ORG/.")
 @click.option("--impl", default="pytorch", show_default=True,
               help="Implementation name: benchmarks/bert/implementations/<impl>/.")
 @click.option("--force", is_flag=True, help="Replace an existing OUT/ORG.")
 @click.option("--ruleset", default=DEFAULT_RULESET, show_default=True, help=RULESET_HELP)
-def package(system_name: str, logs_dir: Path, org: str, out: Path, impl: str, force: bool, ruleset: str) -> None:
+def package(system_name: str, logs_dir: Path, org: str | None, out: Path, impl: str, force: bool, ruleset: str) -> None:
     """Build a submission tree from a descriptor and its logs, then check it."""
     from compliance.package import build_package
     from compliance.render import print_check

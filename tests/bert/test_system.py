@@ -51,10 +51,15 @@ def test_wrong_type_says_the_fix(tmp_path):
         in message
 
 
-def test_number_where_the_system_description_needs_a_string(tmp_path):
+def test_system_description_values_as_the_official_tools_read_them(tmp_path):
+    """A number where the tools read text is refused; an object where they read nothing is not (as published)."""
     data = unchecked_descriptor()
+    data["system"]["accelerators_per_node"] = 8
+    assert 'system.accelerators_per_node: must be a string, got 8; write it in quotes, as "8"' in _error(tmp_path, data)
+    data = unchecked_descriptor()
+    data["system"]["other_software_stack"] = {"cuda_version": "12.4", "nccl_version": "2.22.3-1+cuda12.6"}
     data["system"]["number_of_nodes"] = 1
-    assert 'system.number_of_nodes: must be a string, got 1; write it in quotes, as "1"' in _error(tmp_path, data)
+    assert load_system(write_unchecked(tmp_path, "published", data)).nodes == 1
 
 
 def test_missing_description_field_and_wrong_division(tmp_path):

@@ -6,9 +6,11 @@ import sys
 import h5py
 import torch
 
+from bert.mllog import CODE_VERSION
 from bert.mlperf_rules import RULESETS
 from bert.model.config import named_config
 from bert.model.tf_names import tensor_names
+from bert.provenance import running_code
 from bert.system import load_system
 from compliance.checkers import compliance_check
 from compliance.result_log import read_result_log
@@ -31,6 +33,9 @@ def test_two_process_gloo_run_converges_and_passes_the_checker(tmp_path, small_d
     assert evals[-1].value >= 0.06 and all(e.metadata["epoch_num"] % 1024 == 0 for e in evals)
     assert result.value("train_samples") == evals[-1].metadata["epoch_num"]
     assert result.first("seed").metadata["file"].endswith("bert/train.py")
+    code = result.first(CODE_VERSION)  # what ran, once, before run_start (bert.provenance)
+    assert len(result.all(CODE_VERSION)) == 1 and keys.index(CODE_VERSION) < keys.index("run_start")
+    assert (code.value, code.metadata["commit"]) == (running_code().digest, running_code().commit)
     logged = [x.metadata["tensor"] for x in result.all("weights_initialization")]
     assert logged == [e.tf for e in tensor_names(named_config("micro"))]
     for ruleset in RULESETS:

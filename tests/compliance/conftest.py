@@ -10,5 +10,5 @@ from tests.helpers.compliance import MicroPackage, cli
 @pytest.fixture(scope="session")
 def micro_package(micro_system_path, micro_runs, tmp_path_factory) -> MicroPackage:
     out = tmp_path_factory.mktemp("package")
-    result = cli("package", "--system", micro_system_path, "--logs", micro_runs, "--org", "TestOrg", "--out", out)
-    return MicroPackage(micro_system_path, micro_runs, out, out / "TestOrg", result)
+    result = cli("package", "--system", micro_system_path, "--logs", micro_runs, "--org", "MLPerf", "--out", out)
+    return MicroPackage(micro_system_path, micro_runs, out, out / "MLPerf", result)

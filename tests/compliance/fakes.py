@@ -1,14 +1,41 @@
-"""Result logs written in seconds through bert.mllog (the trainer's own writer), with chosen contents."""
+"""Result logs written in seconds through bert.mllog (the trainer's own writer), with chosen contents: runs of
+the committed code, on a clock that advances as a run's would."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
+import time
 from pathlib import Path
+from unittest import mock
 
 from bert.mllog import RunLog
+from bert.provenance import CodeVersion, committed_code
 from bert.system import System, load_system
 
 INTERVAL = 1024
+STEP_MS = 1000  # between two lines of a fake run, plus a few ms that differ from run to run, as genuine runs differ
+_RUNS = itertools.count()
+
+
+@functools.cache
+def head_code() -> CodeVersion:
+    """The code of this checkout's HEAD, which `package` holds: what a fake run claims to have run."""
+    code = committed_code()
+    assert code is not None, "the compliance tests package this checkout: run them in a git clone"
+    return code
+
+
+class _Clock:
+    """mllog's clock for one fake run: from now, `step` ms per line."""
+
+    def __init__(self, step: int):
+        self.now, self.step = int(time.time() * 1000), step
+
+    def __call__(self) -> int:
+        self.now += self.step
+        return self.now
 
 
 def micro_system(division: str = "open", batch_size: int = 32) -> System:
@@ -23,22 +50,24 @@ def write_run(path: Path, seed: int, system: System | None = None, accuracies=(0
     """One run's log: init, the hyperparameters, an eval every `interval` samples, run_stop with `status`."""
     system = system or micro_system()
     path.unlink(missing_ok=True)  # the log's file handler appends
-    log = RunLog(path, echo=False)
-    log.cache_clear(False)
-    log.init_start()
-    log.submission(system)
-    log.seed(seed)
-    log.hyperparameters(system)
-    log.target(system)
-    log.init_stop()
-    log.run_start()
-    for i, accuracy in enumerate(accuracies):
-        log.block_start(i * interval, interval)
-        log.block_stop(i * interval)
-        log.eval_start((i + 1) * interval)
-        log.eval_result((i + 1) * interval, accuracy)
-    log.run_stop(status, len(accuracies) * interval, 256)
-    log.close()
+    with mock.patch("mlperf_logging.mllog.mllog._current_time_ms", _Clock(STEP_MS + next(_RUNS) % 997)):
+        log = RunLog(path, echo=False)
+        log.cache_clear(False)
+        log.init_start()
+        log.submission(system)
+        log.seed(seed)
+        log.hyperparameters(system)
+        log.target(system)
+        log.code_version(head_code())
+        log.init_stop()
+        log.run_start()
+        for i, accuracy in enumerate(accuracies):
+            log.block_start(i * interval, interval)
+            log.block_stop(i * interval)
+            log.eval_start((i + 1) * interval)
+            log.eval_result((i + 1) * interval, accuracy)
+        log.run_stop(status, len(accuracies) * interval, 256)
+        log.close()
     return path
 
 
@@ -67,3 +96,98 @@ def edit_lines(path: Path, edit) -> None:
     """Rewrites a log line by line: `edit(line)` returns the new line, or None to drop it."""
     lines = [edit(line) for line in path.read_text().splitlines()]
     path.write_text("".join(f"{line}\n" for line in lines if line is not None))
+
+
+def edit_events(path: Path, edit) -> None:
+    """Rewrites a log event by event: `edit(index, event)` returns the new event, a list of events, or None to
+    drop it (lines that are no event are kept)."""
+    out = []
+    for index, line in enumerate(path.read_text().splitlines()):
+        if not line.startswith(":::MLLOG "):
+            out.append(line)
+            continue
+        new = edit(index, json.loads(line[len(":::MLLOG "):]))
+        out += [f":::MLLOG {json.dumps(e)}" for e in ([] if new is None else new if isinstance(new, list) else [new])]
+    path.write_text("".join(f"{line}\n" for line in out))
+
+
+def time_of(path: Path, key: str) -> float:
+    """The time_ms of the first `key` event of a log."""
+    return next(json.loads(line[len(":::MLLOG "):])["time_ms"] for line in path.read_text().splitlines()
+                if f'"key": "{key}"' in line)
+
+
+# Genuine patterns, read off the published BERT logs of Training v4.1 and v5.0 that the official tools accept.
+
+def as_two_nodes(path: Path, ranks: int = 16, skew_ms: int = 2000) -> Path:
+    """Every rank logs cache_clear and init_start, a few ms out of order, and the second node's clock runs
+    `skew_ms` ahead of the first's (Dell's 2-node runs: lines go back by up to 2.8 s before run_start)."""
+    def per_rank(_, event):
+        if event["key"] not in ("cache_clear", "init_start"):
+            return event
+        per_node = ranks // 2
+        return [dict(event, time_ms=event["time_ms"] + (skew_ms if rank >= per_node else 0) + (rank * 7) % 5 - 2)
+                for rank in range(ranks)]
+    edit_events(path, per_rank)
+    return path
+
+
+def with_slow_init(path: Path, minutes: float = 31) -> Path:
+    """init_stop more than 30 minutes after init_start (tinycorp's v5.0 tinybox_green result_2.txt): the compliance
+    checker fails it, the package checker drops it under olympic scoring."""
+    stop = time_of(path, "init_stop")
+    edit_events(path, lambda _, e: dict(e, time_ms=e["time_ms"] + minutes * 60_000) if e["time_ms"] >= stop else e)
+    return path
+
+
+def truncated(path: Path) -> Path:
+    """A log that ends before run_stop (tinycorp's v4.1 tinybox_green result_2.txt), dropped the same way."""
+    edit_events(path, lambda _, e: None if e["key"] in ("train_samples", "eval_samples", "run_stop") else e)
+    return path
+
+
+def stating_platform(path: Path, platform: str | None) -> Path:
+    """The log states `platform` as its submission_platform ("2xSUBMISSION_PLATFORM_PLACEHOLDER"), or none."""
+    def edit(_, event):
+        if event["key"] != "submission_platform":
+            return event
+        return None if platform is None else dict(event, value=platform)
+    edit_events(path, edit)
+    return path
+
+
+# What no genuine run writes.
+
+def zero_minutes(path: Path) -> Path:
+    """Every line after run_start moved to run_start's time: the official tools score it 0 minutes."""
+    start = time_of(path, "run_start")
+    edit_events(path, lambda _, e: dict(e, time_ms=start) if e["time_ms"] > start else e)
+    return path
+
+
+def stopped_early(path: Path, seconds: float = 10) -> Path:
+    """run_stop (and the lines after it) moved `seconds` before the last eval, still after run_start."""
+    last_eval = max(json.loads(line[len(":::MLLOG "):])["time_ms"] for line in path.read_text().splitlines()
+                    if '"key": "eval_accuracy"' in line)
+    keys = ("train_samples", "eval_samples", "run_stop")
+    edit_events(path, lambda _, e: dict(e, time_ms=last_eval - seconds * 1000) if e["key"] in keys else e)
+    return path
+
+
+def started_twice(path: Path) -> Path:
+    """A second run_start, just after the first."""
+    edit_events(path, lambda _, e: [e, dict(e, time_ms=e["time_ms"] + 1)] if e["key"] == "run_start" else e)
+    return path
+
+
+def with_value(path: Path, key: str, field: str, value) -> Path:
+    """The first `key` event's `field` ("value" or "time_ms") set to `value` (NaN and Infinity as JSON writes them)."""
+    seen = []
+
+    def edit(_, event):
+        if event["key"] == key and not seen:
+            seen.append(event)
+            return dict(event, **{field: value})
+        return event
+    edit_events(path, edit)
+    return path

@@ -1,6 +1,8 @@
 """`check` on broken input: one of each kind, each with a message naming the file and the fix, and exit 1."""
 
 import json
+import re
+import shutil
 
 import pytest
 
@@ -31,7 +33,7 @@ def test_truncated_log_without_run_stop(tmp_path):
                or '"key": "run_stop"' in line else line)
     output = _failed(log)
     assert "result_0.txt: no run_stop line: the log is truncated (the run crashed, was killed or is still " \
-           "running) and does not count; rerun it" in output
+           "running): the run does not count; olympic scoring may drop it as the slowest run" in output
     assert "Required EXACTLY_ONE occurrence of 'run_stop' but found 0" in output  # the official checker agrees
 
 
@@ -62,14 +64,22 @@ def test_system_json_missing_fields(tmp_path):
 
 
 def test_number_where_the_system_json_needs_a_string(tmp_path):
+    """The tools would crash on that system: they run on the package's other system alone, which keeps its score."""
     org = write_package(tmp_path / "Org")
+    shutil.copytree(org / "results" / "cpu_micro", org / "results" / "other")
+    shutil.copyfile(org / "systems" / "cpu_micro.json", org / "systems" / "other.json")
     desc = json.loads((org / "systems" / "cpu_micro.json").read_text())
     desc["accelerators_per_node"] = 0
     (org / "systems" / "cpu_micro.json").write_text(json.dumps(desc))
-    output = _failed(org)
+    result = cli("score", org)
+    output = " ".join(result.output.split())
+    assert result.exit_code == 1 and "VERDICT: FAIL" in output
     assert "systems/cpu_micro.json: accelerators_per_node: must be a string, got 0; write it in quotes, as \"0\"" \
         in output
-    assert "NOT RUN system description checker" in output and "NOT RUN package checker" in output
+    assert "NOT RUN system description checker (systems/cpu_micro.json)" in output
+    assert "PASS package checker (" in output and "): run on 1 of 2 systems; left out (the tools would crash on or " \
+        "misjudge them): cpu_micro" in output
+    assert re.search(r"other\s*│\s*open\s*│\s*[0-9.]+\s*│", result.output)
 
 
 def test_division_spelled_wrong(tmp_path):

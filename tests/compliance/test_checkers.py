@@ -1,10 +1,15 @@
-"""The official tools' wrappers: rulesets, the reference convergence points, verdicts read from the output."""
+"""The official tools' wrappers: rulesets, the reference convergence points, verdicts read from the output, the
+copy they run on."""
+
+import os
+import shutil
 
 import pytest
 
 from compliance.checkers import (
     CheckResult,
     RulesetError,
+    _copy_for_tools,
     rcp_batch_sizes,
     rcp_reference,
     require_ruleset,
@@ -45,3 +50,18 @@ def test_system_description_verdict_is_read_from_the_output_not_the_exit_code(tm
 def test_problems_leave_out_progress_lines():
     result = CheckResult("tool", "x", False, "INFO - Running\nWARNING -  Required X\n----\nERROR - FAILED\n** Logging")
     assert result.problems() == ["Required X"]
+
+
+def test_the_tools_get_a_copy_of_the_systems_asked_for_and_only_their_regular_files(tmp_path):
+    org = write_package(tmp_path / "Org")
+    shutil.copytree(org / "results" / "cpu_micro", org / "results" / "other")
+    shutil.copyfile(org / "systems" / "cpu_micro.json", org / "systems" / "other.json")
+    os.mkfifo(org / "results" / "cpu_micro" / "bert" / "notes")
+    (org / "results" / "cpu_micro" / "bert" / "zero.txt").symlink_to("/dev/zero")
+    copy = _copy_for_tools(org, tmp_path / "scratch", ["cpu_micro"])
+    assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*") if p.is_file()) == sorted(
+        ["systems/cpu_micro.json"] + [f"results/cpu_micro/bert/result_{i}.txt" for i in range(10)])
+    assert (copy / "results" / "cpu_micro" / "bert" / "result_3.txt").read_bytes() == \
+        (org / "results" / "cpu_micro" / "bert" / "result_3.txt").read_bytes()
+    assert {p.name for p in (_copy_for_tools(org, tmp_path / "all", None) / "systems").iterdir()} == \
+        {"cpu_micro.json", "other.json"}

@@ -49,7 +49,7 @@ def test_package_writes_the_tree_and_its_check_passes(micro_package):
         assert (impl / tracked).read_bytes() == (REPO / tracked).read_bytes() or tracked in _changed_files()
     assert os.access(impl / "run_and_time.sh", os.X_OK)
     assert (impl / "systems" / "cpu_micro.json").read_text() == micro_package.system.read_text()
-    assert [p.name for p in micro_package.out.iterdir()] == ["TestOrg"]  # no staging folder left behind
+    assert [p.name for p in micro_package.out.iterdir()] == ["MLPerf"]  # no staging folder left behind
 
 
 def _changed_files() -> set[str]:
@@ -107,18 +107,18 @@ def test_report_writes_markdown_and_its_figures(micro_package, tmp_path):
 def test_package_refuses_an_existing_tree_without_force(tmp_path):
     logs = write_runs(tmp_path / "logs")
     out = tmp_path / "out"
-    first = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out)
+    first = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "MLPerf", "--out", out)
     assert first.exit_code == 0, first.output
-    marker = out / "Org" / "results" / "cpu_micro" / "bert" / "result_0.txt"
+    marker = out / "MLPerf" / "results" / "cpu_micro" / "bert" / "result_0.txt"
     marker.write_text("kept")
-    again = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out)
+    again = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "MLPerf", "--out", out)
     assert again.exit_code == 1
-    assert f"{out / 'Org'} already exists; pass --force to replace it" in again.output
+    assert f"{out / 'MLPerf'} already exists; pass --force to replace it" in again.output
     assert marker.read_text() == "kept"
-    forced = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out, "--force")
+    forced = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "MLPerf", "--out", out, "--force")
     assert forced.exit_code == 0, forced.output
     assert marker.read_bytes() == (logs / "result_0.txt").read_bytes()
-    assert [p.name for p in out.iterdir()] == ["Org"]
+    assert [p.name for p in out.iterdir()] == ["MLPerf"]
 
 
 @pytest.mark.parametrize("kind", ["symlink", "file"])
@@ -129,22 +129,22 @@ def test_package_force_onto_an_org_that_is_no_folder_changes_nothing_and_says_so
     users.mkdir()
     (users / "notes.md").write_text("mine")
     out.mkdir()
-    (out / "Org").symlink_to(users) if kind == "symlink" else (out / "Org").write_text("mine")
-    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out, "--force")
+    (out / "MLPerf").symlink_to(users) if kind == "symlink" else (out / "MLPerf").write_text("mine")
+    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "MLPerf", "--out", out, "--force")
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 1 and len(lines) == 1, result.output
     what = f"is a symbolic link (to {users}), not a folder" if kind == "symlink" else "is a file, not a folder"
-    assert lines[0].startswith(f"Error: {out / 'Org'}: {what}; nothing was written"), lines
-    assert [p.name for p in out.iterdir()] == ["Org"]
+    assert lines[0].startswith(f"Error: {out / 'MLPerf'}: {what}; nothing was written"), lines
+    assert [p.name for p in out.iterdir()] == ["MLPerf"]
     if kind == "symlink":
-        assert os.readlink(out / "Org") == str(users) and [p.name for p in users.iterdir()] == ["notes.md"]
+        assert os.readlink(out / "MLPerf") == str(users) and [p.name for p in users.iterdir()] == ["notes.md"]
     else:
-        assert (out / "Org").read_text() == "mine"
+        assert (out / "MLPerf").read_text() == "mine"
 
 
 def test_package_refuses_logs_that_would_fail_and_writes_nothing(tmp_path):
     logs = write_runs(tmp_path / "logs", count=9)
-    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", tmp_path / "out")
+    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "MLPerf", "--out", tmp_path / "out")
     assert result.exit_code == 1
     assert "not packaged, nothing written" in result.output
     assert "9 result logs; a BERT submission needs exactly 10" in result.output
@@ -153,17 +153,17 @@ def test_package_refuses_logs_that_would_fail_and_writes_nothing(tmp_path):
 
 def _failing_midway(monkeypatch):
     """Makes the implementation step of `package` fail after it has written part of the code folder."""
-    def extract(dest):
+    def extract(archive, dest):
         (dest / "README.md").write_text("half")
         raise OSError(errno.ENOSPC, "No space left on device", str(dest / "bert"))
-    monkeypatch.setattr(package_module, "_extract_head", extract)
+    monkeypatch.setattr(package_module, "_extract", extract)
 
 
 def test_a_failure_midway_leaves_no_partial_tree(tmp_path, monkeypatch):
     logs = write_runs(tmp_path / "logs")
     out = tmp_path / "out"
     _failing_midway(monkeypatch)
-    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out)
+    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "MLPerf", "--out", out)
     assert result.exit_code == 1
     assert "No space left on device; nothing was changed" in result.output and "/bert" in result.output
     assert list(out.iterdir()) == []
@@ -172,12 +172,12 @@ def test_a_failure_midway_leaves_no_partial_tree(tmp_path, monkeypatch):
 def test_a_failure_midway_with_force_keeps_the_existing_tree(tmp_path, monkeypatch):
     logs = write_runs(tmp_path / "logs")
     out = tmp_path / "out"
-    assert cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out).exit_code == 0
+    assert cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "MLPerf", "--out", out).exit_code == 0
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     _failing_midway(monkeypatch)
-    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out, "--force")
+    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "MLPerf", "--out", out, "--force")
     assert result.exit_code == 1 and "nothing was changed" in result.output
-    assert [p.name for p in out.iterdir()] == ["Org"]
+    assert [p.name for p in out.iterdir()] == ["MLPerf"]
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 

@@ -10,14 +10,16 @@ from pathlib import Path
 import pytest
 
 import compliance.check as check_module
+from bert.mllog import CODE_VERSION
 from bert.mlperf_rules import DEFAULT_RULESET
 from bert.system import load_system
 from compliance import plots
 from compliance.checkers import CheckResult
 from compliance.package import _refusals
+from compliance.provenance import package_provenance
 from compliance.report import _rcp_text, _runs_table
 from compliance.result_log import read_result_log, result_logs_in
-from tests.compliance.fakes import micro_system, write_run, write_runs
+from tests.compliance.fakes import edit_events, head_code, micro_system, write_package, write_run, write_runs
 from tests.helpers.compliance import cli
 
 
@@ -41,7 +43,7 @@ def test_check_and_package_refuse_the_runs_of_two_systems_mixed(tmp_path):
     assert "opt_base_learning_rate: 0.01 in result_0.txt, result_1.txt, result_2.txt, result_3.txt, result_4.txt; " \
            "0.02 in result_5.txt" in said
     out = tmp_path / "out"
-    packaged = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out)
+    packaged = cli("package", "--system", "cpu_micro", "--logs", logs, "--out", out)
     assert packaged.exit_code == 1 and "not packaged, nothing written" in packaged.output
     assert "the runs state different systems or configurations" in " ".join(packaged.output.split())
     assert not out.exists()
@@ -50,7 +52,7 @@ def test_check_and_package_refuse_the_runs_of_two_systems_mixed(tmp_path):
 def test_package_refuses_logs_that_are_not_its_descriptors_runs(tmp_path):
     logs = write_runs(tmp_path / "logs", system=_other_system())
     out = tmp_path / "out"
-    packaged = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "Org", "--out", out)
+    packaged = cli("package", "--system", "cpu_micro", "--logs", logs, "--out", out)
     assert packaged.exit_code == 1 and not out.exists()
     said = " ".join(packaged.output.split())
     assert f"the logs are not runs of {load_system('cpu_micro').path} (submission_platform is" in said
@@ -94,9 +96,39 @@ def test_a_json_object_wherever_a_value_belongs_is_reported_not_a_traceback(tmp_
         folders.append(folder)
         result = cli("check", folder)  # fails the test on a traceback
         assert result.exit_code in (0, 1) and "VERDICT" in result.output
-        _refusals(micro_system(), folder, DEFAULT_RULESET)
+        _refusals(micro_system(), folder, [read_result_log(p) for p in result_logs_in(folder)], DEFAULT_RULESET)
     logs = [read_result_log(p) for folder in folders for p in result_logs_in(folder)]
     _runs_table(logs)
     _rcp_text(logs, DEFAULT_RULESET)
     plots.accuracy_plot(logs, None, "", tmp_path / "accuracy.png")
     plots.throughput_plot(logs, tmp_path / "throughput.png")
+
+
+def test_package_refuses_another_organisations_runs_and_code_that_is_not_what_ran(tmp_path):
+    logs = write_runs(tmp_path / "logs")
+    out = tmp_path / "out"
+    mine = cli("package", "--system", "cpu_micro", "--logs", logs, "--org", "MyOrg", "--out", out)
+    assert mine.exit_code == 1 and not out.exists()
+    assert "--org MyOrg, but the descriptor's system.submitter is 'MLPerf BERT harness developers' (and its runs " \
+           "log submission_org 'MLPerf BERT harness developers'): a package is its submitter's; leave --org out " \
+           "(the folder is then MLPerf_BERT_harness_developers)" in " ".join(mine.output.split())
+    edit_events(logs / "result_3.txt", lambda _, e: dict(e, value="0" * 64, metadata={"commit": "0123abcd"})
+                if e["key"] == CODE_VERSION else e)
+    edit_events(logs / "result_5.txt", lambda _, e: None if e["key"] == CODE_VERSION else e)
+    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--out", out)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 1 and not out.exists()
+    assert f"result_3.txt ran code 000000000000 (commit 0123abcd), but the package holds commit " \
+           f"{head_code().commit[:12]} (code {head_code().digest[:12]}): the packaged code is not what ran" in said
+    assert "result_5.txt: no code_version line, so nothing ties the run to the packaged code" in said
+
+
+def test_check_compares_the_logs_with_the_code_a_package_holds(tmp_path):
+    org = write_package(tmp_path / "MLPerf")
+    code = org / "benchmarks" / "bert" / "implementations" / "pytorch" / "bert"
+    code.mkdir(parents=True)
+    (code / "train.py").write_text("# not what ran\n")
+    logs = {"cpu_micro": [read_result_log(p) for p in result_logs_in(org / "results" / "cpu_micro" / "bert")]}
+    (finding,) = package_provenance(org, {}, logs)
+    assert "result_0.txt, result_1.txt" in finding.message and finding.level == "error"
+    assert "but the package holds the bert package of implementations/pytorch" in finding.message

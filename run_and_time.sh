@@ -2,9 +2,12 @@
 # Launch and time MLPerf BERT runs of one system: ./run_and_time.sh [--dry-run] [SYSTEM]   (default: cpu_tiny)
 # ./run_and_time.sh --help prints this text.
 #
-# --dry-run prints the launch plan (exact commands, environment, per-rank shards) and starts nothing; for several
-# nodes it then runs the pre-flight alone (started on every node as the run would be).
-# SYSTEM is a descriptor name in systems/ or a path to one. Environment:
+# --dry-run prints the launch plan (exact commands, environment, per-rank shards, the cache clearing; under Slurm
+# the container and the time check) and starts nothing; then it runs the pre-flight alone (on several nodes,
+# started on every node as the run would be; not where it cannot reach them: say so).
+# SYSTEM is a descriptor name (looked up in the site folders of MLPERF_BERT_SYSTEMS, then in systems/) or a path
+# to one. Before anything starts, a pre-flight checks the device and torch build, the dataset, the checkpoint and
+# the results folder (on every node), one line per problem. Environment:
 #   NEXP=N          number of runs (default 1, at least 1); each gets a distinct seed and its own result file
 #   SEED=S          seed of the first run (a whole number; default: the descriptor's run.seed, else drawn at
 #                   random); run i uses S+i
@@ -14,10 +17,16 @@
 #                   result_<i>.txt.partial, published as result_<i>.txt when it ends with run_stop (whatever its
 #                   status), so a result_<i>.txt is always a finished log; a log that cannot be finished (a
 #                   full disk) stays .partial.
-#   DROP_CACHES=1   drop the page cache before each run (needs root); logged as cache_clear
+#   DROP_CACHES=1   drop the page cache before each run on every node (root, or sudo without a password);
+#                   cache_clear is logged true only when every node dropped it, else false with a line naming them
 #   DATADIR=DIR     dataset directory, overriding the descriptor's run.dataset.dir (a synthetic corpus is written
 #                   only into an empty folder or one that holds this harness's own corpus)
+#   CHECKPOINTDIR=DIR  the folder that holds the checkpoint run.init_checkpoint names (its file name is kept)
 #   NODE_RANK=R     (torchrun on plain hosts, several nodes) this host's node; MASTER_ADDR names node 0
+#   CONT=IMAGE      (Slurm with pyxis) the container image the ranks and the pre-flight start in (srun
+#                   --container-image); the folders the run uses are mounted at their own paths
+#   MOUNTS=LIST     (with CONT) more mounts, SRC:DST[:FLAGS],... (srun --container-mounts)
+# Relative DATADIR, CHECKPOINTDIR and LOGDIR are relative to the folder the command is given in.
 # Under Slurm (SLURM_JOB_ID set) the ranks are started with srun, one task per process of the descriptor,
 # the rendezvous at the allocation's first host (example: run_and_time.sbatch); otherwise with torchrun: on this
 # host alone, or started on every host with NODE_RANK and MASTER_ADDR set. run.launch.env (NCCL settings)
@@ -41,6 +50,15 @@ for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_DFL)
 os.execvp(sys.argv[1], sys.argv[1:])' bash "${BASH_SOURCE[0]}" "$@"
 fi
 unset _MLPERF_BERT_SIGNALS_RESET
+if [[ "${1:-}" == -* && "$1" != --dry-run ]]; then  # before anything slow, and not read as a system's name
+    hint=""
+    if [[ "$1" == --d* || "$1" == -d* ]]; then hint="did you mean --dry-run? "; fi
+    echo "run_and_time: unknown option $1; ${hint}the options are --dry-run and --help" >&2
+    exit 2
+fi
+for name in DATADIR CHECKPOINTDIR LOGDIR; do  # the user's relative paths mean their folder, not the harness's
+    if [[ -n "${!name:-}" && "${!name}" != /* ]]; then printf -v "$name" '%s' "$PWD/${!name}"; fi
+done
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$repo"
 # shellcheck source=bootstrap.sh
@@ -77,49 +95,81 @@ if ((first_seed + nexp - 1 > MAX_SEED)); then
     refuse "seeds $first_seed..$((first_seed + nexp - 1)) of NEXP=$nexp runs pass the largest seed $MAX_SEED;" \
            "use a smaller SEED"
 fi
+case "${ON_EXISTING:-next}" in
+    next | refuse) ;;
+    *) refuse "ON_EXISTING=${ON_EXISTING} must be next or refuse" ;;
+esac
 logdir="${LOGDIR:-logs}/$SYSTEM_NAME"
 datadir="${DATADIR:-$DATASET_DIR}"
 node_rank=$(whole_number NODE_RANK "${NODE_RANK:-0}" 0 $((NODES - 1))) || exit 2  # 00 is node 0 too
 plan_args=(--data-dir "$datadir" --node-rank "$node_rank")
+if [[ -n "${CHECKPOINTDIR:-}" ]]; then plan_args+=(--checkpoint-dir "$CHECKPOINTDIR"); fi
+if [[ -n "${MOUNTS:-}" && -z "${CONT:-}" ]]; then refuse "MOUNTS=$MOUNTS needs CONT=<container image>"; fi
+unplaced=""  # why the pre-flight cannot run here (a dry run away from the nodes)
 if [[ -n "${SLURM_JOB_ID:-}" ]]; then
     # Refuses an allocation that cannot run the descriptor (one line); prints the first node's address.
     first_node=$(mlperf-bert system allocation "$system") || exit 2
     plan_args+=(--launcher slurm --master-addr "${MASTER_ADDR:-$first_node}")
+    if [[ -n "${CONT:-}" ]]; then plan_args+=(--container-image "$CONT" --container-mounts "${MOUNTS:-}"); fi
+    if [[ -z "${SLURM_JOB_NODELIST:-}" ]]; then
+        unplaced="no Slurm allocation here; run the dry run inside one (salloc) to check its nodes"
+    fi
 else
+    if [[ -n "${CONT:-}" ]]; then
+        refuse "CONT=$CONT: containers are started by Slurm's srun (pyxis); without Slurm, start run_and_time.sh" \
+               "inside the container itself"
+    fi
     plan_args+=(--launcher torchrun)
-    if [[ "$NODES" != 1 ]]; then
-        if [[ -z "${MASTER_ADDR:-}" || -z "${NODE_RANK:-}" ]]; then
+    if [[ "$NODES" != 1 && ( -z "${MASTER_ADDR:-}" || -z "${NODE_RANK:-}" ) ]]; then
+        if [[ $dry_run == 0 ]]; then
             refuse "$SYSTEM_NAME has $NODES nodes; launch it from a Slurm allocation, or on every" \
                    "host with NODE_RANK=<0..$((NODES - 1))> and MASTER_ADDR=<node 0's address>"
         fi
+        unplaced="start the dry run on every host with NODE_RANK=<0..$((NODES - 1))> and MASTER_ADDR=<node 0's"
+        unplaced+=" address>, or inside a Slurm allocation, to check the nodes"
+    elif [[ "$NODES" != 1 ]]; then
         plan_args+=(--master-addr "$MASTER_ADDR")
     fi
 fi
 # Rank 0, which writes the log, runs on node 0; the wrappers of the other torchrun nodes claim no result file.
 logging_node=1
 if [[ -z "${SLURM_JOB_ID:-}" && "$NODES" != 1 && "$node_rank" != 0 ]]; then logging_node=0; fi
-# Several nodes: each checks what the start needs and reports to node 0, which refuses it in one line per problem;
-# a node that cannot reach node 0 gives up after run.launch.preflight_timeout_s (bert.distributed.preflight).
+step_command() {  # STEP: the command of that step of the plan (bert.distributed.plan), into the array `command`
+    command=()
+    while IFS= read -r -d '' arg; do command+=("$arg"); done < <(
+        mlperf-bert system plan "$SYSTEM_PATH" --command "$1" --log-file "$logdir/result_0.txt" "${plan_args[@]}")
+    [[ ${#command[@]} -gt 0 ]] || exit 2  # the plan printed why
+}
+# Checks what the run needs before anything starts; on several nodes every node reports to node 0, which refuses
+# the start in one line per problem (a node that cannot reach node 0 gives up after
+# run.launch.preflight_timeout_s). Under Slurm, one task on every node (bert.distributed.preflight).
 preflight() {
-    local args=(-m bert.cli system preflight "$SYSTEM_PATH" --data-dir "$datadir" --log-dir "$logdir")
-    if [[ -n "${SLURM_JOB_ID:-}" ]]; then  # one task on every node of the allocation; node 0 is its first
-        srun --nodes="$NODES" --ntasks="$NODES" --ntasks-per-node=1 python "${args[@]}" \
-            --master-addr "${MASTER_ADDR:-$first_node}"
-    else
-        python "${args[@]}" --master-addr "$MASTER_ADDR" --node-rank "$node_rank"
-    fi
+    step_command preflight
+    "${command[@]}"
 }
 if [[ $dry_run == 1 ]]; then
+    dry=(--runs "$nexp")
+    if [[ "${DROP_CACHES:-0}" == 1 ]]; then dry+=(--drop-caches); fi
     mlperf-bert system plan "$SYSTEM_PATH" --seed "$first_seed" --log-file "$logdir/result_<i>.txt" \
-        "${plan_args[@]}" || exit 2
-    if [[ "$NODES" != 1 && -n "${SLURM_JOB_ID:-}" && -z "${SLURM_JOB_NODELIST:-}" ]]; then
-        echo "run_and_time: pre-flight not run: no Slurm allocation here; run the dry run inside one" \
-             "(salloc) to check its nodes" >&2
-    elif [[ "$NODES" != 1 ]]; then
+        "${plan_args[@]}" "${dry[@]}" || exit 2
+    if [[ -n "$unplaced" ]]; then
+        echo "run_and_time: pre-flight not run: $unplaced" >&2
+    else
         preflight || exit 2
     fi
     exit 0
 fi
+holds_results() { compgen -G "$logdir/result_*.txt*" >/dev/null; }
+refuse_existing() {
+    refuse "$logdir already holds results ($(cd "$logdir" && echo result_*.txt*)) and ON_EXISTING=refuse; move" \
+           "them away, set LOGDIR, or use ON_EXISTING=next"
+}
+# Nothing is written (a corpus, a results folder) for a start that is refused anyway; the lock below decides races.
+if [[ "${ON_EXISTING:-next}" == refuse && $logging_node == 1 ]] && holds_results; then refuse_existing; fi
+if [[ "$SYNTHETIC" == 1 ]]; then  # it refuses, in one line, a folder that holds anything but its own corpus
+    mlperf-bert data synth --system "$SYSTEM_PATH" --out "$datadir" --if-missing || exit 2
+fi
+preflight || exit 2  # before a result file is claimed: a start it refuses leaves nothing behind
 if [[ $logging_node == 1 ]]; then
     mkdir -p "$logdir" 2>/dev/null || refuse "cannot create the results folder $logdir; set LOGDIR to a folder" \
                                              "you can write"
@@ -144,12 +194,8 @@ case "${ON_EXISTING:-next}" in
         else
             lock="$logdir/.run_and_time.lock"
             echo $$ > "$lock/pid"
-            if compgen -G "$logdir/result_*.txt*" >/dev/null; then
-                refuse "$logdir already holds results ($(cd "$logdir" && echo result_*.txt*)) and" \
-                       "ON_EXISTING=refuse; move them away, set LOGDIR, or use ON_EXISTING=next"
-            fi
+            if holds_results; then refuse_existing; fi
         fi ;;
-    *) refuse "ON_EXISTING=${ON_EXISTING} must be next or refuse" ;;
 esac
 
 claim_index() {  # the first index with no result and no partial log; creates the partial log (atomically)
@@ -185,12 +231,22 @@ on_signal() {  # passed on as received, so that the log names the signal that ca
 trap 'on_signal TERM' TERM
 trap 'on_signal INT' INT
 
-if [[ "$SYNTHETIC" == 1 ]]; then  # it refuses, in one line, a folder that holds anything but its own corpus
-    mlperf-bert data synth --system "$SYSTEM_PATH" --out "$datadir" --if-missing || exit 2
-fi
-if [[ "$NODES" != 1 ]]; then
-    preflight || exit 2
-fi
+# Under Slurm one task on every node drops its page cache; elsewhere this host's, and the ranks gather every
+# node's answer (bert.train). Each node says "page cache cleared on <host>" or why not.
+clearing_nodes=1
+if [[ -n "${SLURM_JOB_ID:-}" ]]; then clearing_nodes=$NODES; fi
+if [[ "${DROP_CACHES:-0}" == 1 ]]; then step_command cache-clear; cache_clear=("${command[@]}"); fi
+drop_caches() {  # prints the run's flag: --cache-cleared only when every node here said so, else names the others
+    local said cleared failed
+    said=$("${cache_clear[@]}" 2>&1) || true
+    cleared=$(grep -c "^page cache cleared on " <<< "$said") || true
+    if ((cleared == clearing_nodes)); then echo --cache-cleared; return; fi
+    failed=$(sed -n 's/^page cache NOT cleared on \([^ ]*\).*/\1/p' <<< "$said" | paste -sd, - | sed 's/,/, /g')
+    echo "run_and_time: cache_clear is logged as false: the page cache was not dropped on" \
+         "${failed:-$((clearing_nodes - cleared)) node(s) that did not answer} (root, or sudo without a password," \
+         "is needed on every node)" >&2
+    echo --no-cache-cleared
+}
 
 failed=() ran=0
 for ((i = 0; i < nexp; i++)); do
@@ -207,13 +263,7 @@ for ((i = 0; i < nexp; i++)); do
     if [[ $logging_node == 0 && -z "${SEED:-}" ]]; then said_seed="node 0's seed"; fi
 
     cleared=--no-cache-cleared
-    if [[ "${DROP_CACHES:-0}" == 1 ]]; then
-        if sync && echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; then
-            cleared=--cache-cleared
-        else
-            echo "run_and_time: could not drop the page cache (needs root); cache_clear is logged as false" >&2
-        fi
-    fi
+    if [[ "${DROP_CACHES:-0}" == 1 ]]; then cleared=$(drop_caches); fi
 
     launch=()
     while IFS= read -r -d '' arg; do launch+=("$arg"); done < <(

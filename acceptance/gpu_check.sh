@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The first run on a lent GPU: one H200 (or any single CUDA GPU), no network, in under 9 minutes.
+# The first run on a new GPU machine: one H200 (or any single CUDA GPU), no network, in under 9 minutes.
 #
 #   acceptance/gpu_check.sh OUTDIR        (a new or empty folder: everything the check writes lands there)
 #
@@ -31,7 +31,7 @@
 #                  certain gain: it runs when the budget has time left)
 # On the CPU cores, beside stages 2-3: the synthetic corpus (until stage 6), and benchmarks/loader.py (every
 # balance strategy's sequences per CPU second per rank on 8 ranks, with real pinning).
-# OUTDIR gets 8 files, the most a lend brings back: summary.md (also printed at the end), env.txt, checks.log
+# OUTDIR gets 8 files, few enough to bring back from a remote machine: summary.md (also printed at the end), env.txt, checks.log
 # (layer, nosync, speed, nccl, loader), throughput.log, throughput_results.md, gpu_check.json (the short run's
 # descriptor), train.log and result_0.txt. Exit status 0 when every stage passed.
 #

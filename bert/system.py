@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from bert.descriptor_files import SYSTEM_NAME, SYSTEM_NAME_RULE, origin_of, resolved_descriptor
+from bert.descriptor_files import SYSTEM_NAME, SYSTEM_NAME_RULE, find_descriptor, origin_of, resolved_descriptor
 from bert.mlperf_rules import (
     EVAL_SAMPLES,
     MLPERF_TARGET_ACCURACY,
@@ -28,7 +28,7 @@ from bert.mlperf_rules import (
     mlperf_eval_interval,
 )
 from bert.model.config import NAMED_CONFIGS, BertConfig, named_config
-from bert.typed_config import ConfigError, checked, from_dict, ranged
+from bert.typed_config import ConfigError, checked, choice, from_dict, ranged
 
 MAX_SEED = 2**32 - 1  # run seeds: numpy's and torch's generators take any seed from 0 to this
 MAX_GLOBAL_BATCH = 2**20  # samples per step; the published BERT submissions use at most 16384
@@ -63,7 +63,7 @@ class SyntheticDataSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class DatasetSpec:
-    dir: str  # relative paths are relative to the repository root (the folder holding systems/)
+    dir: str  # relative paths are relative to the descriptor's root (the folder above its systems/ folder)
     train_glob: str = "train/*.hdf5"
     eval_file: str = "eval.hdf5"
     vocab_file: str = "vocab.txt"
@@ -203,7 +203,7 @@ class RunSpec:
     model: str = "large"
     # Fields of bert.model.config.BertConfig to change, e.g. {"gelu": "erf"} (the reference's is "tanh").
     model_overrides: dict[str, int | float | str] = field(default_factory=dict)
-    device: Literal["cpu", "cuda"]
+    device: Literal["cpu", "cuda"] = choice({"gpu": "cuda", "GPU": "cuda", "nvidia": "cuda", "CPU": "cpu"})
     processes_per_node: int = ranged(1)
     # fp8: the encoder's Linear layers in FP8 (bert.model.fp8: Transformer Engine where importable, else torchao's
     # float8 training), bf16 autocast everywhere else.
@@ -257,8 +257,9 @@ class RunSpec:
     max_loss_scale_overflows: int = ranged(1, default=24)
     log_weights_initialization: bool = True
     # A checkpoint to start from (`mlperf-bert checkpoint convert` output, or any layout it reads); relative
-    # paths are relative to the repository root. null: random initialisation. Its eval accuracy is measured
-    # before run_start, outside the timed region, as a check that it loaded (phase-1: about 0.34).
+    # paths as dataset.dir's; CHECKPOINTDIR (--checkpoint-dir) names another folder that holds it. null: random
+    # initialisation. Its eval accuracy is measured before run_start, outside the timed region, as a check that it
+    # loaded (phase-1: about 0.34).
     init_checkpoint: str | None = None
     dataset: DatasetSpec
     launch: LaunchSpec = field(default_factory=LaunchSpec)
@@ -377,15 +378,22 @@ class System:
         notes = self.run.notes
         return notes if isinstance(notes, str) else " ".join(text for text in notes.values() if text)
 
-    def init_checkpoint_path(self) -> Path | None:
+    def init_checkpoint_path(self, folder: str | os.PathLike | None = None) -> Path | None:
+        """run.init_checkpoint, or the file (or folder) of its name in `folder` (CHECKPOINTDIR, --checkpoint-dir):
+        a site keeps its checkpoint where it likes, as it keeps its dataset (dataset_dir, the same rule)."""
         if self.run.init_checkpoint is None:
             return None
-        p = Path(self.run.init_checkpoint)
-        return p if p.is_absolute() else repository_root(self.path) / p
+        name = Path(self.run.init_checkpoint)
+        return self._site_path(name if folder is None else Path(folder) / name.name)
 
     def dataset_dir(self, override: str | os.PathLike | None = None) -> Path:
-        d = Path(override) if override is not None else Path(self.run.dataset.dir)
-        return d if d.is_absolute() else repository_root(self.path) / d
+        """run.dataset.dir, or `override` (DATADIR, --data-dir)."""
+        return self._site_path(Path(override if override is not None else self.run.dataset.dir))
+
+    def _site_path(self, path: Path) -> Path:
+        """A path of the descriptor, or one given for it: relative ones are relative to the descriptor's root (the
+        folder above its systems/ folder, else its own folder)."""
+        return path if path.is_absolute() else repository_root(self.path) / path
 
 
 def repository_root(descriptor: Path) -> Path:
@@ -522,12 +530,11 @@ def system_from_data(data: object, path: Path) -> System:
 
 
 def load_system(path: str | os.PathLike) -> System:
-    """Loads and validates a descriptor; a bare name means systems/<name>.json of this repository. A descriptor
-    may name a base (`"base": "dgxa100_1x8"`) and state only what differs (merged_descriptor); the System holds
-    the resolved values, and an error in a value it inherits names the base that sets it."""
-    path = Path(path)
-    if path.suffix != ".json" and not path.exists():
-        path = Path(__file__).resolve().parent.parent / "systems" / f"{path.name}.json"
+    """Loads and validates a descriptor: a path, or a name looked up in the site folders, then in systems/
+    (bert.descriptor_files.find_descriptor). A descriptor may name a base (`"base": "dgxa100_1x8"`) and state
+    only what differs (merged_descriptor); the System holds the resolved values, and an error in a value it
+    inherits names the base that sets it."""
+    path = find_descriptor(path)
     data, chain = resolved_descriptor(path)
     try:
         return system_from_data(data, path)

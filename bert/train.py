@@ -30,6 +30,7 @@ from bert.distributed.cpu_binding import bind_rank
 from bert.distributed.launch import (
     DistContext,
     init_distributed,
+    nodes_without,
     rank0_value,
     rendezvous_store,
     shutdown,
@@ -60,6 +61,7 @@ class RunRequest:
     # Called after each eval with (training samples, accuracy); returning True stops the run (hpo pruning).
     on_eval: Callable[[int, float], bool] | None = None
     nan_at_step: int | None = None  # fault-injection tests only (see bert.cli.training): a NaN loss at this step
+    checkpoint_dir: Path | None = None  # the folder that holds run.init_checkpoint's file (CHECKPOINTDIR)
 
 
 @dataclass
@@ -158,7 +160,11 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
     # Each process may have drawn a seed of its own (System.run_seed, when neither --seed nor run.seed gives
     # one): the run's seed is rank 0's, which the log records.
     seed = rank0_value(request.seed, ctx)
-    log.cache_clear(request.cache_cleared)
+    not_cleared = nodes_without(request.cache_cleared, ctx)  # each node's launcher dropped its own page cache
+    log.cache_clear(not not_cleared)
+    if 0 < len(not_cleared) < system.nodes:  # some did: the others are named (none did: none was asked to)
+        _say(ctx, f"cache_clear is logged false: node(s) {', '.join(map(str, not_cleared))} did not drop the page "
+                  "cache (DROP_CACHES=1 and root, or sudo without a password, on every node)")
     log.init_start()
     log.submission(system)
     log.seed(seed)
@@ -178,7 +184,7 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
     config = system.model_config()
     torch.manual_seed(seed)  # the same initial weights on every rank
     model = BertForPreTraining(config).to(ctx.device)
-    checkpoint = system.init_checkpoint_path()
+    checkpoint = system.init_checkpoint_path(request.checkpoint_dir)
     if checkpoint is not None:
         load_into(model, checkpoint, config)
     if run_spec.log_weights_initialization:
@@ -190,7 +196,7 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
     if checkpoint is not None:
         eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits,
                            eval_sizes)
-        _checkpoint_eval(ctx, system, eval_set.accuracy(model, step_fn.unpadded, step_fn.autocast), log)
+        _checkpoint_eval(ctx, checkpoint, eval_set.accuracy(model, step_fn.unpadded, step_fn.autocast), log)
     if compiles_anything(system):
         warmed = warm_up(step_fn, system, warm_up_batches(system))
         log.compile_warmup(warmed.seconds, warmed.train_shapes, warmed.eval_shapes)
@@ -245,11 +251,11 @@ def seed_dropout(seed: int, rank: int) -> None:
     torch.manual_seed(dropout_seed(seed, rank))
 
 
-def _checkpoint_eval(ctx: DistContext, system: System, accuracy: float, log: RunLog) -> None:
+def _checkpoint_eval(ctx: DistContext, checkpoint: Path, accuracy: float, log: RunLog) -> None:
     """Logs the loaded checkpoint's eval accuracy, measured before run_start: a wrong conversion or eval set
     shows here (the MLPerf phase-1 checkpoint scores about 0.34), not after the timed run."""
     log.checkpoint_eval(accuracy)
-    _say(ctx, f"init checkpoint {system.init_checkpoint_path()}: mlm accuracy {accuracy:.4f} before training")
+    _say(ctx, f"init checkpoint {checkpoint}: mlm accuracy {accuracy:.4f} before training")
 
 
 def loader_balance(system: System, ctx: DistContext) -> LoaderBalance:
@@ -298,6 +304,7 @@ def _train(training: Training, progress: Progress) -> tuple[str, str | None]:
             step_fn.check_numerics()
             log.block_stop(block_first)
             log.eval_start(progress.samples)
+            eval_started = time.perf_counter()
             progress.accuracy = training.evaluate()
             log.eval_result(progress.samples, progress.accuracy)
             _say(ctx, f"eval at {progress.samples} samples: mlm accuracy {progress.accuracy:.4f}")
@@ -313,4 +320,4 @@ def _train(training: Training, progress: Progress) -> tuple[str, str | None]:
                 next_eval += interval
             block_first = progress.samples
             log.block_start(block_first, interval)
-            window_start = time.perf_counter()
+            window_start += time.perf_counter() - eval_started  # the printed rate is of training, not of the eval

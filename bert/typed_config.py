@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeVar, Union
 
 T = TypeVar("T")
 CHECK = "check"  # field metadata key: a callable that returns what is wrong with a value, or None
+MEANS = "means"  # field metadata key: other words users write for a choice, word -> the choice they mean
 
 
 class ConfigError(ValueError):
@@ -76,6 +77,12 @@ def ranged(low: float | None = None, high: float | None = None, *, low_open: boo
            high_open: bool = False, note: str = "", **field_args: Any) -> Any:
     """A numeric dataclass field with its Range; `field_args` are dataclasses.field's (default, ...)."""
     return checked(Range(low, high, low_open, high_open, note), **field_args)
+
+
+def choice(means: dict[str, str], **field_args: Any) -> Any:
+    """A Literal field that knows what other words users write for its choices (`"gpu"` for `"cuda"`), so that the
+    error for one suggests the choice meant rather than the nearest spelling."""
+    return dataclasses.field(metadata={MEANS: means}, **field_args)
 
 
 def _type_name(tp: Any) -> str:
@@ -185,6 +192,9 @@ def check_fields(obj: Any, where: str) -> None:
 
 def _checked_value(f: dataclasses.Field, tp: Any, value: Any, where: str, path: str) -> Any:
     """`value` converted to the field's type `tp` and passed through the field's declared check."""
+    meant = f.metadata.get(MEANS, {}).get(value) if isinstance(value, str) else None
+    if meant is not None:
+        raise ConfigError(where, path, f"expected {_type_name(tp)}, got {_describe(value)}; did you mean {meant!r}?")
     value = _convert(tp, value, where, path)
     check = f.metadata.get(CHECK)
     problem = check(value) if check is not None and value is not None else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bert.mllog import TARGET_ACCURACY
 from bert.mlperf_rules import MLPERF_TARGET_ACCURACY as MLPERF_TARGET
 from compliance.errors import InputError
 from compliance.result_log import ResultLog
@@ -31,14 +32,15 @@ def _save(plt, fig, path: Path) -> Path:
     return path
 
 
-def _accuracy_axes(ax, logs: list[ResultLog], rcp_mean: float | None, rcp_label: str, top: float) -> None:
+def _accuracy_axes(ax, logs: list[ResultLog], rcp_mean: float | None, rcp_label: str, top: float,
+                   target: float) -> None:
     for log in logs:
         evals = log.evals
         ax.plot([e.samples for e in evals], [e.accuracy for e in evals], marker=".", linewidth=1,
                 label=f"{log.path.stem} (seed {log.seed})")
-    if top > MLPERF_TARGET:
-        ax.axhline(MLPERF_TARGET, color="black", linestyle="--", linewidth=1,
-                   label=f"MLPerf target {MLPERF_TARGET:.3f}")
+    if top > target:
+        ax.axhline(target, color="black", linestyle="--", linewidth=1,
+                   label=f"{'MLPerf target' if target == MLPERF_TARGET else 'target'} {target:.3f}")
     if rcp_mean is not None:
         ax.axvline(rcp_mean, color="tab:red", linestyle=":", linewidth=1.5, label=rcp_label)
     ax.set_xlabel("training samples")
@@ -47,17 +49,27 @@ def _accuracy_axes(ax, logs: list[ResultLog], rcp_mean: float | None, rcp_label:
     ax.grid(alpha=0.3)
 
 
+def logged_target(logs: list[ResultLog]) -> float:
+    """The target the runs logged (target_accuracy), when they all log the same one; else MLPerf's 0.720."""
+    targets = [log.value(TARGET_ACCURACY) for log in logs]
+    target = targets[0] if targets and all(t == targets[0] for t in targets) else None
+    number = isinstance(target, (int, float)) and not isinstance(target, bool)
+    return target if number and 0 < target < 1 else MLPERF_TARGET
+
+
 def accuracy_plot(logs: list[ResultLog], rcp_mean: float | None, rcp_label: str, path: Path) -> Path:
-    """Eval accuracy against training samples for every run, the MLPerf target and the RCP mean; runs that
-    stay far below the target get a second, zoomed panel so that their curves can be told apart."""
+    """Eval accuracy against training samples for every run, the target they logged (logged_target) and the
+    RCP mean; runs that stay far below the target get a second, zoomed panel so that their curves can be told
+    apart."""
     plt = _pyplot()
+    target = logged_target(logs)
     best = max((e.accuracy for log in logs for e in log.evals), default=0.0)
-    zoom = 0 < best < MLPERF_TARGET / 2
+    zoom = 0 < best < target / 2
     fig, axes = plt.subplots(2 if zoom else 1, 1, figsize=(8, 7 if zoom else 4.5), squeeze=False)
-    _accuracy_axes(axes[0][0], logs, rcp_mean, rcp_label, 1.0)
+    _accuracy_axes(axes[0][0], logs, rcp_mean, rcp_label, 1.0, target)
     axes[0][0].legend(fontsize=7, ncol=2, loc="best")
     if zoom:
-        _accuracy_axes(axes[1][0], logs, rcp_mean, rcp_label, best * 1.1)
+        _accuracy_axes(axes[1][0], logs, rcp_mean, rcp_label, best * 1.1, target)
         axes[1][0].set_title("zoomed to the runs' accuracy (the target is off the scale)", fontsize=9)
     return _save(plt, fig, path)
 

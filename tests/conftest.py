@@ -5,22 +5,64 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from bert.descriptor_files import SEARCH_PATH_ENV
 from bert.prep.synthetic.hdf5_corpus import synthesize
 from bert.prep.synthetic.text_corpus import TextCorpusSpec, write_text_corpus
 from bert.prep.vocab_learning import train_vocab
 from tests.cluster.netns import HostNetwork, NamespacesUnavailable, host_network
 from tests.helpers.datasets import SMALL_SYNTH
+from tests.helpers.readme import ReadmeCheckout, readme_commands
+
+
+@pytest.fixture(scope="session", autouse=True)
+def published_descriptors_only():
+    """The tests name the published descriptors: a site's search path (MLPERF_BERT_SYSTEMS) set where they run
+    must not put its own files in their place, here or in the processes they start."""
+    site = os.environ.pop(SEARCH_PATH_ENV, None)
+    yield
+    if site is not None:
+        os.environ[SEARCH_PATH_ENV] = site
 
 
 @pytest.fixture(scope="session")
 def small_dataset(tmp_path_factory) -> Path:
     """A small synthetic corpus (fixed-length form), shared by the whole session; do not modify it."""
     return synthesize(tmp_path_factory.mktemp("small_dataset"), SMALL_SYNTH)
+
+
+@pytest.fixture(scope="session")
+def readme_checkout(tmp_path_factory) -> ReadmeCheckout:
+    """A fresh copy of the repository where the README's commands run (tests/helpers/readme.py), shared by the whole
+    session."""
+    return ReadmeCheckout.make(tmp_path_factory.mktemp("readme"))
+
+
+@pytest.fixture(scope="session")
+def micro_system_path(readme_checkout) -> Path:
+    """The descriptor of the ten runs: systems/cpu_micro.json with a development target that its runs reach after
+    an eval or two (MICRO_EVAL), named cpu_micro and kept in the README's site folder."""
+    return readme_checkout.sites / "cpu_micro.json"
+
+
+@pytest.fixture(scope="session")
+def micro_runs(readme_checkout) -> Path:
+    """The README's `SEED=7 NEXP=10 ./run_and_time.sh cpu_micro` (a few seconds a run on a quiet machine) in its
+    fresh copy: the folder of result_0..9.txt; what the command printed is kept beside it, in ten_runs.out."""
+    (line,) = [line for line in readme_commands() if "NEXP=10" in line]
+    try:  # the limit only guards against a hang: a busy shared machine can make the ten runs slow
+        proc = readme_checkout.run(line, timeout=3600)
+    except subprocess.TimeoutExpired:
+        done = sorted(p.name for p in (readme_checkout.root / "logs" / "cpu_micro").glob("result_*.txt"))
+        pytest.fail(f"ten cpu_micro runs took over an hour (logs so far: {', '.join(done) or 'none'})")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (readme_checkout.root / "ten_runs.out").write_text(proc.stdout)
+    return readme_checkout.root / "logs" / "cpu_micro"
 
 
 @pytest.fixture(scope="session")

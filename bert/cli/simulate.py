@@ -81,6 +81,19 @@ def _samples_to_converge(system, given: int | None) -> tuple[int, str]:
     return round(reference.mean_samples), f"reference convergence point ({reference.source}, GBS {gbs})"
 
 
+def predicted_run_seconds(system) -> tuple[float | None, str]:
+    """The predicted time to train of one run of `system` (`mlperf-bert simulate`'s figure), or None and why not."""
+    from bert.simulate.time_to_train import predict
+
+    if system.run.performance is None:
+        return None, "run.performance is not set"
+    try:
+        samples, _ = _samples_to_converge(system, None)
+    except click.ClickException as e:
+        return None, e.message.split(": ", 1)[-1]
+    return predict(system, samples).time_to_train_s, ""
+
+
 @click.command("simulate")
 @click.option("--system", "system_name", required=True, help="Descriptor with a run.performance block.")
 @click.option("--samples-to-converge", type=click.IntRange(min=1), default=None,
@@ -89,11 +102,15 @@ def _samples_to_converge(system, given: int | None) -> tuple[int, str]:
 @click.option("--lengths", default="mlperf-wiki", show_default=True,
               help="Sequence lengths for the load-balance simulator: a named distribution or a directory of shards.")
 @click.option("--seed", type=int, default=0, show_default=True)
-def simulate(system_name: str, samples_to_converge: int | None, lengths: str, seed: int) -> None:
+@click.option("--calibrate", "measured_s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="A time to train (seconds, run_start to run_stop) measured or published for this system: print "
+                   "the run.performance.gpu_samples_per_s with which the prediction reproduces it.")
+def simulate(system_name: str, samples_to_converge: int | None, lengths: str, seed: int,
+             measured_s: float | None) -> None:
     """Predict step time and time to train from the descriptor: a breakdown table whose last line is
-    predicted_time_to_train_s=<x>."""
+    predicted_time_to_train_s=<x> (with --calibrate: calibrated_gpu_samples_per_s=<x>)."""
     from bert.simulate.load_balance import named_lengths, shard_lengths
-    from bert.simulate.time_to_train import breakdown_lines, predict
+    from bert.simulate.time_to_train import breakdown_lines, calibrated_samples_per_s, predict
 
     system = load_descriptor(system_name)
     if system.run.performance is None:
@@ -105,16 +122,23 @@ def simulate(system_name: str, samples_to_converge: int | None, lengths: str, se
         source_lengths = (shard_lengths(Path(lengths)) if Path(lengths).is_dir()
                           else named_lengths(lengths, count=50_000, seed=seed, max_len=max_len))
         prediction = predict(system, samples, source_lengths, seed=seed)
+        rate = None if measured_s is None else calibrated_samples_per_s(system, measured_s, samples, source_lengths,
+                                                                        seed=seed)
     except (ValueError, FileNotFoundError) as e:
         raise click.ClickException(str(e)) from None
     run = system.run
-    click.echo(f"{system.nodes} node(s) x {run.processes_per_node} GPU(s), global batch {run.global_batch_size}, "
+    worker, workers = ("GPU", "GPU(s)") if run.device == "cuda" else ("CPU process", "CPU process(es)")
+    click.echo(f"{system.nodes} node(s) x {run.processes_per_node} {workers}, global batch {run.global_batch_size}, "
                f"balance {run.balance}, clip {run.clip}, gradient sent in {run.grad_comm_dtype}, "
                f"{run.optimizer.name} ({run.optimizer.implementation}), "
                f"{f'{run.token_sizes} token sizes' if run.token_sizes else 'token counts unrounded'}"
                f"{', CUDA graphs' if run.cuda_graphs else ''}; samples to converge from {source}")
-    for line in breakdown_lines(prediction):
+    for line in breakdown_lines(prediction, worker):
         click.echo(line)
+    if rate is not None:
+        click.echo(f"with run.performance.gpu_samples_per_s = {rate:.2f} the prediction is the {measured_s:g} s "
+                   "given (the rate of the compute alone: the model adds the rest)")
+        click.echo(f"calibrated_gpu_samples_per_s={rate:.4f}")
 
 
 COMMANDS = [simulate_balance, simulate]

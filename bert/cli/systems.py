@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from bert.cli.common import load_descriptor, seed_option
-from bert.system import DEFAULT_SYSTEM, MAX_SEED
+from bert.system import DEFAULT_SYSTEM, MAX_SEED, System, load_system
 from bert.typed_config import ConfigError
 
 
@@ -35,6 +35,20 @@ def system_check(systems: tuple[str, ...]) -> None:
             raise click.ClickException(str(e)) from None
         click.echo(f"{s.path}: ok ({s.nodes} node(s) x {s.run.processes_per_node} process(es), "
                    f"global batch {s.run.global_batch_size}, model {s.run.model})")
+        _notes_hint(s)
+
+
+def _notes_hint(system: System) -> None:
+    """A line when the descriptor's notes describe another system: topics a site's descriptor takes from a
+    published base (they say what that system is and where its figures come from)."""
+    from bert.descriptor_files import notes_from_elsewhere
+
+    inherited = notes_from_elsewhere(system.path)
+    if inherited:
+        bases = ", ".join(sorted({p.name for p in inherited.values()}))
+        click.echo(f"{system.path}: note: run.notes topics {', '.join(sorted(inherited))} come from {bases} in "
+                   "another folder and describe that system: state them for this one, or drop each with null",
+                   err=True)
 
 
 @system_group.command(name="show")
@@ -43,6 +57,7 @@ def system_show(system: str) -> None:
     """Print a descriptor as the trainer reads it: its bases merged in, every value stated."""
     s = load_descriptor(system)
     click.echo(json.dumps(s.data, indent=2))
+    _notes_hint(s)
 
 
 @system_group.command(name="env")
@@ -69,12 +84,66 @@ def _launcher(choice: str) -> str:
     return "slurm" if os.environ.get("SLURM_JOB_ID") else "torchrun"
 
 
-def _master_addr(launcher: str, given: str | None) -> str:
+def _master_addr(system: System, launcher: str, given: str | None) -> str:
     if given:
         return given
     if launcher == "slurm":
         return "<first host of $SLURM_JOB_NODELIST>"
-    return os.environ.get("MASTER_ADDR", "localhost")
+    return os.environ.get("MASTER_ADDR", "localhost" if system.nodes == 1 else "<address of node 0>")
+
+
+def _time_limit(sbatch_args: list[str] | None) -> tuple[str, str]:
+    """The job's time limit and where it comes from: --time among the sbatch options, else the running job's,
+    else SBATCH_TIMELIMIT (which sbatch reads), else run_and_time.sbatch's own #SBATCH --time."""
+    from bert.distributed.plan import HARNESS_ROOT
+    from bert.distributed.slurm import job_time_limit, script_time_limit, time_option
+
+    given = time_option(sbatch_args or [])
+    if given:
+        return given, "--time given to sbatch"
+    job = os.environ.get("SLURM_JOB_ID")
+    running = job_time_limit(job) if job and sbatch_args is None else None
+    if running:
+        return running, f"job {job}'s TimeLimit"
+    if os.environ.get("SBATCH_TIMELIMIT"):
+        return os.environ["SBATCH_TIMELIMIT"], "SBATCH_TIMELIMIT"
+    script = HARNESS_ROOT / "run_and_time.sbatch"
+    return script_time_limit(script.read_text()) or "UNLIMITED", f"{script.name}'s #SBATCH --time"
+
+
+def _time_line(system: System, runs: int, sbatch_args: list[str] | None = None) -> str:
+    from bert.cli.simulate import predicted_run_seconds
+    from bert.distributed.slurm import time_check_line
+
+    limit, source = _time_limit(sbatch_args)
+    seconds, why_none = predicted_run_seconds(system)
+    try:
+        return time_check_line(runs, seconds, limit, source, why_none)
+    except ValueError as e:
+        raise click.ClickException(f"the job's time limit ({source}): {e}") from None
+
+
+def _step_argv(step: str, s: System, args, launcher: str, node_rank: int, addr: str, container) -> list[str]:
+    """The command of one step of the plan, as run_and_time.sh runs it."""
+    from bert.distributed.plan import (
+        cache_clear_command,
+        launch_command,
+        launch_env,
+        missing_mounts,
+        preflight_command,
+    )
+
+    missing = missing_mounts(container) if container else []
+    if missing:  # srun would not start the container, and say so in words of its own
+        raise click.ClickException(f"CONT={container.image} cannot mount {', '.join(missing)}: not on this host "
+                                   "(DATADIR, CHECKPOINTDIR, LOGDIR, the descriptor's folders, MOUNTS); give "
+                                   "folders that every node has")
+    if step == "preflight":
+        return preflight_command(s, args, launcher, args.log_file.parent, node_rank, addr, container)
+    if step == "cache-clear":
+        return cache_clear_command(s, launcher)
+    env = [f"{k}={v}" for k, v in sorted(launch_env(s, launcher, addr).items())]
+    return ["env", *env, *launch_command(s, args, launcher, node_rank, addr, container=container)]
 
 
 @system_group.command(name="plan")
@@ -83,34 +152,84 @@ def _master_addr(launcher: str, given: str | None) -> str:
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The run's result file [default: logs/<system>/result_0.txt].")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Dataset directory [default: run.dataset.dir]; its shards are dealt out to the ranks.")
+              help="Dataset directory (DATADIR) [default: run.dataset.dir]; its shards are dealt out to the ranks.")
+@click.option("--checkpoint-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The folder that holds run.init_checkpoint's file (CHECKPOINTDIR) [default: the descriptor's "
+                   "path].")
 @click.option("--launcher", type=click.Choice(["auto", "slurm", "torchrun"]), default="auto", show_default=True,
               help="auto: slurm when SLURM_JOB_ID is set, else torchrun.")
 @click.option("--master-addr", default=None, help="Rendezvous host [default: Slurm's first host, $MASTER_ADDR or "
               "localhost].")
 @click.option("--node-rank", type=int, default=0, show_default=True, help="This host's node (torchrun).")
-@click.option("--cache-cleared/--no-cache-cleared", default=False)
-@click.option("--command", "command_only", is_flag=True,
-              help="Print only this node's launch command (env assignments first), NUL-separated, for "
-                   "run_and_time.sh.")
-def system_plan(system: str, seed: int | None, log_file: Path | None, data_dir: Path | None, launcher: str,
-                master_addr: str | None, node_rank: int, cache_cleared: bool, command_only: bool) -> None:
-    """The launch plan: exact commands, environment and per-rank shard assignment; starts nothing."""
-    from bert.distributed.plan import TrainArgs, build_plan, describe, launch_command, launch_env
+@click.option("--cache-cleared/--no-cache-cleared", default=False, help="What the run logs as cache_clear.")
+@click.option("--drop-caches", is_flag=True, help="The page cache is dropped before each run (DROP_CACHES=1).")
+@click.option("--container-image", default=None, help="Slurm: the image the ranks start in (CONT; pyxis).")
+@click.option("--container-mounts", default="", help="Slurm: more pyxis mounts, SRC:DST[:FLAGS],... (MOUNTS).")
+@click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Slurm: the runs of the job (NEXP), whose predicted length is compared with its time limit.")
+@click.option("--command", "command_only", type=click.Choice(["train", "preflight", "cache-clear"]), default=None,
+              is_flag=False, flag_value="train",
+              help="Print only this node's command of that step (train: the ranks' launch, env assignments first), "
+                   "NUL-separated, for run_and_time.sh.")
+def system_plan(system: str, seed: int | None, log_file: Path | None, data_dir: Path | None,
+                checkpoint_dir: Path | None, launcher: str, master_addr: str | None, node_rank: int,
+                cache_cleared: bool, drop_caches: bool, container_image: str | None, container_mounts: str,
+                runs: int, command_only: str | None) -> None:
+    """The launch plan: exact commands (the ranks', the pre-flight's, the cache clearing's), environment and
+    per-rank shard assignment, and under Slurm the time check; starts nothing."""
+    from bert.distributed.plan import Container, TrainArgs, build_plan, describe, run_mounts
 
     s = load_descriptor(system)
-    data = s.dataset_dir(data_dir)
-    args = TrainArgs(s.run_seed(seed), log_file or Path("logs", s.name, "result_0.txt"), data, cache_cleared)
+    args = TrainArgs(s.run_seed(seed), log_file or Path("logs", s.name, "result_0.txt"), s.dataset_dir(data_dir),
+                     cache_cleared, checkpoint_dir)
     launcher = _launcher(launcher)
-    addr = _master_addr(launcher, master_addr)
+    if container_image and launcher != "slurm":
+        raise click.ClickException(f"CONT={container_image}: a container is started by srun (Slurm with pyxis); "
+                                   "without Slurm, start run_and_time.sh inside the container itself")
+    container = Container(container_image, run_mounts(s, args, container_mounts)) if container_image else None
+    addr = _master_addr(s, launcher, master_addr)
     if command_only:
-        env = [f"{k}={v}" for k, v in sorted(launch_env(s, launcher, addr).items())]
-        argv = ["env", *env, *launch_command(s, args, launcher, node_rank, addr, "python")]
-        sys.stdout.write("\0".join(argv) + "\0")
+        sys.stdout.write("\0".join(_step_argv(command_only, s, args, launcher, node_rank, addr, container)) + "\0")
         return
+    data = args.data_dir
     shards = len(sorted(data.glob(s.run.dataset.train_glob))) if data.is_dir() else 0
-    for line in describe(build_plan(s, args, launcher, shards, addr), s, shards):
+    for line in describe(build_plan(s, args, launcher, shards, addr, container, drop_caches), s, shards):
         click.echo(line)
+    if launcher == "slurm":
+        click.echo(_time_line(s, runs))
+
+
+@system_group.command(name="time-check", context_settings={"ignore_unknown_options": True})
+@click.argument("system")
+@click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True, help="The job's runs (NEXP).")
+@click.argument("sbatch_args", nargs=-1, type=click.UNPROCESSED)
+def system_time_check(system: str, runs: int, sbatch_args: tuple[str, ...]) -> None:
+    """run_and_time.sbatch, before it submits: NEXP x the predicted run length against the time limit the job
+    will get (SBATCH_ARGS: the options given to sbatch). One line; exit status 1 when the runs do not fit."""
+    line = _time_line(load_descriptor(system), runs, list(sbatch_args))
+    click.echo(line, err=" MORE than " in line)
+    sys.exit(1 if " MORE than " in line else 0)
+
+
+@system_group.command(name="list")
+def system_list() -> None:
+    """Every descriptor a name reaches: the site folders of MLPERF_BERT_SYSTEMS first, then the published
+    systems/; one line each (a published one that a site file of the same name hides is marked)."""
+    from bert.descriptor_files import PUBLISHED_SYSTEMS, available_descriptors, search_path
+
+    found = available_descriptors()
+    hidden = [p.stem for p in sorted(PUBLISHED_SYSTEMS.glob("*.json")) if found[p.stem] != p]
+    click.echo(f"descriptors in {', then '.join(str(f) for f in search_path())}:")
+    for name, path in found.items():
+        try:
+            s = load_system(path)
+        except ConfigError as e:
+            click.echo(f"  {name:<24} INVALID: {e.problem} ({e.field or path})")
+            continue
+        where = "published" if path.parent == PUBLISHED_SYSTEMS else str(path.parent)
+        click.echo(f"  {name:<24} {s.nodes} node(s) x {s.run.processes_per_node} {s.run.device}, {s.division}, "
+                   f"global batch {s.run.global_batch_size}, {where}"
+                   + (" (hides the published one)" if name in hidden else ""))
 
 
 @system_group.command(name="allocation")
@@ -138,27 +257,37 @@ def system_allocation(system: str) -> None:
 
 @system_group.command(name="preflight")
 @click.argument("system")
-@click.option("--master-addr", required=True, help="Node 0's address (MASTER_ADDR), where every node reports.")
+@click.option("--master-addr", default=None,
+              help="Node 0's address (MASTER_ADDR), where every node reports; needed for several nodes.")
 @click.option("--node-rank", type=int, default=None,
-              help="This host's node [default: $SLURM_NODEID inside a Slurm job step].")
+              help="This host's node [default: $SLURM_NODEID inside a Slurm job step, else 0].")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Dataset directory [default: run.dataset.dir].")
+              help="Dataset directory (DATADIR) [default: run.dataset.dir].")
+@click.option("--checkpoint-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The folder that holds run.init_checkpoint's file (CHECKPOINTDIR) [default: the descriptor's "
+                   "path].")
 @click.option("--log-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("logs"), show_default=True,
               help="Where node 0 writes the result logs (its free space is checked).")
-def system_preflight(system: str, master_addr: str, node_rank: int | None, data_dir: Path | None,
-                     log_dir: Path) -> None:
-    """Multi-node pre-flight (run on every node): each node reports to node 0, which refuses the start in one
-    line per problem. Exit status 0: the start goes on; 2: refused (the lines say why)."""
+def system_preflight(system: str, master_addr: str | None, node_rank: int | None, data_dir: Path | None,
+                     checkpoint_dir: Path | None, log_dir: Path) -> None:
+    """The pre-flight, before anything starts: this node's device and torch build, dataset, checkpoint and
+    results folder; with several nodes (run on every node) each reports to node 0, which refuses the start in
+    one line per problem. Exit status 0: the start goes on; 2: refused (the lines say why)."""
     from bert.distributed.preflight import preflight
 
     s = load_descriptor(system)
+    slurm_node = os.environ.get("SLURM_NODEID", "")
     if node_rank is None:
-        if not os.environ.get("SLURM_NODEID", "").isdigit():
+        if s.nodes > 1 and not slurm_node.isdigit():
             raise click.UsageError("give --node-rank (outside a Slurm job step, which sets SLURM_NODEID)")
-        node_rank = int(os.environ["SLURM_NODEID"])
+        node_rank = int(slurm_node) if slurm_node.isdigit() else 0
     if not 0 <= node_rank < s.nodes:
         raise click.UsageError(f"--node-rank {node_rank}: {s.name} has nodes 0..{s.nodes - 1}")
-    outcome = preflight(s, node_rank, master_addr, data_dir, log_dir)
+    if master_addr is None and s.nodes > 1:
+        raise click.UsageError(f"give --master-addr: {s.name} has {s.nodes} nodes, which report to node 0")
+    # Under Slurm a cluster may bind one GPU to each task; torchrun's ranks all see the node's GPUs.
+    gpus = 1 if os.environ.get("SLURM_JOB_ID") else s.run.processes_per_node
+    outcome = preflight(s, node_rank, master_addr or "localhost", data_dir, log_dir, checkpoint_dir, gpus)
     for problem in outcome.problems:
         click.echo(f"pre-flight: {problem}", err=True)
     if outcome.problems:

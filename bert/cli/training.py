@@ -34,11 +34,14 @@ def _nan_injection_step() -> int | None:
 @click.option("--log-file", "log_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Result log file to write the MLPerf lines to (rank 0).")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Dataset directory, overriding run.dataset.dir.")
+              help="Dataset directory, overriding run.dataset.dir (run_and_time.sh: DATADIR).")
+@click.option("--checkpoint-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The folder that holds run.init_checkpoint's file (run_and_time.sh: CHECKPOINTDIR).")
 @click.option("--cache-cleared/--no-cache-cleared", default=False,
-              help="Whether the launcher dropped the page cache before this run (logged as cache_clear).")
+              help="Whether the launcher dropped this node's page cache before this run; cache_clear is logged "
+                   "true when every node's rank says so.")
 def train(system_name: str, seed: int | None, log_path: Path | None, data_dir: Path | None,
-          cache_cleared: bool) -> None:
+          checkpoint_dir: Path | None, cache_cleared: bool) -> None:
     """Run one training run (launch through torchrun or srun for several processes)."""
     if "TORCHELASTIC_RUN_ID" in os.environ:  # a rank of torchrun's outlives no agent that was killed
         end_with_parent()
@@ -46,7 +49,7 @@ def train(system_name: str, seed: int | None, log_path: Path | None, data_dir: P
 
     system = load_descriptor(system_name)
     request = RunRequest(system, system.run_seed(seed), log_path, data_dir, cache_cleared,
-                         nan_at_step=_nan_injection_step())
+                         nan_at_step=_nan_injection_step(), checkpoint_dir=checkpoint_dir)
     sys.exit(run(request))
 
 

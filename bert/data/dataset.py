@@ -35,8 +35,8 @@ def dataset_files(system: System, data_dir: str | Path | None = None) -> Dataset
     if not root.is_dir():
         hint = (" (run_and_time.sh writes this synthetic dataset on first use, or run "
                 f"`mlperf-bert data synth --system {system.name}`)") if spec.synthetic else ""
-        raise ShardError(f"{root}: dataset directory does not exist{hint}; set run.dataset.dir in "
-                         f"{system.path} or pass --data-dir")
+        raise ShardError(f"{root}: dataset directory does not exist{hint}; name the folder that holds it with "
+                         f"DATADIR (run_and_time.sh) or --data-dir, or set run.dataset.dir in {system.path}")
     shards = sorted(root.glob(spec.train_glob))
     if not shards:
         raise ShardError(f"{root}: no training shards match {spec.train_glob!r} (run.dataset.train_glob)")

@@ -117,6 +117,15 @@ def rank0_value(value: int, ctx: DistContext) -> int:
     return int(tensor.item())
 
 
+def nodes_without(flag: bool, ctx: DistContext) -> list[int]:
+    """The nodes whose ranks passed False (each rank passes its node's answer), on every rank: what one node's
+    launcher did on its own host (dropping the page cache), gathered for rank 0 to log for all of them."""
+    missing = torch.zeros(ctx.world_size, dtype=torch.int64, device=ctx.device)
+    missing[ctx.rank] = int(not flag)
+    all_reduce_sum(missing, ctx)
+    return sorted({rank // ctx.local_world_size for rank in missing.nonzero().flatten().tolist()})
+
+
 def all_reduce_sum(tensor: torch.Tensor, ctx: DistContext) -> torch.Tensor:
     if ctx.distributed:
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)

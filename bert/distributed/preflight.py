@@ -1,5 +1,7 @@
-"""The multi-node pre-flight: before the ranks of several nodes start, every node checks what the start needs
-and reports to node 0, which refuses the start in one line per problem, naming the node and the fix.
+"""The pre-flight: before any run starts (and before a result file is claimed), this node checks what the run
+needs: the device and the torch build, the dataset, the checkpoint (run.init_checkpoint) and the results folder.
+On one node that is all, one line per problem. Before the ranks of several nodes start, every node checks the
+same and reports to node 0, which refuses the start in one line per problem, naming the node and the fix.
 
 Without it each of these is a silent wait at the rendezvous until torchrun's (600 s) or the process group's
 timeout: a node that cannot reach node 0; a node on another version of the code, of torch or of the
@@ -22,6 +24,7 @@ import dataclasses
 import fcntl
 import hashlib
 import importlib.metadata
+import importlib.util
 import ipaddress
 import json
 import os
@@ -29,13 +32,14 @@ import select
 import shutil
 import socket
 import struct
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from bert.data.dataset import dataset_files
 from bert.data.shards import ShardError
-from bert.distributed.plan import launch_env
+from bert.distributed.plan import launch_env, nearest_folder
 from bert.mllog import LOG_FREE_BYTES
 from bert.system import System
 from bert.typed_config import from_dict, ranged
@@ -97,9 +101,11 @@ def descriptor_fingerprint(system: System) -> str:
 def _dataset(system: System, data_dir: Path | None) -> tuple[str, str, list[str]]:
     """(fingerprint, summary, problems) of the dataset this node would read."""
     root = system.dataset_dir(data_dir)
+    where = "there on every node, or mount the shared file system that holds it" if system.nodes > 1 else \
+        "there, or set DATADIR to the folder that holds it"
     if not root.is_dir():
         return "", "none", [f"the dataset folder {root} does not exist here (DATADIR, else run.dataset.dir): put "
-                            "the dataset there on every node, or mount the shared file system that holds it"]
+                            f"the dataset {where}"]
     try:
         files = dataset_files(system, data_dir)
     except ShardError as e:
@@ -107,10 +113,58 @@ def _dataset(system: System, data_dir: Path | None) -> tuple[str, str, list[str]
     paths = [*files.train_shards, files.eval_file, files.vocab_file]
     missing = [p for p in paths if not p.is_file()]
     if missing:
-        return "", "incomplete", [f"{missing[0]} does not exist here: put the whole dataset in {root} on every node"]
+        return "", "incomplete", [f"{missing[0]} does not exist here: put the whole dataset in {root}"
+                                  + (" on every node" if system.nodes > 1 else "")]
     sizes = [(str(p.relative_to(root)), p.stat().st_size) for p in paths]
     summary = f"{len(files.train_shards)} training shard(s), {sum(size for _, size in sizes) / 1e6:.1f} MB"
     return hashlib.sha256(json.dumps(sizes).encode()).hexdigest()[:12], summary, []
+
+
+def device_problems(system: System, gpus_needed: int) -> list[str]:
+    """What keeps this host from running the descriptor's device: a CUDA run needs a CUDA build of torch that
+    sees `gpus_needed` GPUs (one per process of the node, or one where the cluster binds one to each task)."""
+    missing = [f"torch is not installed in this Python ({sys.executable}): install it (bootstrap.sh does), or run "
+               "in the container that has it (CONT)"]
+    if system.run.device != "cuda":  # importing torch takes seconds: only a CUDA run needs more than its presence
+        return [] if importlib.util.find_spec("torch") else missing
+    try:
+        import torch
+    except ImportError:
+        return missing
+    build = f"torch {torch.__version__}"
+    fix = "run in a CUDA container (CONT=<image>) or an environment with a CUDA build of torch, or use a CPU descriptor"
+    if torch.version.cuda is None:
+        return [f"{system.name} runs on CUDA (run.device) but {build} here is a build without CUDA: {fix}"]
+    visible = torch.cuda.device_count()
+    if visible == 0:
+        return [f"{system.name} runs on CUDA (run.device) but {build} (CUDA {torch.version.cuda}) sees no GPU here "
+                f"(the driver, CUDA_VISIBLE_DEVICES or the scheduler's binding hides them): {fix}"]
+    if visible < gpus_needed:
+        return [f"{visible} GPU(s) visible here, but {system.name} runs {system.run.processes_per_node} process(es) "
+                "on each node, one GPU each: use a node with that many GPUs, or a descriptor of fewer processes"]
+    return []
+
+
+def checkpoint_problems(system: System, checkpoint_dir: Path | None) -> list[str]:
+    """Whether the checkpoint the run starts from (run.init_checkpoint, in CHECKPOINTDIR when given) is here."""
+    path = system.init_checkpoint_path(checkpoint_dir)
+    if path is None or path.exists():
+        return []
+    named = f"CHECKPOINTDIR={checkpoint_dir} holds no {path.name}" if checkpoint_dir else \
+        f"{path} (run.init_checkpoint) does not exist here"
+    return [f"the checkpoint to start from: {named}: convert the MLPerf phase-1 checkpoint there (`mlperf-bert "
+            f"checkpoint convert model.ckpt-28252 {path}`), or set CHECKPOINTDIR to the folder that holds {path.name}"]
+
+
+def results_folder_problems(log_dir: Path) -> list[str]:
+    """Whether the results folder can be made and written here."""
+    nearest = nearest_folder(log_dir)
+    if nearest != log_dir and log_dir.exists():
+        return [f"the results folder {log_dir} is not a folder: set LOGDIR to a folder"]
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        return [f"the results folder {log_dir} cannot be written here ({nearest} is not writable): set LOGDIR to a "
+                "folder you can write"]
+    return []
 
 
 def interface_addresses() -> dict[str, str | None]:
@@ -167,25 +221,31 @@ def interface_problems(socket_ifname: str | None, single_host: bool) -> list[str
             f"nodes (this host has {listing}), or make {name!r} resolve to its address there"]
 
 
-def _nearest_folder(path: Path) -> Path:
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
-
-
-def node_facts(system: System, node: int, master_addr: str, data_dir: Path | None, log_dir: Path) -> NodeFacts:
-    """This node's report (node 0's also says whether MASTER_ADDR is its own address)."""
+def node_facts(system: System, node: int, master_addr: str, data_dir: Path | None, log_dir: Path,
+               checkpoint_dir: Path | None = None, gpus_needed: int = 1) -> NodeFacts:
+    """This node's report (node 0's also says whether MASTER_ADDR is its own address and checks the results
+    folder); one node reports only what it finds on itself."""
     host = socket.gethostname()
-    single_host = any(_loopback(a) for a in _resolve(master_addr))
     fingerprint, summary, problems = _dataset(system, data_dir)
-    problems += interface_problems(launch_env(system, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME"), single_host)
+    problems = device_problems(system, gpus_needed) + problems + checkpoint_problems(system, checkpoint_dir)
+    if system.nodes > 1:
+        single_host = any(_loopback(a) for a in _resolve(master_addr))
+        interface = launch_env(system, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")
+        problems += interface_problems(interface, single_host)
     free = None
     if node == 0:
-        problems += _master_addr_problems(master_addr)
-        free = shutil.disk_usage(_nearest_folder(log_dir)).free
+        if system.nodes > 1:
+            problems += _master_addr_problems(master_addr)
+        problems += results_folder_problems(log_dir)
+        free = shutil.disk_usage(nearest_folder(log_dir)).free
     return NodeFacts(node, host, code_fingerprint(), _torch_version(), descriptor_fingerprint(system),
                      str(system.path), str(system.dataset_dir(data_dir)), fingerprint, summary, free,
-                     [f"node {node} ({host}): {p}" for p in problems], time.time())
+                     [_who(system, node, host) + p for p in problems], time.time())
+
+
+def _who(system: System, node: int, host: str) -> str:
+    """The start of a problem's line: the node it concerns, where there are several."""
+    return f"node {node} ({host}): " if system.nodes > 1 else ""
 
 
 def _master_addr_problems(master_addr: str) -> list[str]:
@@ -236,7 +296,8 @@ def judge(reports: dict[int, NodeFacts], received_at: dict[int, float], nodes: i
             problems.append(f"{who}: its clock is {abs(skew):.1f} s {'ahead of' if skew > 0 else 'behind'} node "
                             f"0's (at most {MAX_CLOCK_SKEW_S:g} s): synchronise the clocks (chrony, ntpd)")
     if base.log_free_bytes is not None and base.log_free_bytes < LOG_FREE_BYTES:
-        problems.append(f"node 0 ({base.host}): {base.log_free_bytes / 2**20:.1f} MiB free for the logs (at least "
+        who = f"node 0 ({base.host}): " if nodes > 1 else ""
+        problems.append(f"{who}{base.log_free_bytes / 2**20:.1f} MiB free for the logs (at least "
                         f"{LOG_FREE_BYTES // 2**20} MiB): free space there, or set LOGDIR to another folder")
     return problems
 
@@ -447,10 +508,18 @@ def _report(facts: NodeFacts, master_addr: str, port: int, timeout_s: float) -> 
                     "see node 0's output (what listens on that port may be no pre-flight)"]
 
 
-def preflight(system: System, node: int, master_addr: str, data_dir: Path | None, log_dir: Path) -> Outcome:
-    """The pre-flight of `node` of a multi-node start (see the module's description)."""
+def preflight(system: System, node: int, master_addr: str, data_dir: Path | None, log_dir: Path,
+              checkpoint_dir: Path | None = None, gpus_needed: int | None = None) -> Outcome:
+    """The pre-flight of `node` (see the module's description). `gpus_needed`: the GPUs a CUDA run needs to see
+    on this node (default: one per process of the node)."""
     launch = system.run.launch
-    facts = node_facts(system, node, master_addr, data_dir, log_dir)
+    gpus = system.run.processes_per_node if gpus_needed is None else gpus_needed
+    facts = node_facts(system, node, master_addr, data_dir, log_dir, checkpoint_dir, gpus)
+    if system.nodes == 1:
+        problems = judge({0: facts}, {0: facts.sent_at}, 1, 0, master_addr, launch.master_port)
+        checkpoint = system.init_checkpoint_path(checkpoint_dir)
+        return Outcome(problems, f"ready: torch {facts.torch} ({system.run.device}), dataset {facts.dataset_summary}"
+                                 + (f", checkpoint {checkpoint}" if checkpoint else "") + f", results in {log_dir}")
     if node == 0:
         problems, agreed = _collect(facts, system.nodes, master_addr, launch.master_port, launch.preflight_timeout_s)
         interface = launch_env(system, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")

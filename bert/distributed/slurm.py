@@ -1,10 +1,12 @@
-"""A Slurm allocation against a descriptor: the shape to ask for, the check that a job got it, and the host
-of the rendezvous.
+"""A Slurm allocation against a descriptor: the shape to ask for, the check that a job got it, the host of the
+rendezvous, and whether the job's time limit lets its runs end.
 
 run_and_time.sbatch asks for the descriptor's shape (`sbatch_options`); run_and_time.sh, inside the job,
 refuses an allocation that cannot run it (`allocation_problem`) before anything starts, with one line that
-names the fix, and puts the rendezvous at the first node of the allocation (`first_node_address`). Nothing
-here reads the environment: the caller passes the job's variables.
+names the fix, and puts the rendezvous at the first node of the allocation (`first_node_address`). The time
+limit (`--time`, the job's TimeLimit, or the batch script's own) is compared with NEXP x the predicted length
+of a run (`time_check_line`) at submission and in the dry run. Nothing here reads the environment: the caller
+passes the job's variables.
 """
 
 from __future__ import annotations
@@ -97,3 +99,79 @@ def first_node_address(nodelist: str, scontrol: Scontrol = _scontrol) -> str:
         if field.startswith("NodeAddr="):
             return field.removeprefix("NodeAddr=")
     return first
+
+
+# Slurm's time formats: minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes and
+# days-hours:minutes:seconds.
+_TIME = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?")
+UNLIMITED = ("UNLIMITED", "INFINITE")
+TIME_MARGIN = 1.25  # the limit asked for: the runs' predicted length, plus a quarter for start-up and the model's error
+
+
+def time_limit_seconds(text: str) -> int | None:
+    """A Slurm time limit in seconds; None for no limit. Raises ValueError for text Slurm would not take."""
+    if text.upper() in UNLIMITED:
+        return None
+    match = _TIME.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"{text!r} is not a Slurm time limit like 120, 2:00:00 or 1-12:00:00")
+    days, first, second, third = (int(g) if g else None for g in match.groups())
+    if days is not None:  # days-hours[:minutes[:seconds]]
+        return ((days * 24 + first) * 60 + (second or 0)) * 60 + (third or 0)
+    if third is not None:  # hours:minutes:seconds
+        return (first * 60 + second) * 60 + third
+    return first * 60 + (second or 0)  # minutes[:seconds]
+
+
+def slurm_time(seconds: float) -> str:
+    """`seconds` (rounded up to a minute) as Slurm writes a time limit: [days-]hours:minutes:seconds."""
+    minutes = -(-int(seconds) // 60)
+    days, minutes = divmod(minutes, 24 * 60)
+    clock = f"{minutes // 60}:{minutes % 60:02d}:00"
+    return f"{days}-{clock}" if days else clock
+
+
+def time_option(sbatch_args: list[str]) -> str | None:
+    """The time limit that sbatch options ask for (the last --time/-t), or None."""
+    found = None
+    for i, arg in enumerate(sbatch_args):
+        if arg in ("--time", "-t") and i + 1 < len(sbatch_args):
+            found = sbatch_args[i + 1]
+        elif arg.startswith("--time="):
+            found = arg.removeprefix("--time=")
+        elif arg.startswith("-t") and len(arg) > 2 and not arg.startswith("--"):
+            found = arg[2:]
+    return found
+
+
+def time_check_line(runs: int, run_s: float | None, limit: str, limit_source: str, why_none: str = "") -> str:
+    """The dry run's and the submission's comparison of the job's time limit with NEXP x the predicted run length."""
+    if run_s is None:
+        return f"time: no prediction of a run's length ({why_none}); the job's time limit is {limit} ({limit_source})"
+    total = runs * run_s
+    said = (f"time: NEXP={runs} run(s) x {run_s / 60:.1f} min predicted (mlperf-bert simulate; initialisation not "
+            f"included) = {total / 60:.1f} min")
+    limit_s = time_limit_seconds(limit)
+    if limit_s is None or total <= limit_s:
+        return f"{said}, within the job's time limit {limit} ({limit_source})"
+    return (f"{said}, MORE than the job's time limit {limit} ({limit_source}): Slurm would end the job after about "
+            f"{int(limit_s // run_s)} run(s); pass --time={slurm_time(total * TIME_MARGIN)} to run_and_time.sbatch, "
+            "or lower NEXP")
+
+
+_SBATCH_TIME = re.compile(r"^#SBATCH\s+(?:--time[=\s]|-t\s*)(\S+)", re.MULTILINE)
+
+
+def script_time_limit(script_text: str) -> str | None:
+    """The time limit a batch script's own #SBATCH lines ask for, or None."""
+    found = _SBATCH_TIME.findall(script_text)
+    return found[-1] if found else None
+
+
+def job_time_limit(job_id: str, scontrol: Scontrol = _scontrol) -> str | None:
+    """A running job's TimeLimit as Slurm states it, or None when Slurm does not know the job."""
+    try:
+        fields = scontrol(["show", "job", "--oneliner", job_id]).split()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return next((f.removeprefix("TimeLimit=") for f in fields if f.startswith("TimeLimit=")), None)

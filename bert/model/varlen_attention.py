@@ -9,7 +9,7 @@ scores [heads, T] (fp32) and the random state of the dropout mask [2] (uint64), 
   returns, so no mask is stored and nothing is padded. torch's own `varlen_attn` passes dropout 0 only.
 - Anywhere else: a math reference, each sequence alone through plain matmuls and softmax, with the dropout mask
   drawn from a seed kept in the same random-state tensor. It defines what the kernel computes (the tests hold
-  the two to each other where a GPU is lent) and is not the CPU training path: bert.model.attention keeps its own.
+  the two to each other on a GPU machine) and is not the CPU training path: bert.model.attention keeps its own.
 
 torch.library registers the operator with a fake kernel (shapes only, so FakeTensor and torch.compile trace it
 as one node) and an autograd formula (the backward operator, itself one node). The flash operators' schemas

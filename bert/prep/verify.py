@@ -95,11 +95,19 @@ class VerifyReport:
     root: Path
     entries: list[ManifestEntry]
     problems: list[str]
-    stats: Stats
+    stats: Stats  # of the training shards
     limits: Limits
     manifest: Path | None = None
     checks: dict = field(default_factory=dict)  # the dataset-wide checks' figures, as the manifest records them
     check_lines: list[str] = field(default_factory=list)  # their summary
+    eval_stats: Stats = field(default_factory=Stats)  # of the eval files, which are no training data
+
+    def all_stats(self) -> Stats:
+        """The statistics of every sample checked, eval files included."""
+        everything = Stats()
+        everything.add(self.stats)
+        everything.add(self.eval_stats)
+        return everything
 
 
 @dataclass
@@ -171,9 +179,10 @@ def verify_dataset(root: Path, vocab_path: Path | None = None, limits: Limits = 
             for path, hashes in prints.items():
                 overlaps[path].update(sample_set, hashes)
     structural = len(report.problems)
-    report.checks["samples"] = {"shards": len(report.entries), "samples": report.stats.samples, "problems": structural}
+    everything = report.all_stats()
+    report.checks["samples"] = {"shards": len(report.entries), "samples": everything.samples, "problems": structural}
     _eval_checks(report, checked, overlaps, eval_source or recorded_source(root))
-    _record(report, "vocabulary", None, judge_vocabulary(report.stats.kinds, str(vocab_path)))
+    _record(report, "vocabulary", None, judge_vocabulary(everything.kinds, str(vocab_path)))
     report.entries.sort(key=lambda e: e.path)
     report.entries.append(ManifestEntry(_relative(vocab_path, root), vocab_path.stat().st_size, sha256_of(vocab_path),
                                         None, "vocab"))
@@ -189,7 +198,7 @@ def _check_files(report: VerifyReport, check: _FileCheck, paths: list[Path], rol
     fingerprints to `sample_set` as each arrives (then dropped: memory stays one fingerprint per sample)."""
     def fold(index: int, result: ShardCheck) -> ShardCheck:
         report.entries.append(replace(result.entry, role=role))
-        report.stats.add(result.stats)
+        (report.eval_stats if role == "eval" else report.stats).add(result.stats)
         report.problems += result.problems
         if sample_set is not None:
             sample_set.add(index, result.hashes, result.digest)
@@ -360,9 +369,12 @@ def _check_samples(findings: Findings, s: Samples, first: int, vocab: Vocab, lim
 def summary_lines(report: VerifyReport, bins: int = 8) -> list[str]:
     """The human summary: samples, length histogram, masking rate, next-sentence balance."""
     st = report.stats
-    forms = sorted({e.form for e in report.entries if e.samples is not None})
-    lines = [f"{report.root}: {len([e for e in report.entries if e.samples is not None])} shard(s), "
-             f"{st.samples:,} samples ({', '.join(forms)})"]
+    training = [e for e in report.entries if e.samples is not None and e.role != "eval"]
+    forms = sorted({e.form for e in training})
+    lines = [f"{report.root}: {len(training)} training shard(s), {st.samples:,} samples ({', '.join(forms)})"]
+    evals = [e.path for e in report.entries if e.samples is not None and e.role == "eval"]
+    if evals:
+        lines.append(f"eval: {report.eval_stats.samples:,} samples ({', '.join(evals)}), not counted above")
     if st.samples == 0:
         return lines
     longest = report.limits.max_seq_length or len(st.length_counts) - 1

@@ -28,6 +28,11 @@ Evals happen at the first step past each multiple of the eval interval (bert.tra
 first eval whose sample count reaches the samples to converge (declared, or the reference convergence point
 of the global batch size, which the caller looks up). The prediction is time to train: steps * step + evals
 * eval; untimed initialisation is not in it.
+
+A declared gpu_samples_per_s is the rate of the compute alone. A published or measured time to train is an
+end-to-end figure (imbalance, allreduce, optimizer and evals included): calibrated_samples_per_s finds the rate
+with which the model reproduces it, and CALIBRATION_POINTS lists the figures the published descriptors' rates
+were calibrated on (benchmarks/time_to_train.py compares them, and a real run of cpu_tiny, with the model).
 """
 
 from __future__ import annotations
@@ -48,7 +53,30 @@ from bert.simulate.static_shapes import epoch_shapes
 from bert.system import System
 
 BACKWARD_SHARE = 2 / 3  # backward does twice the forward's matmul work
+CALIBRATION_TOLERANCE = 0.05  # the model must reproduce each of its calibration points this closely
 ROUNDED_BATCHES = 4096  # micro-batches drawn to measure the fillers' share
+
+
+@dataclass(frozen=True)
+class CalibrationPoint:
+    """A time to train (run_start to run_stop) on which a published descriptor's rate was calibrated."""
+
+    system: str
+    seconds: float
+    source: str
+
+
+# Each published descriptor whose run.performance.gpu_samples_per_s is calibrated (not estimated from FLOPs), and the
+# figure: `mlperf-bert simulate --system S --calibrate SECONDS` gave the rate, and the prediction stays within
+# CALIBRATION_TOLERANCE of it (a test holds it so). Descriptors that inherit the rate predict other shapes with it.
+CALIBRATION_POINTS = (
+    CalibrationPoint("dgxa100_1x8", 16.9 * 60, "published: NVIDIA, MLPerf Training v2.1, 1x DGX A100 (8 GPUs), "
+                     "closed division, 16.9 min"),
+    CalibrationPoint("cpu_tiny", 291.3, "measured: run_and_time.sh cpu_tiny, seed 1, one thread a process, on the "
+                     "2-core development machine at a load of 2 to 4 (2026-12-02)"),
+    CalibrationPoint("cpu_micro", 4.652, "measured: run_and_time.sh cpu_micro, one thread, on the same machine at the "
+                     "same load, same day"),
+)
 
 
 @dataclass(frozen=True)
@@ -172,15 +200,21 @@ def converging_eval(samples_to_converge: int, global_batch: int, interval: int) 
         evals += 1
 
 
-def predict(system: System, samples_to_converge: int, lengths: np.ndarray | None = None,
-            balance_steps: int = 32, seed: int = 0) -> Prediction:
-    """The prediction for `system` (which must have run.performance); `lengths`: the sequence lengths the
-    load-balance simulator draws from (default: the MLPerf Wikipedia shape)."""
-    run, perf = system.run, system.run.performance
-    if perf is None:
-        raise ValueError(f"{system.path}: run.performance is not set; declare the system's figures to simulate it")
-    if lengths is None:
-        lengths = named_lengths("mlperf-wiki", count=50_000, seed=seed, max_len=run.max_seq_length)
+@dataclass(frozen=True)
+class _Costs:
+    """What a prediction takes from the descriptor besides the accelerator's rate: the costly parts (the
+    load-balance simulation, the fillers' share), measured once."""
+
+    balance_ratio: float
+    parameters: int
+    train_token_cost: float
+    eval_token_cost: float
+    steps: int
+    evals: int
+
+
+def _costs(system: System, samples_to_converge: int, lengths: np.ndarray, balance_steps: int, seed: int) -> _Costs:
+    run = system.run
     ratio = 1.0
     if system.world_size > 1:
         ratio = simulate_balance(lengths, system.nodes, run.processes_per_node, system.per_process_batch,
@@ -188,22 +222,67 @@ def predict(system: System, samples_to_converge: int, lengths: np.ndarray | None
                                  unpadded=run.unpadded, max_len=run.max_seq_length,
                                  attention_width=attention_width(system.model_config().hidden_size),
                                  deal_how=run.presort_deal, lookahead=run.balance_lookahead).step_time_ratio
-    parameters = parameter_count(system.model_config())
-    throughput = gpu_throughput(system, lengths)
-    step = step_breakdown(system, parameters, ratio, throughput.samples_per_s,
-                          token_cost(system, lengths, system.per_process_batch, seed))
     steps, evals = converging_eval(samples_to_converge, run.global_batch_size, system.eval_interval_samples)
-    eval_s = (math.ceil(run.eval.samples / system.world_size) / (throughput.samples_per_s * perf.eval_speedup)
-              * token_cost(system, lengths, run.eval.batch_size, seed))
-    return Prediction(system.name, throughput, parameters, step, steps, steps * run.global_batch_size, evals, eval_s,
-                      samples_to_converge)
+    return _Costs(ratio, parameter_count(system.model_config()), token_cost(system, lengths, system.per_process_batch,
+                                                                           seed),
+                  token_cost(system, lengths, run.eval.batch_size, seed), steps, evals)
 
 
-def breakdown_lines(p: Prediction) -> list[str]:
-    """The table `mlperf-bert simulate` prints; the last line is predicted_time_to_train_s=<x>."""
+def _prediction(system: System, costs: _Costs, throughput: Throughput, samples_to_converge: int) -> Prediction:
+    run = system.run
+    step = step_breakdown(system, costs.parameters, costs.balance_ratio, throughput.samples_per_s,
+                          costs.train_token_cost)
+    eval_s = (math.ceil(run.eval.samples / system.world_size)
+              / (throughput.samples_per_s * run.performance.eval_speedup) * costs.eval_token_cost)
+    return Prediction(system.name, throughput, costs.parameters, step, costs.steps,
+                      costs.steps * run.global_batch_size, costs.evals, eval_s, samples_to_converge)
+
+
+def _lengths(system: System, lengths: np.ndarray | None, seed: int) -> np.ndarray:
+    if system.run.performance is None:
+        raise ValueError(f"{system.path}: run.performance is not set; declare the system's figures to simulate it")
+    if lengths is not None:
+        return lengths
+    return named_lengths("mlperf-wiki", count=50_000, seed=seed, max_len=system.run.max_seq_length)
+
+
+def predict(system: System, samples_to_converge: int, lengths: np.ndarray | None = None,
+            balance_steps: int = 32, seed: int = 0) -> Prediction:
+    """The prediction for `system` (which must have run.performance); `lengths`: the sequence lengths the
+    load-balance simulator draws from (default: the MLPerf Wikipedia shape)."""
+    lengths = _lengths(system, lengths, seed)
+    costs = _costs(system, samples_to_converge, lengths, balance_steps, seed)
+    return _prediction(system, costs, gpu_throughput(system, lengths), samples_to_converge)
+
+
+def calibrated_samples_per_s(system: System, seconds: float, samples_to_converge: int,
+                             lengths: np.ndarray | None = None, balance_steps: int = 32, seed: int = 0) -> float:
+    """The accelerator's training rate (run.performance.gpu_samples_per_s) with which the prediction of `system`
+    is `seconds`, a published or measured time to train of this very system: the rate of its compute alone, once
+    what the model adds to it (the load-balance ratio, the allreduce, the optimizer, the evals) is taken out of the
+    end-to-end time. Raises ValueError when no rate reaches `seconds` (the rest alone takes longer)."""
+    lengths = _lengths(system, lengths, seed)
+    costs = _costs(system, samples_to_converge, lengths, balance_steps, seed)
+
+    def seconds_at(rate: float) -> float:
+        return _prediction(system, costs, Throughput(rate, "calibrating", False), samples_to_converge).time_to_train_s
+
+    low, high = 1e-6, 1e12  # sequences/s; the time falls as the rate grows
+    if seconds_at(high) >= seconds:
+        raise ValueError(f"{system.name}: no accelerator rate makes the prediction {seconds:g} s: the allreduce, the "
+                         f"optimizer and the evals alone take {seconds_at(high):.1f} s")
+    for _ in range(200):  # bisection on the log scale: far below a thousandth of a per cent
+        middle = math.sqrt(low * high)
+        low, high = (middle, high) if seconds_at(middle) > seconds else (low, middle)
+    return math.sqrt(low * high)
+
+
+def breakdown_lines(p: Prediction, worker: str = "GPU") -> list[str]:
+    """The table `mlperf-bert simulate` prints (`worker`: what runs one rank, a GPU or a CPU process); the last
+    line is predicted_time_to_train_s=<x>."""
     s = p.step
     rows = [
-        ("sequences/s per GPU", f"{p.throughput.samples_per_s:.1f} ({p.throughput.source})"),
+        (f"sequences/s per {worker}", f"{p.throughput.samples_per_s:.1f} ({p.throughput.source})"),
         ("parameters", f"{p.parameters:,}"),
         ("compute per step (balanced x ratio)", f"{s.compute_s * 1e3:.2f} ms (x{s.balance_ratio:.3f}"
          + (f", x{s.token_cost:.3f} for run.token_sizes' fillers)" if s.token_cost != 1 else ")")),

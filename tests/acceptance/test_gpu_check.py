@@ -1,4 +1,4 @@
-"""acceptance/gpu_check.sh rehearsed on the CPU (GPU_CHECK_DEVICE=cpu): every stage of the check a lent GPU
+"""acceptance/gpu_check.sh rehearsed on the CPU (GPU_CHECK_DEVICE=cpu): every stage of the check a GPU machine
 runs passes at toy sizes, so that the script cannot drift from the descriptors, the CLI or the trainer."""
 
 import json
@@ -23,7 +23,7 @@ def test_the_gpu_check_rehearsal_passes_every_stage_on_the_cpu(tmp_path, cpu_env
                           text=True, timeout=1200)
     summary = (out / "summary.md").read_text() if (out / "summary.md").exists() else proc.stdout
     assert proc.returncode == 0, summary + proc.stderr[-3000:]
-    assert {p.name for p in out.iterdir()} == FILES  # all under OUTDIR, within what a lend brings back
+    assert {p.name for p in out.iterdir()} == FILES  # all under OUTDIR, few enough to bring back
     verdicts = [line for line in summary.splitlines() if line.startswith("- ")]
     for name in STAGES:
         assert f"- {name}: ok in " in summary, summary

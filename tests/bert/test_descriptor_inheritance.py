@@ -63,7 +63,7 @@ def test_a_missing_or_malformed_base_is_named(tmp_path):
     with pytest.raises(ConfigError, match=r"orphan\.json: base: no descriptor nosuch\.json beside this one"):
         load_system(tmp_path / "orphan.json")
     _write(tmp_path, "escape", {"base": "../systems/cpu_tiny", "run": {}})
-    with pytest.raises(ConfigError, match=r"escape\.json: base: .* must name a descriptor in the same folder"):
+    with pytest.raises(ConfigError, match=r"escape\.json: base: .* must name a descriptor by its file stem"):
         load_system(tmp_path / "escape.json")
 
 

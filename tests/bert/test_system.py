@@ -104,6 +104,13 @@ def test_closed_division_refuses_adam(tmp_path):
     assert "expected one of 'lamb', 'adam', got 'adamw' (string); did you mean 'adam'?" in _error(tmp_path, data)
 
 
+def test_a_gpu_is_device_cuda(tmp_path):
+    """The nearest spelling of "gpu" is 'cpu': the error suggests the device a user who writes it means."""
+    data = unchecked_descriptor({"device": "gpu"})
+    assert "run.device: expected one of 'cpu', 'cuda', got 'gpu' (string); did you mean 'cuda'?" in \
+        _error(tmp_path, data)
+
+
 def test_clip_mode_typo_is_named(tmp_path):
     assert "run.clip: expected one of 'after_allreduce', 'before_allreduce', 'bucketwise_before_allreduce'" in \
         _error(tmp_path, unchecked_descriptor({"clip": "bucketwise"}))

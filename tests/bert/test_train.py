@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import h5py
+import torch
 
 from bert.mllog import CODE_VERSION
 from bert.mlperf_rules import RULESETS
@@ -82,6 +83,7 @@ def test_missing_dataset_and_missing_shards_are_named(tmp_path, cpu_env):
     system = load_system("cpu_micro").path
     proc, _ = run_training(tmp_path, system, tmp_path / "nowhere", 1, cpu_env)
     assert proc.returncode != 0 and "nowhere: dataset directory does not exist" in proc.stderr
+    assert "name the folder that holds it with DATADIR (run_and_time.sh) or --data-dir" in proc.stderr
     (tmp_path / "empty").mkdir()
     proc, _ = run_training(tmp_path, system, tmp_path / "empty", 1, cpu_env)
     assert proc.returncode != 0 and "no training shards match 'train/*.hdf5'" in proc.stderr
@@ -94,3 +96,46 @@ def test_bad_descriptor_is_one_line_before_anything_runs(tmp_path, cpu_env):
     assert proc.returncode != 0
     assert "micro.json: run.model: unknown model config 'huge'" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+class _Clock:
+    """time.perf_counter for the loop: each step takes 1 s and each eval 100 s of it."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_rate_printed_is_of_training_alone_not_of_the_evals_between(monkeypatch, capsys):
+    """Each print covers the steps since the last one, over their time only: an eval between them (100 s here,
+    against 1 s a step) neither inflates nor deflates the sequences per second."""
+    from bert import train as trainer
+    from bert.distributed.launch import DistContext
+    from bert.mllog import RunLog
+
+    clock = _Clock()
+    monkeypatch.setattr(trainer.time, "perf_counter", clock)
+    system = load_system("cpu_micro").variant({"print_interval_steps": 4, "eval.interval_samples": 96,
+                                               "eval.target_accuracy": 0.5})  # 3 steps of 32 to an eval
+
+    class Step:
+        def __call__(self, loader, step):
+            clock.now += 1.0
+
+        def take_window(self):
+            return 1.0, 320  # tokens
+
+        check_numerics = staticmethod(lambda: None)
+        schedule = staticmethod(lambda step: 1e-3)
+
+    def evaluate():
+        clock.now += 100.0
+        return 0.9 if clock.now > 300 else 0.1
+
+    ctx = DistContext(0, 1, 0, 1, torch.device("cpu"))
+    training = trainer.Training(system, ctx, RunLog(None), Step(), None, evaluate, None, lambda: None)
+    assert trainer._train(training, trainer.Progress())[0] == "success"
+    rates = [line.split(" seq/s")[0].split()[-1] for line in capsys.readouterr().out.splitlines() if "seq/s" in line]
+    assert rates == ["32.0", "32.0"]  # 32 sequences a step, a step a second, across the evals at steps 3 and 6

@@ -49,11 +49,11 @@ def start_node(system: System, node: int, logdir: Path, data: Path, env: dict, o
 
 
 def start_on_hosts(network: HostNetwork, system: System, logdir: Path, data: Path, env: dict,
-                   outs: Path) -> list[subprocess.Popen]:
-    """run_and_time.sh on every host of `network`, host k as node k, MASTER_ADDR the first host's address; node k's
-    output to outs/node<k>.out."""
-    return [start_node(system, k, logdir, data, env, outs / f"node{k}.out", host=host,
-                       master_addr=network.hosts[0].address)
+                   outs: Path, node_env: list[dict] | None = None) -> list[subprocess.Popen]:
+    """run_and_time.sh on every host of `network`, host k as node k (with node_env[k] laid over `env`), MASTER_ADDR
+    the first host's address; node k's output to outs/node<k>.out."""
+    return [start_node(system, k, logdir, data, {**env, **(node_env[k] if node_env else {})}, outs / f"node{k}.out",
+                       host=host, master_addr=network.hosts[0].address)
             for k, host in enumerate(network.hosts)]
 
 

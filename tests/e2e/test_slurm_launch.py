@@ -9,7 +9,7 @@ import time
 from compliance.checkers import compliance_check
 from tests.cluster.nodes import assert_ranks_follow_the_plan, micro_system
 from tests.cluster.slurm import slurm_cluster
-from tests.helpers.faults import assert_log_aborted
+from tests.helpers.faults import assert_log_aborted, page_cache_tools
 from tests.helpers.repo import REPO
 
 JOB_TIMEOUT_S = 180
@@ -21,9 +21,10 @@ def job_env(tmp_path, data, **extra) -> dict:
 
 
 def test_sbatch_runs_cpu_micro_to_a_compliant_log(slurm, tmp_path, small_dataset):
+    """DROP_CACHES=1 where the page cache may not be dropped: the run goes on, its log says false and why."""
     out = tmp_path / "job.out"
-    job = slurm.submit("sbatch", f"--output={out}", "run_and_time.sbatch", "cpu_micro",
-                       env=job_env(tmp_path, small_dataset), cwd=REPO)
+    env = job_env(tmp_path, small_dataset, DROP_CACHES="1") | page_cache_tools(tmp_path / "bin", drops=False)
+    job = slurm.submit("sbatch", f"--output={out}", "run_and_time.sbatch", "cpu_micro", env=env, cwd=REPO)
     ended = slurm.wait(job, JOB_TIMEOUT_S)
     output = out.read_text()
     assert (ended.state, ended.exit_code) == ("COMPLETED", "0:0"), output[-3000:]
@@ -32,6 +33,8 @@ def test_sbatch_runs_cpu_micro_to_a_compliant_log(slurm, tmp_path, small_dataset
     assert [p.name for p in results.iterdir()] == ["result_0.txt"]
     assert compliance_check(results / "result_0.txt").passed
     assert "rank 0 of 1: node 0, local rank 0 of 1," in output
+    assert '"key": "cache_clear", "value": false' in (results / "result_0.txt").read_text()
+    assert "run_and_time: cache_clear is logged as false: the page cache was not dropped on " in output
 
 
 def test_a_two_node_job_on_hosts_of_their_own_places_its_ranks_with_srun(hosts, tmp_path, tmp_path_factory,
@@ -39,14 +42,16 @@ def test_a_two_node_job_on_hosts_of_their_own_places_its_ranks_with_srun(hosts, 
     """slurmctld and two slurmd each on a host of its own, each node's NodeAddr its host's address; 2 nodes x 2
     ranks submitted by ./run_and_time.sbatch with the descriptor's shape: the pre-flight runs on both nodes (one
     srun task each) with the rendezvous at the first node's NodeAddr, and srun's SLURM_PROCID, SLURM_LOCALID,
-    SLURM_NTASKS and node list place every rank where the launch plan says, with its shards."""
+    SLURM_NTASKS and node list place every rank where the launch plan says, with its shards. DROP_CACHES=1: both
+    nodes drop their page cache (one srun task each), and the log says so."""
     network = hosts(3, ["ctl", "node0", "node1"])
     # A short folder: slurmstepd's sockets below it must fit a Unix socket path (108 bytes).
     with slurm_cluster(tmp_path_factory.mktemp("slurm"), network=network) as slurm:
         system = micro_system(tmp_path, "micro_2x2", nodes=2, per_node=2)
         out = tmp_path / "job.out"
-        job = slurm.submit(str(REPO / "run_and_time.sbatch"), str(system.path), f"--output={out}",
-                           env=job_env(tmp_path, small_dataset), cwd=tmp_path)
+        env = job_env(tmp_path, small_dataset, DROP_CACHES="1") | page_cache_tools(tmp_path / "bin", drops=True)
+        job = slurm.submit(str(REPO / "run_and_time.sbatch"), str(system.path), f"--output={out}", env=env,
+                           cwd=tmp_path)
         ended = slurm.wait(job, JOB_TIMEOUT_S)
     output = out.read_text()
     assert (ended.state, ended.exit_code) == ("COMPLETED", "0:0"), output[-3000:]
@@ -56,6 +61,7 @@ def test_a_two_node_job_on_hosts_of_their_own_places_its_ranks_with_srun(hosts, 
            "accepts the start" in output
     assert compliance_check(tmp_path / "logs" / "micro_2x2" / "result_0.txt").passed
     assert_ranks_follow_the_plan(output, system, 41, small_dataset)
+    assert '"key": "cache_clear", "value": true' in (tmp_path / "logs" / "micro_2x2" / "result_0.txt").read_text()
 
 
 def test_scancel_aborts_the_run_and_keeps_every_result(slurm, tmp_path, small_dataset):

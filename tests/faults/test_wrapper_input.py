@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 
 from bert.system import load_system
 from tests.helpers.faults import fake_launcher, single_line_error, wrapper
@@ -34,7 +35,7 @@ def test_bad_numbers_and_choices_are_one_line_and_start_nothing(tmp_path, cpu_en
 
 
 @pytest.mark.parametrize("system, message", [
-    ("no_such_system", "no such descriptor; available: cpu_micro"),
+    ("no_such_system", "no such descriptor; available: "),
     (str(REPO / "systems"), "is a folder, not a descriptor; give a descriptor file"),
 ])
 def test_a_missing_descriptor_is_one_line(tmp_path, cpu_env, system, message):
@@ -56,15 +57,16 @@ def test_help_prints_the_usage_and_an_unknown_system_is_one_line_and_exit_2(tmp_
 
 def test_a_results_folder_that_takes_no_file_fails_at_once(tmp_path, cpu_env, small_dataset):
     """sysfs refuses new files even to root, so /sys/kernel is a results folder that exists and takes no file
-    wherever the tests run (a folder without write permission would not do as root)."""
+    wherever the tests run (a folder without write permission would not do as root): the pre-flight finds no room
+    there, before a result file is claimed."""
     if not Path("/sys/kernel").is_dir():
         pytest.skip("no /sys/kernel here")
     system = load_system("cpu_micro").variant(name="kernel").write(tmp_path / "systems").path
     env = dict(cpu_env, NEXP="1", SEED="1", LOGDIR="/sys", DATADIR=str(small_dataset))
     proc = wrapper(system, env, timeout=60)
     assert proc.returncode == 2
-    assert single_line_error(proc.stderr) == ("run_and_time: cannot create a result file in /sys/kernel; set LOGDIR "
-                                              "to a folder you can write")
+    assert single_line_error(proc.stderr) == ("pre-flight: 0.0 MiB free for the logs (at least 64 MiB): free space "
+                                              "there, or set LOGDIR to another folder")
 
 
 def test_of_two_wrappers_started_together_with_refuse_only_one_runs(tmp_path, cpu_env, small_dataset):
@@ -82,3 +84,44 @@ def test_of_two_wrappers_started_together_with_refuse_only_one_runs(tmp_path, cp
     assert sorted(p.name for p in (logdir / "cpu_micro").iterdir()) == ["result_0.txt"]  # the lock is gone too
     again = wrapper("cpu_micro", env)
     assert again.returncode == 2 and "already holds results (result_0.txt)" in single_line_error(again.stderr)
+
+
+def _cpu_micro_from(tmp_path, small_dataset, **run) -> Path:
+    """cpu_micro reading the small dataset as a prepared one (no synthetic corpus to write), with `run` changes."""
+    return load_system("cpu_micro").variant({"dataset.dir": str(small_dataset), "dataset.synthetic": None, **run},
+                                            name="prepared").write(tmp_path / "systems").path
+
+
+@pytest.mark.parametrize("case", ["cuda", "dataset", "checkpoint"])
+def test_a_start_the_pre_flight_refuses_is_one_line_with_no_result_and_nothing_written(tmp_path, cpu_env,
+                                                                                         small_dataset, case):
+    """A CUDA descriptor on this CPU build of torch, a missing dataset, a missing checkpoint: each is one line and
+    exit status 2 before any run, even of NEXP=3: no RESULT line, no log, no results folder."""
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    env = dict(cpu_env, NEXP="3", LOGDIR=str(tmp_path / "logs"), DATADIR=str(small_dataset),
+               CHECKPOINTDIR=str(checkpoints))
+    if case == "cuda":  # everything else is in place: the dataset, a file where the checkpoint should be
+        (checkpoints / "model.pt").write_bytes(b"")
+        system, expected = "h200_1x1", ("pre-flight: h200_1x1 runs on CUDA (run.device) but torch "
+                                        f"{torch.__version__} here is a build without CUDA: run in a CUDA container")
+    elif case == "dataset":
+        env["DATADIR"] = str(tmp_path / "no_data")
+        system = _cpu_micro_from(tmp_path, small_dataset)
+        expected = f"pre-flight: the dataset folder {tmp_path / 'no_data'} does not exist here (DATADIR, else "
+    else:
+        system = _cpu_micro_from(tmp_path, small_dataset, init_checkpoint="phase1/model.pt")
+        expected = (f"pre-flight: the checkpoint to start from: CHECKPOINTDIR={checkpoints} holds no model.pt: "
+                    "convert the MLPerf phase-1 checkpoint there")
+    proc = wrapper(system, env)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert single_line_error(proc.stderr).startswith(expected)
+    assert "RESULT" not in proc.stdout and not (tmp_path / "logs").exists()
+
+
+def test_an_unknown_option_is_one_line_naming_the_one_meant(tmp_path, cpu_env):
+    proc = subprocess.run([str(REPO / "run_and_time.sh"), "--dryrun", "cpu_micro"], env=cpu_env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert single_line_error(proc.stderr) == ("run_and_time: unknown option --dryrun; did you mean --dry-run? the "
+                                              "options are --dry-run and --help")

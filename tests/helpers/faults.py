@@ -185,6 +185,17 @@ def fake_launcher(bin_dir: Path, body: str) -> dict:
     return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
 
 
+def page_cache_tools(bin_dir: Path, drops: bool, path: str | None = None) -> dict:
+    """Stand-ins for `sysctl` and `sudo`, which drop the page cache before a run (bert.distributed.plan.DROP_CACHES):
+    both succeed without touching the cache (a machine shared with other work keeps it), or both fail, as for a
+    user who is not root; returns the PATH that puts them first (before `path`, default this process's)."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for tool in ("sysctl", "sudo"):
+        (bin_dir / tool).write_text(f"#!/bin/sh\nexit {0 if drops else 1}\n")
+        (bin_dir / tool).chmod(0o755)
+    return {"PATH": f"{bin_dir}:{path or os.environ['PATH']}"}
+
+
 def single_line_error(stderr: str) -> str:
     """The one line a refused input gives (no traceback, no second message)."""
     lines = [line for line in stderr.splitlines() if line.strip()]

@@ -7,8 +7,20 @@ import sys
 
 import pytest
 
-from bert.distributed.slurm import Allocation, allocation_problem, first_node_address, per_node_counts, sbatch_options
+from bert.distributed.slurm import (
+    Allocation,
+    allocation_problem,
+    first_node_address,
+    per_node_counts,
+    sbatch_options,
+    script_time_limit,
+    slurm_time,
+    time_check_line,
+    time_limit_seconds,
+    time_option,
+)
 from bert.system import load_system
+from tests.helpers.repo import REPO
 
 
 def test_the_shape_to_ask_for_follows_the_descriptor():
@@ -72,3 +84,32 @@ def test_the_cli_refuses_in_one_line_and_exports_the_shape():
     shape = subprocess.run([sys.executable, "-m", "bert.cli", "system", "env", "dgxa100_8x8"], capture_output=True,
                            text=True, timeout=120, check=True)
     assert "SBATCH_OPTIONS='--nodes=8 --ntasks-per-node=8 --gpus-per-node=8'" in shape.stdout.splitlines()
+
+
+def test_slurms_time_limits_and_the_option_that_asks_for_one():
+    seconds = {"120": 7200, "30:15": 1815, "2:00:00": 7200, "1-12": 129600, "1-12:30": 131400,
+               "1-00:00:01": 86401, "UNLIMITED": None, "infinite": None}
+    assert {text: time_limit_seconds(text) for text in seconds} == seconds
+    with pytest.raises(ValueError, match="'two hours' is not a Slurm time limit like 120, 2:00:00 or 1-12:00:00"):
+        time_limit_seconds("two hours")
+    assert slurm_time(7200) == "2:00:00" and slurm_time(7201) == "2:01:00" and slurm_time(86400 * 2.5) == "2-12:00:00"
+    assert time_option(["--partition=debug", "--time=1:00:00", "-t", "90"]) == "90"
+    assert time_option(["-t30", "--exclusive"]) == "30" and time_option(["--time", "5"]) == "5"
+    assert time_option(["--partition=debug"]) is None
+    sbatch = (REPO / "run_and_time.sbatch").read_text()
+    assert script_time_limit(sbatch) == "02:00:00" and script_time_limit("#!/bin/bash\necho\n") is None
+
+
+def test_the_time_check_says_how_many_runs_the_limit_lets_end_and_what_to_ask_for():
+    limit = "2:00:00", "#SBATCH --time"
+    assert time_check_line(10, 3823.2, *limit) == (
+        "time: NEXP=10 run(s) x 63.7 min predicted (mlperf-bert simulate; initialisation not included) = 637.2 min, "
+        "MORE than the job's time limit 2:00:00 (#SBATCH --time): Slurm would end the job after about 1 run(s); pass "
+        "--time=13:17:00 to run_and_time.sbatch, or lower NEXP")
+    assert time_check_line(2, 3000, *limit).endswith("= 100.0 min, within the job's time limit 2:00:00 "
+                                                     "(#SBATCH --time)")
+    assert time_check_line(99, 3000, "UNLIMITED", "job 7's TimeLimit").endswith("within the job's time limit UNLIMITED "
+                                                                                  "(job 7's TimeLimit)")
+    assert time_check_line(3, None, *limit, "run.performance is not set") == (
+        "time: no prediction of a run's length (run.performance is not set); the job's time limit is 2:00:00 "
+        "(#SBATCH --time)")

@@ -52,7 +52,7 @@ def startup_worker(rank: int, world_size: int, system_path: Path, data_dir: Path
     _watch(rank, seen)
     log = RunLog(log_path, rank, echo=False)
     request = trainer.RunRequest(system, SEED + rank, log_path, data_dir)  # rank 1's own seed must not count
-    status, reason = trainer._run(request, ctx, log, trainer.Progress())
+    status, reason = trainer._run(request, ctx, log, trainer.Progress(), lambda: None)
     log.close()
     assert "sample cap" in reason, (status, reason)
 

@@ -107,7 +107,8 @@ def test_a_good_dataset_passes_and_gets_a_manifest(dataset):
     assert shard["sha256"] == hashlib.sha256((dataset / SHARD).read_bytes()).hexdigest()
     assert shard["size"] == (dataset / SHARD).stat().st_size and entries["vocab.txt"]["samples"] is None
     text = "\n".join(summary_lines(report))
-    assert "5 shard(s), 2,304 samples (fixed)" in text and "masked: 1" in text and "% random" in text
+    assert "4 training shard(s), 2,048 samples (fixed)" in text and "masked: 1" in text and "% random" in text
+    assert "eval: 256 samples (eval.hdf5), not counted above" in text  # the eval set is not training data
     assert "   57-64 " in text  # the length histogram reaches the longest sample
 
 

@@ -9,12 +9,20 @@ import pytest
 from click.testing import CliRunner
 
 from bert.cli import main
+from bert.cli.simulate import predicted_run_seconds
 from bert.model.size import parameter_count
 from bert.model.token_rounding import TokenSizes
 from bert.optim.traffic import eager_lamb_bytes_per_parameter
 from bert.simulate.flops import flops_per_sequence
-from bert.simulate.time_to_train import converging_eval, predict
+from bert.simulate.time_to_train import (
+    CALIBRATION_POINTS,
+    CALIBRATION_TOLERANCE,
+    calibrated_samples_per_s,
+    converging_eval,
+    predict,
+)
 from bert.system import System, load_system
+from compliance.checkers import rcp_reference
 
 PERFORMANCE = {"gpu_samples_per_s": 100.0, "hbm_gb_s": 100.0, "intra_node_gb_s": 10.0, "inter_node_gb_s": 4.0,
                "link_latency_us": 5.0, "allreduce": "ring", "samples_to_converge": 1000}
@@ -127,3 +135,25 @@ def test_simulate_command_prints_the_breakdown_and_the_prediction_last(tmp_path)
     bare = system.variant({"performance": None}, name="bare").write(tmp_path)
     refused = CliRunner().invoke(main, ["simulate", "--system", str(bare.path)])
     assert refused.exit_code == 1 and "run.performance is not set" in refused.output
+
+
+@pytest.mark.parametrize("point", CALIBRATION_POINTS, ids=lambda p: p.system)
+def test_simulate_reproduces_each_figure_it_was_calibrated_on(point):
+    """Published and CPU systems alike: the declared rate, through the whole model (load balance, allreduce,
+    optimizer, evals), gives back the time it was calibrated on; and calibrating on it gives back the rate."""
+    system = load_system(point.system)
+    seconds, why_not = predicted_run_seconds(system)
+    assert why_not == "" and abs(seconds / point.seconds - 1) <= CALIBRATION_TOLERANCE, (seconds, point)
+    samples = system.run.performance.samples_to_converge or round(rcp_reference(system.run.global_batch_size)
+                                                                  .mean_samples)
+    rate = calibrated_samples_per_s(system, point.seconds, samples)
+    assert rate == pytest.approx(system.run.performance.gpu_samples_per_s, rel=0.01)
+    faster = system.variant({"performance.gpu_samples_per_s": rate})
+    assert predict(faster, samples).time_to_train_s == pytest.approx(point.seconds, rel=1e-6)
+
+
+def test_calibrating_on_less_time_than_the_rest_takes_is_refused():
+    system = _small_cluster("before_allreduce")
+    floor = predict(system.variant({"performance.gpu_samples_per_s": 1e15}), 1000).time_to_train_s
+    with pytest.raises(ValueError, match="no accelerator rate makes the prediction .* alone take"):
+        calibrated_samples_per_s(system, floor / 2, 1000)

@@ -20,12 +20,12 @@ from bert.model.config import named_config
 from bert.model.pretraining import BertForPreTraining
 from bert.model.tf_names import hf_name, tensor_names, to_hf_state_dict
 from bert.system import load_system
+from tests.helpers.tfrecords import write_tf_index_stub
 
 # An odd vocabulary so that the padding rows (4093 -> 4096) are exercised.
 CONFIG = named_config("micro", vocab_size=4093)
 
 # The last 8 bytes of every TensorFlow checkpoint index (an SSTable's magic number; read from one TF 2.21 wrote).
-TF_INDEX_FOOTER = struct.pack("<Q", 0xDB4775248B80FB57)
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +141,7 @@ def test_a_tensorflow_checkpoint_cut_short_is_one_line(tmp_path, reference):
 def test_tensorflow_checkpoint_without_tensorflow_names_the_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorflow", None)  # import fails as if not installed
     prefix = tmp_path / "model.ckpt-28252"
-    Path(f"{prefix}.index").write_bytes(b"\0" * 40 + TF_INDEX_FOOTER)
+    write_tf_index_stub(prefix)
     with pytest.raises(CheckpointError) as e:
         read_source(prefix)
     assert str(prefix) in str(e.value) and TF_INSTALL_HINT in str(e.value)

@@ -52,3 +52,9 @@ def write_records(path: Path, samples: list[dict[str, list[int] | bytes]]) -> Pa
             f.write(header + struct.pack("<I", masked_crc(crc32c(header))) + data
                     + struct.pack("<I", masked_crc(crc32c(data))))
     return path
+
+
+def write_tf_index_stub(prefix: Path) -> None:
+    """`prefix`.index as the smallest file the checkpoint reader's index check accepts: an SSTable footer (48
+    bytes ending with TensorFlow's table magic) and nothing else. For tests whose TensorFlow is a stand-in."""
+    Path(f"{prefix}.index").write_bytes(bytes(40) + struct.pack("<Q", 0xDB4775248B80FB57))

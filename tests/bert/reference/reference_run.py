@@ -32,6 +32,7 @@ from bert.model.pretraining import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
 from bert.system import System, load_system
+from tests.helpers.tfrecords import write_tf_index_stub
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RUN = json.loads((FIXTURES / "reference_run.json").read_text())
@@ -67,7 +68,7 @@ def install_tf_reader(monkeypatch, folder: Path) -> Path:
     tf.train = types.SimpleNamespace(load_checkpoint=lambda prefix: Reader())
     monkeypatch.setitem(sys.modules, "tensorflow", tf)
     prefix = folder / CHECKPOINT_NAME
-    Path(f"{prefix}.index").write_bytes(b"")
+    write_tf_index_stub(prefix)
     return prefix
 
 

@@ -32,6 +32,7 @@ from benchmarks.common.lamb_pair import DRIFT_TOLERANCE, LambPair
 from benchmarks.common.profiling import profile_once, summary
 from benchmarks.common.ranks import free_port, process_group
 from benchmarks.common.timing import median_seconds, peak_flops, sync
+from bert.compile_warmup import compile_every_shape, compiles_anything, shape_batches
 from bert.data.batch import collate
 from bert.data.random_samples import random_samples
 from bert.distributed.launch import DistContext, wait_for_all
@@ -47,7 +48,6 @@ from bert.simulate.flops import training_flops
 from bert.simulate.load_balance import named_lengths
 from bert.step import PRECISION_DTYPES, TrainStep
 from bert.system import System, load_system
-from bert.warmup import compiles_anything, warm_up, warm_up_batches
 
 SHORT_RUN_UPDATES, SHORT_RUN_EVALS = 60, 2
 
@@ -195,7 +195,7 @@ def nosync_check(device: torch.device) -> bool:
             synced = None
         except RuntimeError as e:
             synced = str(e).splitlines()[0]
-        loss, _ = step.take_window()
+        loss, _ = step.pop_loss_and_tokens()
         dtypes = sorted({(str(a), str(b)) for a, b in seen})
         good = synced is None and dtypes == [(str(dtype), str(dtype))] and np.isfinite(loss)
         ok &= good
@@ -259,7 +259,7 @@ class StepTiming:
     mfu: float
     loss: float
     warm_s: float
-    fallbacks: tuple[str, ...]  # the compiled parts that ran eager (bert.warmup)
+    fallbacks: tuple[str, ...]  # the compiled parts that ran eager (bert.compile_warmup)
 
 
 def time_step(system: System, device: torch.device, peak: float) -> StepTiming:
@@ -272,7 +272,7 @@ def time_step(system: System, device: torch.device, peak: float) -> StepTiming:
         model = BertForPreTraining(system.model_config())
     step = TrainStep(system, DistContext(0, 1, 0, 1, device), model, build_optimizer(model, run.optimizer),
                      build_schedule(run.optimizer))
-    warmed = (warm_up(step, system, dataclasses.replace(warm_up_batches(system), evals=[]))
+    warmed = (compile_every_shape(step, system, dataclasses.replace(shape_batches(system), evals=[]))
               if compiles_anything(system) else None)
     accumulate = run.gradient_accumulation_steps
     batches, flops = _mlperf_micro_batches(system, (updates + 1) * accumulate)
@@ -282,7 +282,7 @@ def time_step(system: System, device: torch.device, peak: float) -> StepTiming:
     start = time.perf_counter()
     for u in range(1, updates + 1):
         step(iter(batches[u * accumulate:(u + 1) * accumulate]), u)
-    loss, _ = step.take_window()
+    loss, _ = step.pop_loss_and_tokens()
     seconds = time.perf_counter() - start
     mfu = sum(flops[accumulate:]) / seconds / peak  # the timed updates' batches, not the untimed first one's
     return StepTiming(seconds, updates * run.global_batch_size / seconds, mfu, loss,
@@ -467,7 +467,7 @@ def nccl_check(device: torch.device) -> bool:
         gathered = [torch.zeros(2, dtype=torch.int32)]
         dist.all_gather(gathered, torch.tensor([7, 8], dtype=torch.int32), group=group)
         wait_for_all(DistContext(0, 2, 0, 2, device))
-        loss, _ = step.take_window()
+        loss, _ = step.pop_loss_and_tokens()
         ok = (step.clipping.num_buckets >= 1 and changed == len(before) and gathered[0].tolist() == [7, 8]
               and np.isfinite(loss))
         print(f"{backend}: DDP over {dist.get_world_size()} rank(s), {step.clipping.num_buckets} bucket(s) clipped "

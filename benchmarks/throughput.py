@@ -146,7 +146,7 @@ class Side:
         for _ in range(steps):
             self.step(self.feed, self.updates)
             self.updates += 1
-        loss, _ = self.step.take_window()  # reads the loss, so the device has finished
+        loss, _ = self.step.pop_loss_and_tokens()  # reads the loss, so the device has finished
         sync(device)
         if loss != loss:
             raise SystemExit(f"{self.name}: the loss is not a number; the comparison is void")

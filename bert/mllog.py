@@ -37,7 +37,7 @@ TARGET_ACCURACY = "target_accuracy"
 # Which code ran (bert.provenance: the digest of the bert package's source, and the checkout's commit in the
 # metadata), logged before run_start: `package` and `check` compare it with the code a package holds.
 CODE_VERSION = "code_version"
-# How long compiling before the clock took (bert.warmup), logged between init_start and init_stop.
+# How long compiling before the clock took (bert.compile_warmup), logged between init_start and init_stop.
 COMPILE_WARMUP_SECONDS = "compile_warmup_seconds"
 # A compiled part that runs eager because compiling it failed in that warm-up: what, and why, in one line.
 COMPILE_FALLBACK = "compile_fallback"

@@ -90,7 +90,7 @@ class OptimizerSpec:
     poly_power: float = ranged(0, low_open=True, default=1.0)
     # How LAMB's update runs (bert.optim.lamb; never apex's FusedLAMB, see bert.optim.factory): eager, in foreach
     # kernels, or compiled, the same update through torch.compile (fused kernels; compiled before the clock,
-    # bert.warmup). AdamW is torch's fused kernel on CUDA either way.
+    # bert.compile_warmup). AdamW is torch's fused kernel on CUDA either way.
     implementation: Literal["eager", "compiled"] = "eager"
 
 
@@ -229,8 +229,8 @@ class RunSpec:
     grad_comm_dtype: Literal["fp32", "bf16"] = "fp32"
     unpadded: bool = True
     # torch.compile each encoder layer. A part that fails to compile or to run compiled in the warm-up before the
-    # clock (bert.warmup) runs eager instead, said in the log and on stderr; "required": such a failure ends the run
-    # (exit status 2) instead.
+    # clock (bert.compile_warmup) runs eager instead, said in the log and on stderr; "required": such a failure ends
+    # the run (exit status 2) instead.
     compile: bool | Literal["required"] = False
     # Rounds each micro-batch's unpadded token count up to one of this many sizes with filler sequences that no
     # loss reads (bert.model.token_rounding), so that the encoder meets a few fixed shapes (compiled without dynamic

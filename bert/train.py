@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from bert.checkpoint import load_into
+from bert.compile_warmup import compile_every_shape, compiles_anything, shape_batches
 from bert.data.balance_plans import attention_width
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.loader import LoaderBalance, TrainLoader
@@ -48,7 +49,6 @@ from bert.model.token_rounding import token_sizes
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
 from bert.system import System
-from bert.warmup import compiles_anything, warm_up, warm_up_batches
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def _say(ctx: DistContext, message: str) -> None:
 def run(request: RunRequest) -> int:
     """One MLPerf run; returns the process exit code: 0 only when the target was reached and the whole log
     written, 128 + the signal number when a signal stopped it, 2 when a part failed to compile before the clock
-    and run.compile is "required" (bert.warmup.CompileFailed), 1 otherwise."""
+    and run.compile is "required" (bert.compile_warmup.CompileFailed), 1 otherwise."""
     ctx = init_distributed(request.system.run.device, request.system.run.dist_timeout_s)
     heartbeat = None
     if ctx.distributed:
@@ -189,16 +189,16 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
         load_into(model, checkpoint, config)
     if run_spec.log_weights_initialization:
         log.weights_initialization(tensor_names(config))
-    step_fn = TrainStep(system, ctx, model, build_optimizer(model, run_spec.optimizer),
+    train_step = TrainStep(system, ctx, model, build_optimizer(model, run_spec.optimizer),
                         build_schedule(run_spec.optimizer), request.nan_at_step)
     balance = loader_balance(system, ctx)
     eval_sizes = token_sizes(run_spec.token_sizes, run_spec.eval.batch_size, run_spec.max_seq_length)
     if checkpoint is not None:
         eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits,
                            eval_sizes)
-        _checkpoint_eval(ctx, checkpoint, eval_set.accuracy(model, step_fn.unpadded, step_fn.autocast), log)
+        _checkpoint_eval(ctx, checkpoint, eval_set.accuracy(model, train_step.unpadded, train_step.autocast), log)
     if compiles_anything(system):
-        warmed = warm_up(step_fn, system, warm_up_batches(system))
+        warmed = compile_every_shape(train_step, system, shape_batches(system))
         log.compile_warmup(warmed.seconds, warmed.train_shapes, warmed.eval_shapes)
         for fallback in warmed.fallbacks:
             log.compile_fallback(fallback.part, str(fallback))
@@ -216,9 +216,10 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
     loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, seed,
                          system.per_process_batch, ctx.device, balance=balance, limits=limits,
                          sizes=token_sizes(run_spec.token_sizes, system.per_process_batch, run_spec.max_seq_length))
-    evaluate = functools.partial(eval_set.accuracy, model, step_fn.unpadded, step_fn.autocast)  # as the step runs it
+    # as the step runs it
+    evaluate = functools.partial(eval_set.accuracy, model, train_step.unpadded, train_step.autocast)
     try:
-        return _train(Training(system, ctx, log, step_fn, loader, evaluate, request.on_eval, interrupted), progress)
+        return _train(Training(system, ctx, log, train_step, loader, evaluate, request.on_eval, interrupted), progress)
     finally:
         loader.close()
         # One write for the whole line: print's separate write of the newline lets the lines of ranks that
@@ -276,7 +277,7 @@ def loader_balance(system: System, ctx: DistContext) -> LoaderBalance:
 
 def _train(training: Training, progress: Progress) -> tuple[str, str | None]:
     """Steps and evals until the target or the sample cap; returns run_stop's status and reason."""
-    system, ctx, log, step_fn = training.system, training.ctx, training.log, training.step
+    system, ctx, log, train_step = training.system, training.ctx, training.log, training.step
     run_spec = system.run
     interval = system.eval_interval_samples
     next_eval, block_first = interval, 0
@@ -284,24 +285,24 @@ def _train(training: Training, progress: Progress) -> tuple[str, str | None]:
     log.block_start(0, interval)
     while True:
         training.interrupted()
-        step_fn(training.loader, progress.step)
+        train_step(training.loader, progress.step)
         progress.step += 1
         progress.samples += run_spec.global_batch_size
 
         if progress.step % run_spec.print_interval_steps == 0:
-            step_fn.check_numerics()
+            train_step.check_numerics()
             elapsed = time.perf_counter() - window_start
-            loss, tokens = step_fn.take_window()
+            loss, tokens = train_step.pop_loss_and_tokens()
             steps = progress.step - window_step
             _say(ctx, f"step {progress.step} samples {progress.samples} loss {loss:.4f} "
-                      f"lr {step_fn.schedule(progress.step - 1):.3e} "
+                      f"lr {train_step.schedule(progress.step - 1):.3e} "
                       f"{steps * run_spec.global_batch_size / elapsed:.1f} seq/s "
                       f"{tokens * ctx.world_size / elapsed:.0f} tok/s")
             window_start, window_step = time.perf_counter(), progress.step
 
         capped = progress.samples >= run_spec.max_samples
         if progress.samples >= next_eval or capped:
-            step_fn.check_numerics()
+            train_step.check_numerics()
             log.block_stop(block_first)
             log.eval_start(progress.samples)
             eval_started = time.perf_counter()

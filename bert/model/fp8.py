@@ -6,7 +6,7 @@ chooses apex's LayerNorm:
 - Transformer Engine, where it is importable (NVIDIA's containers ship it; it is never installed from a registry):
   its Linear (a delayed-scaling recipe, E4M3 forward and E5M2 backward) under its fp8_autocast, which the step
   enters with torch's autocast (`fp8_context`). Where Dynamo cannot trace its layers whole, the compiled layers
-  fall back to eager before the clock and the log says so (bert.warmup).
+  fall back to eager before the clock and the log says so (bert.compile_warmup).
 - else torchao's float8 training (the `torchao` package): its Float8Linear, which torch.compile traces and fuses
   whole (the casts and scales around each matmul); on a GPU through torch._scaled_mm, on a CPU emulated (the
   values cast to FP8 and back, the matmul in high precision), which is how the tests hold it to bf16.

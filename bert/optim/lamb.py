@@ -63,7 +63,7 @@ class Lamb(torch.optim.Optimizer):
         self._lr: dict[int, torch.Tensor] = {}  # compiled: each group's learning rate on its device
 
     def run_eagerly(self) -> None:
-        """The update runs eager from now on (bert.warmup's fallback where compiling it failed)."""
+        """The update runs eager from now on (bert.compile_warmup's fallback where compiling it failed)."""
         self.compiled, self._update = False, lamb_update_
 
     @torch.no_grad()

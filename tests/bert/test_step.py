@@ -38,7 +38,7 @@ def test_accumulated_gradient_is_the_mean_of_the_micro_batch_gradients(small_dat
     step(iter(batches), 0)
     for name in expected:
         assert torch.allclose(seen[name], expected[name], atol=1e-6), name
-    loss, tokens = step.take_window()
+    loss, tokens = step.pop_loss_and_tokens()
     assert tokens == sum(b.num_tokens for b in batches) and loss > 0
 
 

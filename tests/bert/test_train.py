@@ -124,7 +124,7 @@ def test_the_rate_printed_is_of_training_alone_not_of_the_evals_between(monkeypa
         def __call__(self, loader, step):
             clock.now += 1.0
 
-        def take_window(self):
+        def pop_loss_and_tokens(self):
             return 1.0, 320  # tokens
 
         check_numerics = staticmethod(lambda: None)

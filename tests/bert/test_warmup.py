@@ -1,4 +1,4 @@
-"""Compiled before the clock (bert.warmup): the warm-up runs every shape of the run through the step, touches no
+"""Compiled before the clock (bert.compile_warmup): the warm-up runs every shape of the run through the step, touches no
 data, and leaves the run exactly as it was, so that a run with it and one without end with the same weights
 (with dropout, token sizes, gradient accumulation, and fp16 loss scaling); a run.compile run logs how long it took,
 before run_start. A compiled part that fails there (a code generator that raises, a recompile over Dynamo's limit)
@@ -16,6 +16,7 @@ import pytest
 import torch
 import torch._inductor.compile_fx
 
+from bert.compile_warmup import LAYERS, UPDATE, compile_every_shape, shape_batches
 from bert.data.batch import collate
 from bert.distributed.launch import DistContext
 from bert.model.pretraining import BertForPreTraining
@@ -23,7 +24,6 @@ from bert.model.token_rounding import token_sizes
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
 from bert.system import System, load_system
-from bert.warmup import LAYERS, UPDATE, warm_up, warm_up_batches
 from compliance.checkers import compliance_check
 from compliance.result_log import read_result_log
 from tests.helpers.samples import make_samples
@@ -53,7 +53,7 @@ def _trained(system: System, warm: bool) -> dict:
     streams = (torch.get_rng_state(), np.random.get_state()[1].copy(), random.getstate())
     calls = []
     model.bert.encoder[0].register_forward_hook(lambda *args: calls.append(torch.is_grad_enabled()))
-    warmed = warm_up(step, system, warm_up_batches(system)) if warm else None
+    warmed = compile_every_shape(step, system, shape_batches(system)) if warm else None
     assert torch.equal(torch.get_rng_state(), streams[0]) and np.array_equal(np.random.get_state()[1], streams[1])
     assert random.getstate() == streams[2]
     sizes = token_sizes(run.token_sizes, system.per_process_batch, run.max_seq_length)

@@ -106,7 +106,7 @@ def test_bf16_autocast_step_trains_on_cpu(small_dataset):
     before = [p.detach().clone() for p in model.parameters()]
     for i in range(6):
         step(batches, i + 10)  # past the warm-up, so the learning rate is not zero
-    loss, tokens = step.take_window()
+    loss, tokens = step.pop_loss_and_tokens()
     assert np.isfinite(loss) and tokens > 0
     assert all(p.dtype == torch.float32 for p in model.parameters())  # the master weights stay fp32
     assert sum(not torch.equal(a, b) for a, b in zip(before, model.parameters())) == len(before)
@@ -181,7 +181,7 @@ def test_compile_switch_compiles_the_encoder_and_matches_eager(small_dataset):
         batches = iter(_batches(small_dataset, 16, 3))
         for i in range(3):
             step(batches, i + 10)
-        losses.append(step.take_window()[0])
+        losses.append(step.pop_loss_and_tokens()[0])
     assert model.bert.encoder[0]._compiled_call_impl is not None
     assert losses[1] == pytest.approx(losses[0], rel=1e-4)
 
@@ -203,7 +203,7 @@ def test_cuda_step_does_not_synchronise_with_the_host(small_dataset):
     with host_reads_fail(cuda.device):
         step(iter(batches[1:]), 11)
         step(iter(batches[2:]), 12)
-    loss, _ = step.take_window()
+    loss, _ = step.pop_loss_and_tokens()
     assert np.isfinite(loss)
 
 
@@ -244,5 +244,5 @@ def test_the_step_reads_nothing_back_from_the_device(small_dataset):
     with host_reads_fail(torch.device("cpu")):
         step(batches, 10)
         step(batches, 11)
-    loss, _ = step.take_window()  # the only read, at the print interval
+    loss, _ = step.pop_loss_and_tokens()  # the only read, at the print interval
     assert np.isfinite(loss)

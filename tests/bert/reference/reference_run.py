@@ -145,7 +145,7 @@ def train(model: BertForPreTraining, spec: System, steps: int, dtype: torch.dtyp
     batches: Iterator[Batch] = iter(collate(samples(i * batch, (i + 1) * batch)) for i in range(steps))
     for i in range(steps):
         step(batches, i)
-        run.loss.append(step.take_window()[0])
+        run.loss.append(step.pop_loss_and_tokens()[0])
         run.learning_rate.append(optimizer.param_groups[0]["lr"])
     return run
 

@@ -2,7 +2,7 @@
 init_stop, on batches made in memory, so that no compilation lands inside the timed region.
 
 With run.compile (run.cuda_graphs: each recorded as a CUDA graph too) or LAMB's update compiled
-(run.optimizer.implementation), `warm_up` runs, through the run's own TrainStep: one training micro-batch of
+(run.optimizer.implementation), `compile_every_shape` runs, through the run's own TrainStep: one training micro-batch of
 each token size (run.token_sizes; without them, two batches of different shapes, which the dynamic graph takes
 both), the update (the compiled LAMB), and one eval forward of each eval size. Under CUDA graphs each shape runs
 three times: torch.compile runs a function once before it records it, and replays it from the third call.
@@ -16,7 +16,7 @@ a run with the warm-up to one without, weight for weight.
 
 Never fatal: a compiled part that fails here (an inductor or Triton error, a recompile over Dynamo's limit, a
 kernel the GPU lacks) runs eager from then on, before the clock starts: the encoder layers (run.compile) or LAMB's
-update (run.optimizer.implementation). `WarmUp.fallbacks` says which and why, in one line each, for the log and
+update (run.optimizer.implementation). `CompileWarmup.fallbacks` says which and why, in one line each, for the log and
 stderr. With run.compile "required" such a failure raises CompileFailed instead, which ends the run with exit
 status 2.
 """
@@ -60,7 +60,7 @@ class Fallback:
 
 
 @dataclass(frozen=True)
-class WarmUp:
+class CompileWarmup:
     seconds: float
     train_shapes: int  # training micro-batches of distinct shapes
     eval_shapes: int
@@ -161,26 +161,26 @@ class _Saved:
 
 
 @dataclass(frozen=True)
-class WarmUpBatches:
+class ShapeBatches:
     train: list[Batch]  # a per-rank micro-batch of each shape training meets
     evals: list[Batch]  # an eval batch of each shape the eval meets
 
 
-def warm_up_batches(system: System) -> WarmUpBatches:
+def shape_batches(system: System) -> ShapeBatches:
     """The made-up batches of every shape the run's compiled regions will meet, on the host."""
     run, batch, eval_batch = system.run, system.per_process_batch, system.run.eval.batch_size
     train = _batches(system, batch, token_sizes(run.token_sizes, batch, run.max_seq_length),
                      packed=run.balance == "packed", seed=1)
     evals = _batches(system, eval_batch, token_sizes(run.token_sizes, eval_batch, run.max_seq_length),
                      packed=False, seed=2)  # the eval set is never packed (bert.eval)
-    return WarmUpBatches(train, evals)
+    return ShapeBatches(train, evals)
 
 
-def warm_up(step: TrainStep, system: System, batches: WarmUpBatches) -> WarmUp:
+def compile_every_shape(step: TrainStep, system: System, batches: ShapeBatches) -> CompileWarmup:
     """Compiles (and records under CUDA graphs) every shape of the run's compiled regions through `step`, on
-    `batches` (warm_up_batches), then puts back everything it changed; a compiled part that fails runs eager from
-    then on (WarmUp.fallbacks), unless run.compile is "required" (CompileFailed). Call it before the clock starts,
-    on every rank (it communicates only what the update does without DDP, and all ranks compile the same)."""
+    `batches` (shape_batches), then puts back everything it changed; a compiled part that fails runs eager from
+    then on (CompileWarmup.fallbacks), unless run.compile is "required" (CompileFailed). Call it before the clock
+    starts, on every rank (it communicates only what the update does without DDP, and all ranks compile the same)."""
     run, model = system.run, step.model
     start = time.perf_counter()
     saved = _Saved.take(step)
@@ -237,4 +237,4 @@ def warm_up(step: TrainStep, system: System, batches: WarmUpBatches) -> WarmUp:
     saved.put_back(step)
     if step.ctx.device.type == "cuda":
         torch.cuda.synchronize(step.ctx.device)
-    return WarmUp(time.perf_counter() - start, len(train), len(evals), tuple(fallbacks))
+    return CompileWarmup(time.perf_counter() - start, len(train), len(evals), tuple(fallbacks))

@@ -23,7 +23,27 @@ def _hf_checkpoint(path: Path, model_name: str) -> Path:
     return path
 
 
-def test_run_starts_from_the_converted_checkpoint_and_evaluates_it_first(tmp_path, small_dataset):
+def test_run_starts_from_the_converted_checkpoint_and_evaluates_it_first(tmp_path, small_dataset, monkeypatch):
+    from bert import train as trainer
+    from bert.mllog import RunLog
+    from bert.system import System
+
+    seen: list[str] = []  # the eval set read once for the checkpoint eval, once after run_start; the path found once
+
+    class CountedEvalSet(trainer.EvalSet):
+        def __init__(self, *args, **kwargs):
+            seen.append("eval set read")
+            super().__init__(*args, **kwargs)
+
+    def noted(what: str, method):
+        def call(*args):
+            seen.append(what)
+            return method(*args)
+        return call
+
+    monkeypatch.setattr(trainer, "EvalSet", CountedEvalSet)
+    monkeypatch.setattr(RunLog, "run_start", noted("run_start", RunLog.run_start))
+    monkeypatch.setattr(System, "init_checkpoint_path", noted("checkpoint path", System.init_checkpoint_path))
     converted = tmp_path / "init.pt"
     convert(_hf_checkpoint(tmp_path / "hf.bin", "micro"), converted, named_config("micro"))
     system = load_system("cpu_micro").variant(
@@ -40,6 +60,7 @@ def test_run_starts_from_the_converted_checkpoint_and_evaluates_it_first(tmp_pat
     assert 0.0 <= before < first_eval  # an untrained checkpoint scores below the trained model
     assert keys[-1] == "run_stop"
     assert compliance_check(log, DEFAULT_RULESET).passed
+    assert seen == ["checkpoint path", "eval set read", "run_start", "eval set read"]
 
 
 def test_checkpoint_of_another_model_fails_before_run_start(tmp_path, small_dataset, capsys):

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from bert.data.manifest import MANIFEST_FILE
-from bert.data.shards import read_shard, write_shard
+from bert.data.shards import read_shard
 from bert.data.vocab import Vocab, load_vocab
+from bert.prep.shard_writer import write_shard
 from bert.prep.verify import verify_dataset
 from bert.system import load_system
 from bert.train import RunRequest, run

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from bert.data.dataset import check_dataset, dataset_files
-from bert.data.shards import Samples, ShardError, read_shard, write_shard
+from bert.data.shards import Samples, ShardError, read_shard
+from bert.prep.shard_writer import write_shard
 from bert.prep.verify import verify_dataset
 from bert.system import load_system
 from tests.helpers.datasets import copy_dataset

@@ -11,8 +11,9 @@ import pytest
 
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.manifest import MANIFEST_FILE
-from bert.data.shards import ShardError, read_shard, write_shard
+from bert.data.shards import ShardError, read_shard
 from bert.data.vocab import Vocab, load_vocab
+from bert.prep.shard_writer import write_shard
 from bert.prep.verify import Limits, summary_lines, verify_dataset
 from bert.system import load_system
 from tests.helpers.datasets import copy_dataset

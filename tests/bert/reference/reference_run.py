@@ -25,11 +25,12 @@ import torch
 
 from bert.checkpoint import convert, load_into
 from bert.data.batch import Batch, collate
-from bert.data.shards import Samples, samples_from_arrays, write_shard
+from bert.data.shards import Samples, samples_from_arrays
 from bert.distributed.launch import DistContext
 from bert.eval import EvalSet
 from bert.model.pretraining import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
+from bert.prep.shard_writer import write_shard
 from bert.step import TrainStep
 from bert.system import System, load_system
 from tests.helpers.tfrecords import write_tf_index_stub

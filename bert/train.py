@@ -47,13 +47,13 @@ from bert.model.tf_names import tensor_names
 from bert.model.token_rounding import token_sizes
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
-from bert.system import System
+from bert.system import Descriptor
 from bert.warmup import compiles_anything, warm_up, warm_up_batches
 
 
 @dataclass(frozen=True)
 class RunRequest:
-    system: System
+    system: Descriptor
     seed: int
     log_path: Path | None
     data_dir: Path | None = None
@@ -75,7 +75,7 @@ class Progress:
 class Training:
     """What the timed loop works with, built before run_start."""
 
-    system: System
+    system: Descriptor
     ctx: DistContext
     log: RunLog
     step: TrainStep
@@ -157,7 +157,7 @@ def _leave(ctx: DistContext, heartbeat: Heartbeat | None) -> None:
 def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
          interrupted: Callable[[], None]) -> tuple[str, str | None]:
     system, run_spec = request.system, request.system.run
-    # Each process may have drawn a seed of its own (System.run_seed, when neither --seed nor run.seed gives
+    # Each process may have drawn a seed of its own (Descriptor.run_seed, when neither --seed nor run.seed gives
     # one): the run's seed is rank 0's, which the log records.
     seed = rank0_value(request.seed, ctx)
     not_cleared = nodes_without(request.cache_cleared, ctx)  # each node's launcher dropped its own page cache
@@ -258,7 +258,7 @@ def _checkpoint_eval(ctx: DistContext, checkpoint: Path, accuracy: float, log: R
     _say(ctx, f"init checkpoint {checkpoint}: mlm accuracy {accuracy:.4f} before training")
 
 
-def loader_balance(system: System, ctx: DistContext) -> LoaderBalance:
+def loader_balance(system: Descriptor, ctx: DistContext) -> LoaderBalance:
     """The descriptor's load-balance strategy for this rank, with its presort or packing group (created here,
     at init)."""
     run_spec = system.run

@@ -52,7 +52,7 @@ from bert.optim.factory import build_optimizer, build_schedule
 from bert.optim.lamb import Lamb
 from bert.simulate.flops import training_flops
 from bert.step import PRECISION_DTYPES, TrainStep
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 
 RESULTS = Path(__file__).with_name("throughput_results.md")
 
@@ -75,10 +75,10 @@ PRESETS = {
 }
 
 
-def benchmark_system(preset: Preset, args: argparse.Namespace) -> System:
+def benchmark_system(preset: Preset, args: argparse.Namespace) -> Descriptor:
     """The preset's descriptor, as one process training the preset's model and batch; on a CPU in fp16 it is the
-    CUDA run rehearsed (bert.system.System.cpu_variant)."""
-    base = load_system(preset.system)
+    CUDA run rehearsed (bert.system.Descriptor.cpu_variant)."""
+    base = load_descriptor(preset.system)
     changes = {  # the preset's model size, with the descriptor's GELU
         "model": preset.model, "model_overrides": {"gelu": base.model_config().gelu}, "processes_per_node": 1,
         "precision": args.precision or preset.precision, "global_batch_size": args.batch_size or preset.batch_size,
@@ -90,7 +90,7 @@ def benchmark_system(preset: Preset, args: argparse.Namespace) -> System:
     return base.variant({**changes, "device": preset.device}, description={"number_of_nodes": "1"})
 
 
-def build_steps(system: System, config: BertConfig, ctx: DistContext) -> tuple[TrainStep, TrainStep]:
+def build_steps(system: Descriptor, config: BertConfig, ctx: DistContext) -> tuple[TrainStep, TrainStep]:
     spec = system.run.optimizer
     ours = BertForPreTraining(config).to(ctx.device)
     peer = peer_model(ours, config).to(ctx.device).train()

@@ -38,7 +38,7 @@ from bert.interrupts import RunInterrupted
 from bert.model.pretraining import uncompile_encoder
 from bert.model.token_rounding import TokenSizes, token_sizes
 from bert.step import TrainStep
-from bert.system import System
+from bert.system import Descriptor
 
 MIN_LENGTH = 8  # the shortest made-up sequence: [CLS] A [SEP] B [SEP] and masked positions to spare
 
@@ -77,7 +77,7 @@ class CompileFailed(RuntimeError):
                          "set run.compile to true to run such a part eager instead")
 
 
-def compiles_anything(system: System) -> bool:
+def compiles_anything(system: Descriptor) -> bool:
     return bool(system.run.compile) or system.run.optimizer.implementation == "compiled"
 
 
@@ -117,7 +117,7 @@ def _dynamic_lengths(count: int, max_len: int) -> list[np.ndarray]:
     return [rng.integers(low, max_len + 1, count) for _ in range(2)]
 
 
-def _batches(system: System, count: int, sizes: TokenSizes | None, packed: bool, seed: int) -> list[Batch]:
+def _batches(system: Descriptor, count: int, sizes: TokenSizes | None, packed: bool, seed: int) -> list[Batch]:
     """Batches of `count` made-up sequences in the layout the run makes (rounded to `sizes`, or in packed rows),
     one per shape to compile."""
     run, config = system.run, system.model_config()
@@ -166,7 +166,7 @@ class ShapeBatches:
     evals: list[Batch]  # an eval batch of each shape the eval meets
 
 
-def shape_batches(system: System) -> ShapeBatches:
+def shape_batches(system: Descriptor) -> ShapeBatches:
     """The made-up batches of every shape the run's compiled regions will meet, on the host."""
     run, batch, eval_batch = system.run, system.per_process_batch, system.run.eval.batch_size
     train = _batches(system, batch, token_sizes(run.token_sizes, batch, run.max_seq_length),
@@ -176,7 +176,7 @@ def shape_batches(system: System) -> ShapeBatches:
     return ShapeBatches(train, evals)
 
 
-def compile_every_shape(step: TrainStep, system: System, batches: ShapeBatches) -> CompileWarmup:
+def compile_every_shape(step: TrainStep, system: Descriptor, batches: ShapeBatches) -> CompileWarmup:
     """Compiles (and records under CUDA graphs) every shape of the run's compiled regions through `step`, on
     `batches` (shape_batches), then puts back everything it changed; a compiled part that fails runs eager from
     then on (CompileWarmup.fallbacks), unless run.compile is "required" (CompileFailed). Call it before the clock

@@ -30,7 +30,7 @@ from bert.mllog import ADAM_KEYS_NOTE
 from bert.ownership import OwnershipError, claim_file, write_text_atomically
 from bert.prep.synthetic.hdf5_corpus import synthesize_if_missing
 from bert.search_space import check_search_space, run_field_type
-from bert.system import SearchParam, System
+from bert.system import Descriptor, SearchParam
 from bert.train import RunRequest, run
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
@@ -43,7 +43,7 @@ class StudyError(RuntimeError):
 
 @dataclass(frozen=True)
 class StudyRequest:
-    system: System
+    system: Descriptor
     storage: str  # an Optuna RDB URL
     study_name: str
     # The run seed of every trial, so that trials differ only in the searched values; None: the study's own.
@@ -52,7 +52,7 @@ class StudyRequest:
     log_dir: Path | None = None  # each trial's MLPerf log as DIR/trial_<number>.txt
 
 
-def single_process(system: System) -> System:
+def single_process(system: Descriptor) -> Descriptor:
     """The descriptor on one process: the other processes' shares become accumulation steps."""
     accumulation = system.run.gradient_accumulation_steps * system.world_size
     return system.variant({"processes_per_node": 1, "gradient_accumulation_steps": accumulation},
@@ -185,7 +185,7 @@ def run_study(request: StudyRequest, trials: int) -> optuna.Study:
     return study
 
 
-def summary(study: optuna.Study, system: System, top: int) -> str:
+def summary(study: optuna.Study, system: Descriptor, top: int) -> str:
     """The trial counts and the best finished trials, one line each."""
     counts = {state: len(study.get_trials(deepcopy=False, states=(state,))) for state in TrialState}
     lines = [f"study {study.study_name}: " + ", ".join(f"{n} {state.name.lower()}" for state, n in counts.items()
@@ -200,7 +200,7 @@ def summary(study: optuna.Study, system: System, top: int) -> str:
     return "\n".join(lines)
 
 
-def tuned_notes(system: System, study: optuna.Study, best: FrozenTrial, adam: bool) -> str | dict[str, str | None]:
+def tuned_notes(system: Descriptor, study: optuna.Study, best: FrozenTrial, adam: bool) -> str | dict[str, str | None]:
     """The tuned descriptor's notes: the study and its best trial added (as the topic "tuning" of notes kept as
     topics), and for ADAM the key names its values are logged under (the topic "optimizer")."""
     reached = (f"{best.value:.0f} training samples to the target" if best.value < system.run.max_samples else
@@ -212,7 +212,7 @@ def tuned_notes(system: System, study: optuna.Study, best: FrozenTrial, adam: bo
     return " ".join(part for part in (system.run.notes, note, adam_note) if part)
 
 
-def write_best(study: optuna.Study, system: System, out: Path) -> Path:
+def write_best(study: optuna.Study, system: Descriptor, out: Path) -> Path:
     """Writes the descriptor with the best trial's values (the descriptor's own launch shape kept),
     validated before it replaces anything at `out`, and only a file that hpo wrote (bert.ownership)."""
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -229,7 +229,7 @@ def write_best(study: optuna.Study, system: System, out: Path) -> Path:
     return out
 
 
-def default_out(system: System) -> Path:
+def default_out(system: Descriptor) -> Path:
     return system.path.with_name(f"{system.name}_tuned.json")
 
 

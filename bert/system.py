@@ -1,7 +1,7 @@
 """System descriptors: `systems/<name>.json` = the MLPerf system description + the run block.
 
 The descriptor is the one source of truth for a run: the launch shape, the model size, the data, every
-hyperparameter that is logged, the eval rule and the stop rule. `load_system` validates it and raises a
+hyperparameter that is logged, the eval rule and the stop rule. `load_descriptor` validates it and raises a
 ConfigError naming the file, the field and the fix.
 """
 
@@ -271,7 +271,7 @@ class RunSpec:
 
 
 @dataclass(frozen=True)
-class System:
+class Descriptor:
     name: str  # the descriptor's file stem, also the results folder and system JSON name of a package
     path: Path  # where the descriptor lies; a variant's path names its file-to-be (see write)
     description: dict[str, str]
@@ -281,7 +281,7 @@ class System:
     rehearsal: bool = False
 
     def variant(self, run: Mapping[str, object] | None = None, *, name: str | None = None,
-                description: Mapping[str, str] | None = None) -> System:
+                description: Mapping[str, str] | None = None) -> Descriptor:
         """A validated copy with run fields replaced, each named by its dotted path below the run block
         (`global_batch_size`, `optimizer.beta_1`) and given as JSON or as a spec dataclass, and with system
         description fields replaced. The copy keeps this descriptor's folder, so relative paths mean the same
@@ -290,10 +290,10 @@ class System:
         rehearsal is validated as the CUDA run and rehearsed on the CPU in turn."""
         data = with_run_values(self.data, {key: _as_json(value) for key, value in (run or {}).items()})
         data["system"].update(description or {})
-        system = system_from_data(data, self.path.with_name(f"{name or self.name}.json"))
+        system = descriptor_from_data(data, self.path.with_name(f"{name or self.name}.json"))
         return system.cpu_rehearsal() if self.rehearsal else system
 
-    def cpu_rehearsal(self) -> System:
+    def cpu_rehearsal(self) -> Descriptor:
         """This CUDA run on the CPU, to rehearse it: gpu_check.sh's GPU_CHECK_DEVICE=cpu, benchmarks given
         --device cpu and tests of the CUDA-only fp16 path, whose autocast and loss scaling torch also runs on a
         CPU (emulated, slowly). Only run.device changes. Every descriptor rule was checked on the CUDA run; the
@@ -305,7 +305,7 @@ class System:
         return dataclasses.replace(self, run=dataclasses.replace(self.run, device="cpu"), rehearsal=True)
 
     def cpu_variant(self, run: Mapping[str, object] | None = None, *, name: str | None = None,
-                    description: Mapping[str, str] | None = None) -> System:
+                    description: Mapping[str, str] | None = None) -> Descriptor:
         """A variant (`variant`) with the `run` changes that runs on the CPU. In fp16, which a descriptor keeps
         for CUDA, it is the CUDA run rehearsed on the CPU (`cpu_rehearsal`): torch runs fp16 autocast and loss
         scaling there too."""
@@ -314,7 +314,7 @@ class System:
         system = self.variant({**run, "device": "cuda" if fp16 else "cpu"}, name=name, description=description)
         return system.cpu_rehearsal() if fp16 and not system.rehearsal else system
 
-    def write(self, folder: str | os.PathLike) -> System:
+    def write(self, folder: str | os.PathLike) -> Descriptor:
         """Writes this descriptor as `folder/<name>.json` and returns it as loaded from there. Relative dataset
         and checkpoint paths are made absolute when the file lands in another repository root, so that the
         written descriptor describes the same run. Refuses to replace a different existing file, and to write
@@ -333,7 +333,7 @@ class System:
                                   "under another name")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-        return load_system(path)
+        return load_descriptor(path)
 
     @property
     def nodes(self) -> int:
@@ -411,7 +411,7 @@ def _check_description(where: str, desc: object) -> dict[str, str]:
     return dict(desc)
 
 
-def _check_run(where: str, system: System) -> None:
+def _check_run(where: str, system: Descriptor) -> None:
     run = system.run
     try:
         config = system.model_config()
@@ -499,7 +499,7 @@ def _as_json(value: object) -> object:
 
 def with_run_values(data: dict, values: Mapping[str, object]) -> dict:
     """A copy of descriptor JSON `data` with run fields set, each named by its path below the run block
-    (`global_batch_size`, `optimizer.beta_1`), and nothing checked: System.variant checks what it makes, and
+    (`global_batch_size`, `optimizer.beta_1`), and nothing checked: Descriptor.variant checks what it makes, and
     the tests of what the loader refuses write the result as it is."""
     data = copy.deepcopy(data)
     for path, value in values.items():
@@ -511,7 +511,7 @@ def with_run_values(data: dict, values: Mapping[str, object]) -> dict:
     return data
 
 
-def system_from_data(data: object, path: Path) -> System:
+def descriptor_from_data(data: object, path: Path) -> Descriptor:
     """Validates descriptor JSON `data` (of the file `path`, whose stem names the system). The search space
     (run.search) is checked where it is used: bert.search_space."""
     where = str(path)
@@ -524,20 +524,20 @@ def system_from_data(data: object, path: Path) -> System:
         raise ConfigError(where, "", f'expected exactly the top-level fields "system" and "run", got {keys}')
     description = _check_description(where, data["system"])
     run = from_dict(RunSpec, data["run"], where, "run")
-    system = System(path.stem, path.resolve(), description, run, copy.deepcopy(data))
+    system = Descriptor(path.stem, path.resolve(), description, run, copy.deepcopy(data))
     _check_run(where, system)
     return system
 
 
-def load_system(path: str | os.PathLike) -> System:
+def load_descriptor(path: str | os.PathLike) -> Descriptor:
     """Loads and validates a descriptor: a path, or a name looked up in the site folders, then in systems/
     (bert.descriptor_files.find_descriptor). A descriptor may name a base (`"base": "dgxa100_1x8"`) and state
-    only what differs (merged_descriptor); the System holds the resolved values, and an error in a value it
+    only what differs (merged_descriptor); the Descriptor holds the resolved values, and an error in a value it
     inherits names the base that sets it."""
     path = find_descriptor(path)
     data, chain = resolved_descriptor(path)
     try:
-        return system_from_data(data, path)
+        return descriptor_from_data(data, path)
     except ConfigError as e:
         origin = origin_of(chain, e.field) or path
         if origin == path:

@@ -50,12 +50,12 @@ from bert.model.tf_names import tensor_names
 from bert.model.token_rounding import token_sizes
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
-from bert.system import System
+from bert.system import Descriptor
 
 
 @dataclass(frozen=True)
 class RunRequest:
-    system: System
+    system: Descriptor
     seed: int
     log_path: Path | None
     data_dir: Path | None = None
@@ -77,7 +77,7 @@ class Progress:
 class Training:
     """What the timed loop works with, built before run_start."""
 
-    system: System
+    system: Descriptor
     ctx: DistContext
     log: RunLog
     step: TrainStep
@@ -170,7 +170,7 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
 class Initialized:
     """What init builds, before the clock, for the timed run."""
 
-    system: System
+    system: Descriptor
     ctx: DistContext
     seed: int  # the run's (rank 0's)
     files: DatasetFiles
@@ -195,7 +195,7 @@ def _initialize(request: RunRequest, ctx: DistContext, log: RunLog,
     """init_start to init_stop: the run described in the log, this rank placed, the data checked, the model,
     step and load balance built, the checkpoint evaluated and every compiled shape compiled."""
     system, run_spec = request.system, request.system.run
-    # Each process may have drawn a seed of its own (System.run_seed, when neither --seed nor run.seed gives
+    # Each process may have drawn a seed of its own (Descriptor.run_seed, when neither --seed nor run.seed gives
     # one): the run's seed is rank 0's, which the log records.
     seed = rank0_value(request.seed, ctx)
     _log_run_description(system, ctx, log, seed, request.cache_cleared)
@@ -217,7 +217,7 @@ def _initialize(request: RunRequest, ctx: DistContext, log: RunLog,
     return init
 
 
-def _log_run_description(system: System, ctx: DistContext, log: RunLog, seed: int, cache_cleared: bool) -> None:
+def _log_run_description(system: Descriptor, ctx: DistContext, log: RunLog, seed: int, cache_cleared: bool) -> None:
     """The log's lines from cache_clear to the code version: what runs, on what, with which settings."""
     not_cleared = nodes_without(cache_cleared, ctx)  # each node's launcher dropped its own page cache
     log.cache_clear(not not_cleared)
@@ -232,7 +232,7 @@ def _log_run_description(system: System, ctx: DistContext, log: RunLog, seed: in
     log.code_version()
 
 
-def _place_rank(system: System, ctx: DistContext) -> None:
+def _place_rank(system: Descriptor, ctx: DistContext) -> None:
     """Checks the launch against the descriptor's shape and binds this rank to its CPUs (run.launch.cpu_binding)."""
     if ctx.world_size != system.world_size:
         raise RuntimeError(f"launched with {ctx.world_size} processes but {system.path} describes "
@@ -243,7 +243,7 @@ def _place_rank(system: System, ctx: DistContext) -> None:
         sys.stdout.flush()
 
 
-def _build_model(system: System, ctx: DistContext, seed: int, checkpoint: Path | None,
+def _build_model(system: Descriptor, ctx: DistContext, seed: int, checkpoint: Path | None,
                  log: RunLog) -> BertForPreTraining:
     """The model on this rank's device: the same initial weights on every rank, then the checkpoint's, if any."""
     config = system.model_config()
@@ -264,7 +264,7 @@ def _checkpoint_eval(init: Initialized, checkpoint: Path, log: RunLog) -> None:
     _say(init.ctx, f"init checkpoint {checkpoint}: mlm accuracy {accuracy:.4f} before training")
 
 
-def _compile_before_the_clock(train_step: TrainStep, system: System, ctx: DistContext, log: RunLog) -> None:
+def _compile_before_the_clock(train_step: TrainStep, system: Descriptor, ctx: DistContext, log: RunLog) -> None:
     """The compile warm-up (bert.compile_warmup), logged; a part that fell back to eager is said on stderr too."""
     warmed = compile_every_shape(train_step, system, shape_batches(system))
     log.compile_warmup(warmed.seconds, warmed.train_shapes, warmed.eval_shapes)
@@ -321,7 +321,7 @@ def seed_dropout(seed: int, rank: int) -> None:
     torch.manual_seed(dropout_seed(seed, rank))
 
 
-def loader_balance(system: System, ctx: DistContext) -> LoaderBalance:
+def loader_balance(system: Descriptor, ctx: DistContext) -> LoaderBalance:
     """The descriptor's load-balance strategy for this rank, with its presort or packing group (created here,
     at init)."""
     run_spec = system.run

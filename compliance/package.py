@@ -26,7 +26,7 @@ from bert.descriptor_files import descriptor_files
 from bert.mllog import CODE_VERSION
 from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET
 from bert.provenance import running_code, source_digest, tar_files
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 from bert.typed_config import ConfigError
 from compliance.check import CheckReport, Progress, check
 from compliance.checkers import require_ruleset
@@ -79,7 +79,7 @@ def _extract(archive: bytes, dest: Path) -> None:
             tar.extractall(dest)
 
 
-def _provenance(org: str, system: System, logs_dir: Path, logs: list[ResultLog], commit: str,
+def _provenance(org: str, system: Descriptor, logs_dir: Path, logs: list[ResultLog], commit: str,
                 archive: bytes) -> list[Finding]:
     """The package is the submitter's and holds the code that ran: ORG is the descriptor's submitter (whose name
     the logs state too), and each run's logged code is HEAD's."""
@@ -99,7 +99,7 @@ def _provenance(org: str, system: System, logs_dir: Path, logs: list[ResultLog],
     return found + problems
 
 
-def _refusals(system: System, logs_dir: Path, logs: list[ResultLog], ruleset: str) -> list[Finding]:
+def _refusals(system: Descriptor, logs_dir: Path, logs: list[ResultLog], ruleset: str) -> list[Finding]:
     """The errors that would make the package fail its check: refused before writing anything."""
     failing = {}
     found = folder_findings(logs_dir, logs, system.division, ruleset) + descriptor_findings(logs_dir, logs, system)
@@ -114,7 +114,7 @@ def _refusals(system: System, logs_dir: Path, logs: list[ResultLog], ruleset: st
     return [f for f in found if f.level == ERROR and (f.blocks or Path(f.where) == logs_dir)]
 
 
-def _write_tree(root: Path, system: System, logs: list[Path], impl: str, archive: bytes) -> None:
+def _write_tree(root: Path, system: Descriptor, logs: list[Path], impl: str, archive: bytes) -> None:
     (root / "systems").mkdir()
     (root / "systems" / f"{system.name}.json").write_text(json.dumps(system.description, indent=2) + "\n")
     results = root / "results" / system.name / BENCHMARK
@@ -142,7 +142,7 @@ def build_package(system: str | Path, logs_dir: str | Path, org: str | None, out
     Raises PackageError, writing nothing, for input the check would reject in plain words."""
     ruleset, logs_dir, out = require_ruleset(ruleset), Path(logs_dir), Path(out)
     try:
-        descriptor = load_system(system)
+        descriptor = load_descriptor(system)
     except ConfigError as e:
         raise PackageError(str(e)) from None
     org = org or folder_name_for(descriptor.description["submitter"])

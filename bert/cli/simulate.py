@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import load_descriptor, parse_length_bins
+from bert.cli.common import descriptor_for_command, parse_length_bins
 from bert.data.balance_plans import DEALS, STRATEGIES
 from bert.system import MAX_BALANCE_LOOKAHEAD, RunSpec
 
@@ -112,7 +112,7 @@ def simulate(system_name: str, samples_to_converge: int | None, lengths: str, se
     from bert.simulate.load_balance import named_lengths, shard_lengths
     from bert.simulate.time_to_train import breakdown_lines, calibrated_samples_per_s, predict
 
-    system = load_descriptor(system_name)
+    system = descriptor_for_command(system_name)
     if system.run.performance is None:
         raise click.ClickException(f"{system.path}: run.performance is not set; declare the per-GPU throughput and "
                                    "the interconnect to simulate this system (see systems/dgxa100_1x8.json)")

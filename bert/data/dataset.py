@@ -18,7 +18,7 @@ from pathlib import Path
 from bert.data.manifest import check_manifest, check_verified_files, check_verified_limits
 from bert.data.shards import ShardError, shard_header
 from bert.data.vocab import Vocab, load_vocab
-from bert.system import System
+from bert.system import Descriptor
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class DatasetFiles:
     vocab_file: Path
 
 
-def dataset_files(system: System, data_dir: str | Path | None = None) -> DatasetFiles:
+def dataset_files(system: Descriptor, data_dir: str | Path | None = None) -> DatasetFiles:
     spec = system.run.dataset
     root = system.dataset_dir(data_dir)
     if not root.is_dir():
@@ -43,7 +43,7 @@ def dataset_files(system: System, data_dir: str | Path | None = None) -> Dataset
     return DatasetFiles(root, shards, root / spec.eval_file, root / spec.vocab_file)
 
 
-def check_dataset(files: DatasetFiles, system: System) -> Vocab:
+def check_dataset(files: DatasetFiles, system: Descriptor) -> Vocab:
     """Validates every shard's header, the eval size and the vocabulary against the descriptor."""
     run = system.run
     counts = {}

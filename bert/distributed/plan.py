@@ -18,7 +18,7 @@ from bert.data.samplers import rank_shards
 from bert.descriptor_files import descriptor_files
 from bert.distributed.cpu_binding import Topology, describe_binding
 from bert.model.size import gradient_buckets, parameter_count
-from bert.system import System
+from bert.system import Descriptor
 
 LAUNCHERS = ("slurm", "torchrun")
 HARNESS_ROOT = Path(__file__).resolve().parents[2]  # where run_and_time.sh runs, and the container starts
@@ -39,7 +39,7 @@ class TrainArgs:
     cache_cleared: bool = False
     checkpoint_dir: Path | None = None  # CHECKPOINTDIR: the folder that holds run.init_checkpoint's file
 
-    def argv(self, system: System) -> list[str]:
+    def argv(self, system: Descriptor) -> list[str]:
         checkpoint = ["--checkpoint-dir", str(self.checkpoint_dir)] if self.checkpoint_dir is not None else []
         return ["-m", "bert.cli", "train", "--system", str(system.path), "--seed", str(self.seed),
                 "--log-file", str(self.log_file), "--data-dir", str(self.data_dir), *checkpoint,
@@ -81,7 +81,7 @@ def _mount_point(path: Path) -> Path:
     return path if nearest == Path(nearest.anchor) else nearest
 
 
-def run_mounts(system: System, args: TrainArgs, user_mounts: str = "") -> tuple[str, ...]:
+def run_mounts(system: Descriptor, args: TrainArgs, user_mounts: str = "") -> tuple[str, ...]:
     """MOUNTS, then the folders the run reads and writes, each at its own path, so that the paths of the plan mean
     the same inside the container: this harness, the descriptor's files, the dataset, the checkpoint and the
     results. A folder not made yet is mounted through the nearest one that exists; one inside another is not
@@ -126,7 +126,7 @@ def missing_mounts(container: Container) -> list[str]:
     return [source for source in (m.split(":")[0] for m in container.mounts) if not Path(source).exists()]
 
 
-def launch_command(system: System, args: TrainArgs, launcher: str, node_rank: int = 0,
+def launch_command(system: Descriptor, args: TrainArgs, launcher: str, node_rank: int = 0,
                    master_addr: str = "localhost", python: str = "python", container: Container | None = None
                    ) -> list[str]:
     """The command that starts this node's ranks (srun: every node's, in the container when there is one)."""
@@ -150,16 +150,16 @@ def launch_command(system: System, args: TrainArgs, launcher: str, node_rank: in
             *args.argv(system)]
 
 
-def _in_container(container: Container | None, system: System, master_addr: str) -> list[str]:
+def _in_container(container: Container | None, system: Descriptor, master_addr: str) -> list[str]:
     return container.srun_options(launch_env(system, "slurm", master_addr)) if container else []
 
 
-def _per_node(system: System) -> list[str]:
+def _per_node(system: Descriptor) -> list[str]:
     """srun's options for one task on every node of the run."""
     return ["srun", f"--nodes={system.nodes}", f"--ntasks={system.nodes}", "--ntasks-per-node=1"]
 
 
-def preflight_command(system: System, args: TrainArgs, launcher: str, log_dir: Path, node_rank: int = 0,
+def preflight_command(system: Descriptor, args: TrainArgs, launcher: str, log_dir: Path, node_rank: int = 0,
                       master_addr: str = "localhost", container: Container | None = None,
                       python: str = "python") -> list[str]:
     """The pre-flight (bert.distributed.preflight) of this node, or under Slurm of every node (one task each, in
@@ -173,14 +173,14 @@ def preflight_command(system: System, args: TrainArgs, launcher: str, log_dir: P
     return [*argv, "--node-rank", str(node_rank)]
 
 
-def cache_clear_command(system: System, launcher: str) -> list[str]:
+def cache_clear_command(system: Descriptor, launcher: str) -> list[str]:
     """Drops the page cache before a run: under Slurm on every node (one task each, outside the container, whose
     /proc/sys is not the host's to write), else on this host (each node's run_and_time.sh runs it on its own)."""
     here = ["bash", "-c", DROP_CACHES]
     return [*_per_node(system), *here] if launcher == "slurm" else here
 
 
-def launch_env(system: System, launcher: str, master_addr: str) -> dict[str, str]:
+def launch_env(system: Descriptor, launcher: str, master_addr: str) -> dict[str, str]:
     """The variables every rank gets besides the launcher's own (rank, world size, local rank)."""
     env = dict(system.run.launch.env) | system.run.launch.socket_env()
     if launcher == "slurm":
@@ -188,7 +188,7 @@ def launch_env(system: System, launcher: str, master_addr: str) -> dict[str, str
     return env
 
 
-def rank_device(system: System, local_rank: int) -> str:
+def rank_device(system: Descriptor, local_rank: int) -> str:
     """The device of a rank whose node shows it all of system.accelerators_per_node GPUs (where the cluster
     binds one GPU per task, every rank takes cuda:0 instead: see bert.distributed.launch.cuda_device_index)."""
     if system.run.device != "cuda":
@@ -198,7 +198,7 @@ def rank_device(system: System, local_rank: int) -> str:
     return f"cuda:{cuda_device_index(local_rank, int(system.description['accelerators_per_node']))}"
 
 
-def rank_slots(system: System, num_shards: int, seed: int) -> list[RankSlot]:
+def rank_slots(system: Descriptor, num_shards: int, seed: int) -> list[RankSlot]:
     """Every rank's place, device and first-epoch shards, as bert.data.samplers deals them."""
     per_node = system.run.processes_per_node
     names = [Path(f"{i}") for i in range(num_shards)]
@@ -211,7 +211,7 @@ def rank_slots(system: System, num_shards: int, seed: int) -> list[RankSlot]:
     return slots
 
 
-def build_plan(system: System, args: TrainArgs, launcher: str, num_shards: int, master_addr: str = "localhost",
+def build_plan(system: Descriptor, args: TrainArgs, launcher: str, num_shards: int, master_addr: str = "localhost",
                container: Container | None = None, drop_caches: bool = False) -> LaunchPlan:
     nodes = range(system.nodes) if launcher == "torchrun" else range(1)
     commands = [launch_command(system, args, launcher, n, master_addr, container=container) for n in nodes]
@@ -222,7 +222,7 @@ def build_plan(system: System, args: TrainArgs, launcher: str, num_shards: int, 
                       cache_clear_command(system, launcher) if drop_caches else None, container)
 
 
-def _clip_line(system: System) -> str:
+def _clip_line(system: Descriptor) -> str:
     run = system.run
     params = parameter_count(system.model_config())
     buckets = gradient_buckets(params, system.run.bucket_cap_mb)
@@ -234,7 +234,7 @@ def _clip_line(system: System) -> str:
     return f"clip: {run.clip}: {where} clipped to {run.clip_norm:g}; {buckets} DDP bucket(s), {params:,} parameters"
 
 
-def _balance_line(system: System) -> str:
+def _balance_line(system: Descriptor) -> str:
     run, nodes, per_node = system.run, system.nodes, system.run.processes_per_node
     line = f"balance: {run.balance}"
     if run.balance == "stratified+local_presort":
@@ -258,7 +258,7 @@ def _container_lines(plan: LaunchPlan) -> list[str]:
             "the host", *(f"  mount: {mount}" for mount in plan.container.mounts)]
 
 
-def _cache_clear_line(plan: LaunchPlan, system: System) -> str:
+def _cache_clear_line(plan: LaunchPlan, system: Descriptor) -> str:
     if plan.cache_clear is None:
         return "cache clear: not asked for (DROP_CACHES=1 asks): cache_clear is logged false"
     if plan.launcher == "slurm":
@@ -271,7 +271,7 @@ def _cache_clear_line(plan: LaunchPlan, system: System) -> str:
     return f"cache clear (before each run, {where}): {shlex.join(plan.cache_clear)}; cache_clear {rule}"
 
 
-def describe(plan: LaunchPlan, system: System, num_shards: int) -> list[str]:
+def describe(plan: LaunchPlan, system: Descriptor, num_shards: int) -> list[str]:
     """The dry run's report."""
     run = system.run
     lines = [f"system {system.name}: {system.nodes} node(s) x {run.processes_per_node} = {system.world_size} ranks, "

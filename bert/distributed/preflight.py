@@ -41,7 +41,7 @@ from bert.data.dataset import dataset_files
 from bert.data.shards import ShardError
 from bert.distributed.plan import launch_env, nearest_folder
 from bert.mllog import LOG_FREE_BYTES
-from bert.system import System
+from bert.system import Descriptor
 from bert.typed_config import from_dict, ranged
 
 PROTOCOL = "mlperf-bert-preflight/1"
@@ -94,11 +94,11 @@ def _torch_version() -> str:
         return torch.__version__
 
 
-def descriptor_fingerprint(system: System) -> str:
+def descriptor_fingerprint(system: Descriptor) -> str:
     return hashlib.sha256(json.dumps(system.data, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def _dataset(system: System, data_dir: Path | None) -> tuple[str, str, list[str]]:
+def _dataset(system: Descriptor, data_dir: Path | None) -> tuple[str, str, list[str]]:
     """(fingerprint, summary, problems) of the dataset this node would read."""
     root = system.dataset_dir(data_dir)
     where = "there on every node, or mount the shared file system that holds it" if system.nodes > 1 else \
@@ -120,7 +120,7 @@ def _dataset(system: System, data_dir: Path | None) -> tuple[str, str, list[str]
     return hashlib.sha256(json.dumps(sizes).encode()).hexdigest()[:12], summary, []
 
 
-def device_problems(system: System, gpus_needed: int) -> list[str]:
+def device_problems(system: Descriptor, gpus_needed: int) -> list[str]:
     """What keeps this host from running the descriptor's device: a CUDA run needs a CUDA build of torch that
     sees `gpus_needed` GPUs (one per process of the node, or one where the cluster binds one to each task)."""
     missing = [f"torch is not installed in this Python ({sys.executable}): install it (bootstrap.sh does), or run "
@@ -145,7 +145,7 @@ def device_problems(system: System, gpus_needed: int) -> list[str]:
     return []
 
 
-def checkpoint_problems(system: System, checkpoint_dir: Path | None) -> list[str]:
+def checkpoint_problems(system: Descriptor, checkpoint_dir: Path | None) -> list[str]:
     """Whether the checkpoint the run starts from (run.init_checkpoint, in CHECKPOINTDIR when given) is here."""
     path = system.init_checkpoint_path(checkpoint_dir)
     if path is None or path.exists():
@@ -221,7 +221,7 @@ def interface_problems(socket_ifname: str | None, single_host: bool) -> list[str
             f"nodes (this host has {listing}), or make {name!r} resolve to its address there"]
 
 
-def node_facts(system: System, node: int, master_addr: str, data_dir: Path | None, log_dir: Path,
+def node_facts(system: Descriptor, node: int, master_addr: str, data_dir: Path | None, log_dir: Path,
                checkpoint_dir: Path | None = None, gpus_needed: int = 1) -> NodeFacts:
     """This node's report (node 0's also says whether MASTER_ADDR is its own address and checks the results
     folder); one node reports only what it finds on itself."""
@@ -243,7 +243,7 @@ def node_facts(system: System, node: int, master_addr: str, data_dir: Path | Non
                      [_who(system, node, host) + p for p in problems], time.time())
 
 
-def _who(system: System, node: int, host: str) -> str:
+def _who(system: Descriptor, node: int, host: str) -> str:
     """The start of a problem's line: the node it concerns, where there are several."""
     return f"node {node} ({host}): " if system.nodes > 1 else ""
 
@@ -508,7 +508,7 @@ def _report(facts: NodeFacts, master_addr: str, port: int, timeout_s: float) -> 
                     "see node 0's output (what listens on that port may be no pre-flight)"]
 
 
-def preflight(system: System, node: int, master_addr: str, data_dir: Path | None, log_dir: Path,
+def preflight(system: Descriptor, node: int, master_addr: str, data_dir: Path | None, log_dir: Path,
               checkpoint_dir: Path | None = None, gpus_needed: int | None = None) -> Outcome:
     """The pre-flight of `node` (see the module's description). `gpus_needed`: the GPUs a CUDA run needs to see
     on this node (default: one per process of the node)."""

@@ -50,7 +50,7 @@ from bert.optim.traffic import optimizer_bytes_per_parameter
 from bert.simulate.flops import flops_per_sequence
 from bert.simulate.load_balance import named_lengths, simulate_balance
 from bert.simulate.static_shapes import epoch_shapes
-from bert.system import System
+from bert.system import Descriptor
 
 BACKWARD_SHARE = 2 / 3  # backward does twice the forward's matmul work
 CALIBRATION_TOLERANCE = 0.05  # the model must reproduce each of its calibration points this closely
@@ -88,7 +88,7 @@ class Throughput:
     estimate: bool
 
 
-def gpu_throughput(system: System, lengths: np.ndarray) -> Throughput:
+def gpu_throughput(system: Descriptor, lengths: np.ndarray) -> Throughput:
     """The declared per-GPU throughput, or the estimate from a stated model FLOP utilisation of the peak."""
     perf = system.run.performance
     if perf.gpu_samples_per_s is not None:
@@ -138,7 +138,7 @@ class Prediction:
         return self.train_s + self.evals * self.eval_s
 
 
-def allreduce_seconds(nbytes: float, nodes: int, gpus_per_node: int, system: System, messages: int = 1) -> float:
+def allreduce_seconds(nbytes: float, nodes: int, gpus_per_node: int, system: Descriptor, messages: int = 1) -> float:
     """Hierarchical allreduce of `nbytes` per GPU in `messages` equal parts: a ring inside each node, then
     across nodes per shard."""
     perf = system.run.performance
@@ -156,7 +156,7 @@ def allreduce_seconds(nbytes: float, nodes: int, gpus_per_node: int, system: Sys
     return seconds
 
 
-def step_breakdown(system: System, parameters: int, balance_ratio: float, samples_per_s: float,
+def step_breakdown(system: Descriptor, parameters: int, balance_ratio: float, samples_per_s: float,
                    token_cost: float = 1.0) -> StepBreakdown:
     run, perf = system.run, system.run.performance
     micro_s = system.per_process_batch / samples_per_s * balance_ratio * token_cost
@@ -181,7 +181,7 @@ def step_breakdown(system: System, parameters: int, balance_ratio: float, sample
                          token_cost)
 
 
-def token_cost(system: System, lengths: np.ndarray, batch: int, seed: int = 0) -> float:
+def token_cost(system: Descriptor, lengths: np.ndarray, batch: int, seed: int = 0) -> float:
     """The encoder's tokens per real token of batches of `batch` when run.token_sizes rounds them (1: off)."""
     sizes = token_sizes(system.run.token_sizes, batch, system.run.max_seq_length)
     if sizes is None:
@@ -213,7 +213,7 @@ class _Costs:
     evals: int
 
 
-def _costs(system: System, samples_to_converge: int, lengths: np.ndarray, balance_steps: int, seed: int) -> _Costs:
+def _costs(system: Descriptor, samples_to_converge: int, lengths: np.ndarray, balance_steps: int, seed: int) -> _Costs:
     run = system.run
     ratio = 1.0
     if system.world_size > 1:
@@ -228,7 +228,7 @@ def _costs(system: System, samples_to_converge: int, lengths: np.ndarray, balanc
                   token_cost(system, lengths, run.eval.batch_size, seed), steps, evals)
 
 
-def _prediction(system: System, costs: _Costs, throughput: Throughput, samples_to_converge: int) -> Prediction:
+def _prediction(system: Descriptor, costs: _Costs, throughput: Throughput, samples_to_converge: int) -> Prediction:
     run = system.run
     step = step_breakdown(system, costs.parameters, costs.balance_ratio, throughput.samples_per_s,
                           costs.train_token_cost)
@@ -238,7 +238,7 @@ def _prediction(system: System, costs: _Costs, throughput: Throughput, samples_t
                       costs.steps * run.global_batch_size, costs.evals, eval_s, samples_to_converge)
 
 
-def _lengths(system: System, lengths: np.ndarray | None, seed: int) -> np.ndarray:
+def _lengths(system: Descriptor, lengths: np.ndarray | None, seed: int) -> np.ndarray:
     if system.run.performance is None:
         raise ValueError(f"{system.path}: run.performance is not set; declare the system's figures to simulate it")
     if lengths is not None:
@@ -246,7 +246,7 @@ def _lengths(system: System, lengths: np.ndarray | None, seed: int) -> np.ndarra
     return named_lengths("mlperf-wiki", count=50_000, seed=seed, max_len=system.run.max_seq_length)
 
 
-def predict(system: System, samples_to_converge: int, lengths: np.ndarray | None = None,
+def predict(system: Descriptor, samples_to_converge: int, lengths: np.ndarray | None = None,
             balance_steps: int = 32, seed: int = 0) -> Prediction:
     """The prediction for `system` (which must have run.performance); `lengths`: the sequence lengths the
     load-balance simulator draws from (default: the MLPerf Wikipedia shape)."""
@@ -255,7 +255,7 @@ def predict(system: System, samples_to_converge: int, lengths: np.ndarray | None
     return _prediction(system, costs, gpu_throughput(system, lengths), samples_to_converge)
 
 
-def calibrated_samples_per_s(system: System, seconds: float, samples_to_converge: int,
+def calibrated_samples_per_s(system: Descriptor, seconds: float, samples_to_converge: int,
                              lengths: np.ndarray | None = None, balance_steps: int = 32, seed: int = 0) -> float:
     """The accelerator's training rate (run.performance.gpu_samples_per_s) with which the prediction of `system`
     is `seconds`, a published or measured time to train of this very system: the rate of its compute alone, once

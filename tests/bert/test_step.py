@@ -9,13 +9,13 @@ from bert.model.pretraining import BertForPreTraining
 from bert.numerics import NumericalFault
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
-from bert.system import load_system
+from bert.system import load_descriptor
 
 CPU = DistContext(rank=0, world_size=1, local_rank=0, local_world_size=1, device=torch.device("cpu"))
 
 
 def _system(accumulate: int):
-    return load_system("cpu_micro").variant({"gradient_accumulation_steps": accumulate, "clip_norm": 1e9})
+    return load_descriptor("cpu_micro").variant({"gradient_accumulation_steps": accumulate, "clip_norm": 1e9})
 
 
 def test_accumulated_gradient_is_the_mean_of_the_micro_batch_gradients(small_dataset):

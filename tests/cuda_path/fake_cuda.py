@@ -385,7 +385,7 @@ class StepRecord:
 
 
 def step_system(setup: StepSetup):
-    from bert.system import load_system
+    from bert.system import load_descriptor
 
     changes = {"model_overrides": {"num_layers": setup.layers}, "precision": setup.precision,
                "processes_per_node": setup.world_size, "gradient_accumulation_steps": setup.accumulate,
@@ -395,7 +395,7 @@ def step_system(setup: StepSetup):
                "compile": setup.compile or setup.cuda_graphs, "cuda_graphs": setup.cuda_graphs,
                "optimizer.implementation": "compiled" if setup.compiled_lamb else "eager",
                "init_checkpoint": None, "performance": None}  # the simulator's figures are of one GPU
-    return load_system("h200_1x1").variant(changes, description={"accelerators_per_node": str(setup.world_size)})
+    return load_descriptor("h200_1x1").variant(changes, description={"accelerators_per_node": str(setup.world_size)})
 
 
 def _batches(fake: FakeCuda, setup: StepSetup, count: int, record: StepRecord) -> list:

@@ -68,11 +68,11 @@ def test_compiled_lamb_is_ours_compiled():
 
 
 def test_compiled_adam_is_refused_in_the_descriptor():
-    from bert.system import load_system
+    from bert.system import load_descriptor
     from bert.typed_config import ConfigError
 
     with pytest.raises(ConfigError, match="run.optimizer.implementation"):
-        load_system("cpu_tiny_adam").variant({"optimizer.implementation": "compiled"})
+        load_descriptor("cpu_tiny_adam").variant({"optimizer.implementation": "compiled"})
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="torch's fused AdamW needs a CUDA device")

@@ -1,24 +1,15 @@
-"""Compiled before the clock: every shape a run with compiled regions will meet is compiled between init_start and
-init_stop, on batches made in memory, so that no compilation lands inside the timed region.
+"""The compile warm-up: every shape a run's compiled regions will meet (run.compile's encoder layers, each recorded
+as a CUDA graph under run.cuda_graphs; LAMB's update under run.optimizer.implementation "compiled") is compiled
+between init_start and init_stop, on made-up batches, so that no compilation lands inside the timed region.
 
-With run.compile (run.cuda_graphs: each recorded as a CUDA graph too) or LAMB's update compiled
-(run.optimizer.implementation), `compile_every_shape` runs, through the run's own TrainStep: one training micro-batch of
-each token size (run.token_sizes; without them, two batches of different shapes, which the dynamic graph takes
-both), the update (the compiled LAMB), and one eval forward of each eval size. Under CUDA graphs each shape runs
-three times: torch.compile runs a function once before it records it, and replays it from the third call.
-
-Nothing the run's numbers depend on changes: the batches touch no training or eval data (the loader and the eval
-set are read after run_start, the data order comes from the seed alone), the forward and backward run through
-the model itself (not DDP's wrapper: no gradient is communicated and DDP's first-iteration state is untouched),
-and afterwards the weights, the gradients, the optimizer state, the loss scaler and every random stream
-(Python's, numpy's, torch's CPU and CUDA generators) are put back as they were. tests/bert/test_warmup.py holds
-a run with the warm-up to one without, weight for weight.
-
-Never fatal: a compiled part that fails here (an inductor or Triton error, a recompile over Dynamo's limit, a
-kernel the GPU lacks) runs eager from then on, before the clock starts: the encoder layers (run.compile) or LAMB's
-update (run.optimizer.implementation). `CompileWarmup.fallbacks` says which and why, in one line each, for the log and
-stderr. With run.compile "required" such a failure raises CompileFailed instead, which ends the run with exit
-status 2.
+`shape_batches(descriptor)`: a training micro-batch of each token size (run.token_sizes; without them, two of
+different shapes) and an eval batch of each eval size, on the host. `compile_every_shape(step, descriptor,
+batches)` runs them through the run's TrainStep (the model itself, not DDP's wrapper; the update; the eval
+forwards; each shape three times under CUDA graphs), puts back the weights, gradients, optimizer state, loss
+scaler and every random stream, and returns a `CompileWarmup`: the seconds, the shapes, and the `fallbacks`, the
+compiled parts that failed and run eager from then on. With run.compile "required" a failure raises
+CompileFailed (exit status 2) instead. Why the run is the one it would have been without: docs/performance.md,
+"The compile warm-up".
 """
 
 from __future__ import annotations

@@ -1,38 +1,11 @@
-"""Time to train predicted from a descriptor: step time from its parts, steps from the convergence point.
+"""Time to train predicted from a descriptor: the step time from its parts, the steps from the convergence point.
 
-One step of G ranks per node on N nodes, each with b sequences (per micro-batch) and A accumulation steps:
-
-    compute    = A * b / gpu_samples_per_s * balance        balance: the load-balance simulator's step-time
-                 * fillers                                   ratio (slowest rank over perfect balance);
-                                                             fillers: the encoder's tokens per real token when
-                                                             run.token_sizes rounds the micro-batches
-                                                             (bert.simulate.static_shapes), else 1
-    gpu_samples_per_s: declared (published or measured), or estimated as model_flops_utilization x peak_tflops
-                 / the model's training FLOPs per sequence at the length mix (bert.simulate.flops)
-    allreduce  = of the gradient as run.grad_comm_dtype sends it (fp32: 4 bytes per parameter, bf16: 2):
-                 intra-node ring (reduce-scatter + all-gather over NVLink, bus bandwidth)
-                 + each GPU's 1/G shard reduced across nodes over its share of the node's network (ring or
-                 tree; the ring pays 2(N-1) latencies, the tree 2 log2 N)
-                 The latencies are paid once per message: before_allreduce sends one coalesced message,
-                 after_allreduce and bucketwise one per DDP bucket (NCCL runs the buckets one after another).
-    exposed    = before_allreduce: all of it (the whole gradient is clipped first, then sent);
-                 after_allreduce, bucketwise: DDP overlaps the buckets with the last micro-batch's backward
-                 (2/3 of its compute), so max(allreduce - backward, one bucket's share) shows;
-                 after_allreduce also reads the gradient once more for the global norm
-    optimizer  = parameters * bytes per parameter / HBM bandwidth (the update is memory-bound; the bytes of the
-                 descriptor's optimizer and implementation: bert.optim.traffic)
-    step       = compute + exposed + norm + optimizer
-    eval       = eval samples / ranks / (gpu_samples_per_s * eval_speedup) * fillers of the eval batches
-
-Evals happen at the first step past each multiple of the eval interval (bert.train); the run stops at the
-first eval whose sample count reaches the samples to converge (declared, or the reference convergence point
-of the global batch size, which the caller looks up). The prediction is time to train: steps * step + evals
-* eval; untimed initialisation is not in it.
-
-A declared gpu_samples_per_s is the rate of the compute alone. A published or measured time to train is an
-end-to-end figure (imbalance, allreduce, optimizer and evals included): calibrated_samples_per_s finds the rate
-with which the model reproduces it, and CALIBRATION_POINTS lists the figures the published descriptors' rates
-were calibrated on (benchmarks/time_to_train.py compares them, and a real run of cpu_tiny, with the model).
+`predict(descriptor, samples_to_converge, lengths)` returns a `Prediction`: the step's parts (`StepBreakdown`:
+compute, the exposed allreduce, the optimizer, in seconds), the eval's, the steps and evals to the first eval past
+`samples_to_converge`, and their sum, the time to train (untimed initialisation not in it). `gpu_throughput` is the
+descriptor's compute rate (declared, or estimated from its FLOPs utilisation); `calibrated_samples_per_s` the rate
+with which the model reproduces a measured time to train; `CALIBRATION_POINTS` the figures the published
+descriptors' rates were calibrated on. The model, term by term: docs/simulate.md, "The model".
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
 """The pre-flight: before any run starts (and before a result file is claimed), this node checks what the run
 needs: the device and the torch build, the dataset, the checkpoint (run.init_checkpoint) and the results folder.
-On one node that is all, one line per problem. Before the ranks of several nodes start, every node checks the
-same and reports to node 0, which refuses the start in one line per problem, naming the node and the fix.
 
-Without it each of these is a silent wait at the rendezvous until torchrun's (600 s) or the process group's
-timeout: a node that cannot reach node 0; a node on another version of the code, of torch or of the
-descriptor; a dataset missing or different on a node; a network interface (run.launch.socket_ifname) that a
-node does not have, or a host name that resolves to the loopback (gloo binds there, out of the other nodes'
-reach). Also refused: clocks further apart than MAX_CLOCK_SKEW_S, less than bert.mllog.LOG_FREE_BYTES free where node
-0 writes the logs, and two hosts started as the same node.
-
-The exchange, bounded by run.launch.preflight_timeout_s (T, 30 s by default): node 0 listens on the rendezvous
-port (run.launch.master_port: what the pre-flight reaches is what the rendezvous will need) until every node
-has reported or T has passed; every other node connects to MASTER_ADDR, retrying for at most T, sends its
-facts as one JSON line and waits at most T more for node 0's verdict, the list of problems (empty: the start
-goes on). A node that cannot reach node 0 gives up after T, saying so. run_and_time.sh runs it on every node
-before the first run (under Slurm as one task per node) and alone with --dry-run.
+`preflight(descriptor, node, master_addr, data_dir, log_dir, checkpoint_dir, gpus_needed)` returns an `Outcome`:
+the problems this node prints, one line each naming the node and the fix, or the line that the start goes on.
+On one node it checks this node alone. On several, every node gathers its `NodeFacts` and reports them to node 0
+as one JSON line on the rendezvous port (run.launch.master_port); node 0 judges them all (`judge`: also other
+code, torch or descriptor, another dataset, a missing interface, clocks further apart than MAX_CLOCK_SKEW_S, two
+hosts started as one node) and sends back the verdict. Each side waits at most run.launch.preflight_timeout_s.
+What each check saves a run from: docs/running.md, "On a cluster".
 """
 
 from __future__ import annotations

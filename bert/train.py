@@ -75,7 +75,7 @@ class Progress:
 
 @dataclass(frozen=True)
 class Training:
-    """What the timed loop works with, built before run_start."""
+    """What the timed loop (_train) works with."""
 
     system: Descriptor
     ctx: DistContext

@@ -215,7 +215,8 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
     eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits, eval_sizes)
     loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, seed,
                          system.per_process_batch, ctx.device, balance=balance, limits=limits,
-                         sizes=token_sizes(run_spec.token_sizes, system.per_process_batch, run_spec.max_seq_length))
+                         sizes=token_sizes(run_spec.token_sizes, system.per_process_batch, run_spec.max_seq_length),
+                         bins=files.bins)
     evaluate = functools.partial(eval_set.accuracy, model, step_fn.unpadded, step_fn.autocast)  # as the step runs it
     try:
         return _train(Training(system, ctx, log, step_fn, loader, evaluate, request.on_eval, interrupted), progress)
@@ -264,14 +265,13 @@ def loader_balance(system: Descriptor, ctx: DistContext) -> LoaderBalance:
     run_spec = system.run
     width = attention_width(system.model_config().hidden_size)
     exchange: PresortExchange | RowExchange | None = None
-    if ctx.distributed and run_spec.balance == "packed":
+    if ctx.distributed and system.balance.packed:
         exchange = build_row_exchange(ctx.world_size, run_spec.dist_timeout_s)
     elif ctx.distributed:
-        exchange = build_exchange(ctx.rank, ctx.world_size, run_spec.processes_per_node, run_spec.balance,
-                                  run_spec.max_seq_length, run_spec.max_predictions_per_seq, run_spec.dist_timeout_s,
-                                  run_spec.presort_deal, width)
-    return LoaderBalance(run_spec.balance, run_spec.length_bins, run_spec.max_seq_length, exchange,
-                         run_spec.balance_lookahead, width)
+        exchange = build_exchange(ctx.rank, ctx.world_size, run_spec.processes_per_node, system.balance,
+                                  run_spec.max_predictions_per_seq, run_spec.dist_timeout_s, run_spec.presort_deal,
+                                  width)
+    return LoaderBalance(system.balance, run_spec.length_bins, exchange, run_spec.balance_lookahead, width)
 
 
 def _train(training: Training, progress: Progress) -> tuple[str, str | None]:

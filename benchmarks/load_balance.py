@@ -43,7 +43,8 @@ from benchmarks.common.data import write_mlperf_length_shards
 from benchmarks.common.ranks import gather_from_ranks
 from benchmarks.common.results_file import add_no_results_flag, write_results
 from bert.cli.simulate import format_stats
-from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH, PAPER_BINS, STRATEGIES, bin_of, deal, sequence_cost
+from bert.data.balance import STRATEGIES
+from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH, PAPER_BINS, bin_of, deal, sequence_cost
 from bert.data.loader import TrainLoader
 from bert.data.lookahead import SWAP_PASSES
 from bert.data.stratified_sampler import StratifiedPlan, stratified_plan

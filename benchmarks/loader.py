@@ -39,7 +39,7 @@ import torch.distributed as dist
 from benchmarks.common.data import write_mlperf_length_shards
 from benchmarks.common.ranks import gather_from_ranks
 from benchmarks.common.results_file import add_no_results_flag, print_and_record
-from bert.data.balance_plans import STRATEGIES
+from bert.data.balance import STRATEGIES
 from bert.data.batch import Batch
 from bert.data.loader import TrainLoader
 from bert.distributed.launch import DistContext

@@ -161,7 +161,7 @@ def shape_batches(system: Descriptor) -> ShapeBatches:
     """The made-up batches of every shape the run's compiled regions will meet, on the host."""
     run, batch, eval_batch = system.run, system.per_process_batch, system.run.eval.batch_size
     train = _batches(system, batch, token_sizes(run.token_sizes, batch, run.max_seq_length),
-                     packed=run.balance == "packed", seed=1)
+                     packed=system.balance.packed, seed=1)
     evals = _batches(system, eval_batch, token_sizes(run.token_sizes, eval_batch, run.max_seq_length),
                      packed=False, seed=2)  # the eval set is never packed (bert.eval)
     return ShapeBatches(train, evals)

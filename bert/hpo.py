@@ -29,8 +29,9 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from bert.mllog import ADAM_KEYS_NOTE
 from bert.ownership import OwnershipError, claim_file, write_text_atomically
 from bert.prep.synthetic.hdf5_corpus import synthesize_if_missing
+from bert.search_settings import SearchParam
 from bert.search_space import check_search_space, run_field_type
-from bert.system import Descriptor, SearchParam
+from bert.system import Descriptor
 from bert.train import RunRequest, run
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import typing
 from typing import Literal
 
-from bert.system import Descriptor, RunSpec, SearchParam
+from bert.search_settings import SearchParam
+from bert.system import Descriptor, RunSpec
 from bert.typed_config import ConfigError
 
 # Run fields a search may vary, besides those of run.optimizer; the rest fix the benchmark or the launch.

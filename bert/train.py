@@ -285,7 +285,7 @@ def _timed_run(init: Initialized, log: RunLog, progress: Progress, on_eval: Call
     loader = TrainLoader(init.files.train_shards, ctx.rank, ctx.world_size, init.seed, system.per_process_batch,
                          ctx.device, balance=init.balance, limits=init.limits,
                          sizes=token_sizes(system.run.token_sizes, system.per_process_batch,
-                                           system.run.max_seq_length))
+                                           system.run.max_seq_length), bins=init.files.bins)
     evaluate = functools.partial(init.accuracy, eval_set)
     try:
         return _train(Training(system, ctx, log, init.step, loader, evaluate, on_eval, interrupted), progress)
@@ -327,14 +327,13 @@ def loader_balance(system: Descriptor, ctx: DistContext) -> LoaderBalance:
     run_spec = system.run
     width = attention_width(system.model_config().hidden_size)
     exchange: PresortExchange | RowExchange | None = None
-    if ctx.distributed and run_spec.balance == "packed":
+    if ctx.distributed and system.balance.packed:
         exchange = build_row_exchange(ctx.world_size, run_spec.dist_timeout_s)
     elif ctx.distributed:
-        exchange = build_exchange(ctx.rank, ctx.world_size, run_spec.processes_per_node, run_spec.balance,
-                                  run_spec.max_seq_length, run_spec.max_predictions_per_seq, run_spec.dist_timeout_s,
-                                  run_spec.presort_deal, width)
-    return LoaderBalance(run_spec.balance, run_spec.length_bins, run_spec.max_seq_length, exchange,
-                         run_spec.balance_lookahead, width)
+        exchange = build_exchange(ctx.rank, ctx.world_size, run_spec.processes_per_node, system.balance,
+                                  run_spec.max_predictions_per_seq, run_spec.dist_timeout_s, run_spec.presort_deal,
+                                  width)
+    return LoaderBalance(system.balance, run_spec.length_bins, exchange, run_spec.balance_lookahead, width)
 
 
 def _train(training: Training, progress: Progress) -> tuple[str, str | None]:

@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeVar, Union
 T = TypeVar("T")
 CHECK = "check"  # field metadata key: a callable that returns what is wrong with a value, or None
 MEANS = "means"  # field metadata key: other words users write for a choice, word -> the choice they mean
+RULES = "problems"  # a settings class's own method: its rules across its own fields, as [(field, problem)]
 
 
 class ConfigError(ValueError):
@@ -179,7 +180,21 @@ def from_dict(cls: type[T], data: Any, where: str, prefix: str = "") -> T:
             kwargs[name] = _checked_value(f, hints[name], data[name], where, path)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise ConfigError(where, path, f"missing; add it ({_type_name(hints[name])})")
-    return cls(**kwargs)
+    built = cls(**kwargs)
+    for name, problem in rule_problems(built):
+        raise ConfigError(where, f"{prefix}.{name}".lstrip("."), problem)
+    return built
+
+
+def rule_problems(settings: Any) -> list[tuple[str, str]]:
+    """What the rules across a settings dataclass's fields find wrong, as (field, problem): the `problems` method
+    of each class it is made of (a run block composed of several components' settings runs each one's rules)."""
+    found = []
+    for cls in type(settings).__mro__:
+        rules = vars(cls).get(RULES)
+        if rules is not None:
+            found += rules(settings)
+    return found
 
 
 def check_fields(obj: Any, where: str) -> None:

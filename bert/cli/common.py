@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
-from bert.system import MAX_SEED, Descriptor, length_bins_problem, load_descriptor
+from bert.data.balance import length_bins_problem
+from bert.data.settings import MAX_SEED
+from bert.system import Descriptor, load_descriptor
 from bert.typed_config import ConfigError
 
 

@@ -30,8 +30,8 @@ def synth(out: Path | None, system_name: str, overwrite: bool, if_missing: bool)
     be empty, new, or hold a corpus this command wrote: anything else is left alone and refused."""
     import time
 
+    from bert.data.settings import SyntheticDataSpec
     from bert.prep.synthetic.hdf5_corpus import synthesize, synthesize_if_missing
-    from bert.system import SyntheticDataSpec
 
     system = descriptor_for_command(system_name)
     spec = system.run.dataset.synthetic or SyntheticDataSpec()

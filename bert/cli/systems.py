@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 
 from bert.cli.common import descriptor_for_command, seed_option
-from bert.system import DEFAULT_SYSTEM, MAX_SEED, Descriptor, load_descriptor
+from bert.data.settings import MAX_SEED
+from bert.system import DEFAULT_SYSTEM, Descriptor, load_descriptor
 from bert.typed_config import ConfigError
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from bert.data.balance_plans import bin_counts, bin_of, length_histogram, quantile_bins, sequence_cost
 from bert.data.lookahead import Window, steer
-from bert.data.shards import Samples, read_shard, shard_header
+from bert.data.shards import Samples, ShardError, read_shard, shard_header
 
 BIN_FOLDER = re.compile(r"len-(\d+)-(\d+)")
 COST_SAMPLE_ROWS = 4096  # rows of each bin's first shard that measure the bin's mean cost
@@ -44,15 +44,24 @@ def bin_folder(low: int, high: int) -> str:
     return f"len-{low + 1:04d}-{high:04d}"
 
 
-def binned_shards(paths: list[Path]) -> list[tuple[int, list[Path]]] | None:
-    """(upper edge, shards) per bin when every shard lies in a `len-<low>-<high>` folder (the output of
-    `data stratify`), in increasing order; None for any other layout."""
+BinnedShards = list[tuple[int, list[Path]]]  # (upper edge, shards) per length bin, in increasing order
+
+
+def binned_shards(paths: list[Path]) -> BinnedShards | None:
+    """(upper edge, shards) per bin when the shards lie in `len-<low>-<high>` folders (the output of
+    `data stratify`); None when none does. Some in such folders and some not is no layout: a ShardError."""
     groups: dict[int, list[Path]] = {}
+    loose = []
     for path in paths:
         match = BIN_FOLDER.fullmatch(path.parent.name)
         if match is None:
-            return None
-        groups.setdefault(int(match.group(2)), []).append(path)
+            loose.append(path)
+        else:
+            groups.setdefault(int(match.group(2)), []).append(path)
+    if groups and loose:
+        raise ShardError(f"{loose[0].parent}: holds training shards outside the len-<low>-<high> folders of "
+                         f"`mlperf-bert data stratify` beside {len(groups)} such folder(s), and run.dataset.train_glob "
+                         "matches both: point it at one layout (e.g. \"train/len-*/*.hdf5\" or \"train/*.hdf5\")")
     return sorted(groups.items()) if groups else None
 
 
@@ -102,7 +111,7 @@ def plan_from_shard(path: Path, edges: list[int] | None, batch: int, max_len: in
     return stratified_plan(read_shard(path).lengths, edges, batch, max_len, attention_width, lookahead)
 
 
-def plan_from_bins(bins: list[tuple[int, list[Path]]], batch: int, attention_width: int,
+def plan_from_bins(bins: BinnedShards, batch: int, attention_width: int,
                    lookahead: int) -> StratifiedPlan:
     """Counts from the sample totals of stratified shard sets (headers), costs from each bin's first rows."""
     totals = np.array([sum(shard_header(p).samples for p in paths) for _, paths in bins])

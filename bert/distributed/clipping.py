@@ -25,7 +25,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from bert.system import ClipMode
+from bert.distributed.clip_settings import ClipMode
 
 COMM_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # run.grad_comm_dtype
 CLIP_MODES: tuple[str, ...] = get_args(ClipMode)

@@ -16,7 +16,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from bert.system import CpuBindingSpec, Descriptor
+from bert.distributed.launch_settings import CpuBindingSpec
+from bert.system import Descriptor
 
 SYSFS = Path("/sys/devices/system")
 

@@ -235,16 +235,17 @@ def _clip_line(system: Descriptor) -> str:
 
 
 def _balance_line(system: Descriptor) -> str:
-    run, nodes, per_node = system.run, system.nodes, system.run.processes_per_node
-    line = f"balance: {run.balance}"
-    if run.balance == "stratified+local_presort":
-        line += (f": {nodes} node group(s) for presorting, each ranks [k*{per_node}, (k+1)*{per_node}) "
+    run, strategy, world = system.run, system.balance, system.world_size
+    group = strategy.presort_group(world, run.processes_per_node)
+    line = f"balance: {strategy.name}"
+    if strategy.presorts and group < world:
+        line += (f": {world // group} node group(s) for presorting, each ranks [k*{group}, (k+1)*{group}) "
                  f"gathering its sequences every step and dealing them out ({run.presort_deal} deal)")
-    elif run.balance == "global_presort":
-        line += f": one presorting group of all {system.world_size} ranks ({run.presort_deal} deal)"
-    elif run.balance == "packed":
-        line += f": the same packed rows on every rank, agreed over all {system.world_size} ranks every step"
-    if run.balance.startswith("stratified"):
+    elif strategy.presorts:
+        line += f": one presorting group of all {world} ranks ({run.presort_deal} deal)"
+    elif strategy.packed:
+        line += f": the same packed rows on every rank, agreed over all {world} ranks every step"
+    if strategy.stratified:
         line += f"; lookahead {run.balance_lookahead}"
     if run.length_bins:
         line += f"; length bins (upper edges) {run.length_bins}"

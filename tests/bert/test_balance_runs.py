@@ -24,7 +24,9 @@ def _short(balance: str, processes: int, **changes) -> Descriptor:
 
 def test_descriptor_selects_the_strategy():
     balance = loader_balance(_short("packed", 1, length_bins=[16, 64]), DistContext(0, 1, 0, 1, None))
-    assert (balance.strategy, balance.length_bins, balance.row_len, balance.exchange) == ("packed", [16, 64], 64, None)
+    assert (balance.strategy.name, balance.length_bins, balance.strategy.row_len, balance.exchange) == (
+        "packed", [16, 64], 64, None)
+    assert (balance.strategy.draws, balance.strategy.exchange) == ("random", "rows")
     assert (balance.lookahead, balance.attention_width) == (1, 6 * 64)  # run.balance_lookahead; micro's hidden size
     micro = load_descriptor("cpu_micro")
     assert micro.run.balance == "none"

@@ -117,7 +117,7 @@ def test_clip_mode_typo_is_named(tmp_path):
 
 
 def test_variant_sets_dotted_and_typed_fields_and_validates():
-    from bert.system import SyntheticDataSpec
+    from bert.data.settings import SyntheticDataSpec
 
     base = load_descriptor("cpu_micro")
     spec = SyntheticDataSpec(train_samples=512, eval_samples=64, shards=2)

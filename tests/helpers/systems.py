@@ -7,8 +7,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from bert.descriptor_files import resolved_descriptor
-from bert.system import with_run_values
+from bert.descriptor_files import resolved_descriptor, with_run_values
 from tests.helpers.repo import REPO
 
 

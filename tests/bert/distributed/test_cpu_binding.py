@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from bert.distributed.cpu_binding import BindingError, Topology, describe_binding, parse_cpu_list, rank_binding
-from bert.system import CpuBindingSpec, load_descriptor
+from bert.distributed.launch_settings import CpuBindingSpec
+from bert.system import load_descriptor
 from bert.typed_config import ConfigError
 from tests.helpers.repo import REPO
 

@@ -5,7 +5,7 @@ import torch
 
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.optim.lamb import Lamb
-from bert.system import OptimizerSpec
+from bert.optim.settings import OptimizerSpec
 
 GRADS = [[0.1, -0.2, 0.3], [-0.05, 0.4, 0.1], [0.3, 0.3, -0.3]]
 

@@ -1,25 +1,13 @@
 """The stratified sampler: every per-rank batch draws a fixed count from each length bin, steered toward the
-cost target that every rank shares.
+cost target that every rank shares (bert.data.lookahead).
 
-The counts follow the length mix of the data (bert.data.balance_plans.bin_counts), measured on the first
-training shard, which every rank reads, so that all ranks draw the same counts and every rank and node sees
-the same mix. Without named bins (run.length_bins null) the bins are the data's own length quantiles, one
-per sequence of a batch, so that each draws about once per batch. A bin too rare to get one draw per batch
-is merged into its neighbour, so that no bin's samples pile up unused. Among the next (1 + lookahead) x
-count samples of each bin, a batch takes those that bring its cost nearest the plan's target
-(bert.data.lookahead).
-
-On shard sets written by `mlperf-bert data stratify` (one folder per bin), every rank reads its own shards
-of every bin (the paper's layout), one stream per bin, and refills a bin's pool from its own stream when it
-runs short, so nothing piles up; the counts then come from the shard headers, the bins' costs from the first
-rows of each bin's first shard.
-
-On any other shards, each rank streams its own shards (bert.data.samplers, already shuffled), splits them by
-bin and keeps one pool per bin; a batch draws from the front of each pool, so the order inside a bin is
-random and no sample is drawn twice. The fixed counts draw each bin at a rate a little off its share (the
-share measured on the first shard, rounded to whole draws), so the pool of a bin drawn slower than it arrives
-grows by that difference: with MLPerf's shards of some 36,000 samples, a fraction of a percent of the samples
-read; more on small shards, where the first one measures the mix less well.
+A `StratifiedPlan` holds the bins' upper edges, each bin's count per batch, its mean cost and the target:
+`plan_from_shard` measures it on a shard every rank reads (bins without a draw merged into a neighbour; without
+run.length_bins, the lengths' quantiles, one bin per sequence of a batch), `plan_from_bins` on the shard sets
+`mlperf-bert data stratify` writes (one folder per bin, `bin_folder`). `stratified_batches` yields (epoch, batch)
+from one stream of shuffled shards, split by bin into pools (`BinPools`); `binned_batches` from one stream per
+bin, refilling a bin's pool from its own stream. Each batch holds counts[k] samples of bin k, no sample twice.
+Why the counts come from the first shard, and how far a pool can grow: docs/performance.md, "Load balance".
 """
 
 from __future__ import annotations

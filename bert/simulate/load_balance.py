@@ -1,23 +1,11 @@
 """The load-balance simulator: how evenly each strategy spreads a step's work over the ranks.
 
-Per step, every rank draws its per-rank batch of sequence lengths the way the strategy's sampler would
-(uniformly at random; a fixed count from each length bin, steered toward the common cost target with
-lookahead; or the packing agreement's count into the agreed rows), the presorting strategies deal the
-gathered sequences out again within a node or across all ranks (balanced or snake), and each rank's work is
-costed:
-
-    cost(rank) = computed tokens + attention area / attention_width
-
-where computed tokens are the real tokens when the encoder runs unpadded, batch x padded length when it runs
-padded, and rows x row length when packed; the attention area is the sum of squared lengths (per-sequence
-attention: unpadded or packed with boundaries) or batch x padded length squared (padded). With BERT's
-per-token dense work 12 h^2 and attention 2 h per token pair, attention_width = 6 h (6,144 for BERT-large).
-A step takes as long as its slowest rank; perfect balance is the step's total real work split evenly.
-
-Samples are drawn with replacement from the length distribution: a model of the step, not of an epoch (the
-samples a window passes over wait for the next steps, as in the loader). The plans are the ones the training
-data path runs (bert.data.balance_plans, bert.data.lookahead, bert.data.row_packing), with the trainer's
-defaults (bert.data.balance.BalanceSpec).
+`simulate_balance(lengths, nodes, ranks_per_node, per_rank_batch, strategy, ...)` returns `BalanceStats`: the
+busiest rank's computed tokens over the mean, the padding's share, the step time over perfect balance (under the
+cost model), the tokens per rank, and the bin counts or sequences per row where the strategy has them. It runs the
+plans of the training data path (bert.data.balance_plans, bert.data.lookahead, bert.data.row_packing) with the
+trainer's defaults (bert.data.balance.BalanceSpec), on lengths from `named_lengths` or `shard_lengths`. The cost
+model and what is drawn: docs/simulate.md, "The load-balance model".
 """
 
 from __future__ import annotations

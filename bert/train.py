@@ -169,12 +169,13 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
     log.submission(system)
     log.seed(seed)
     log.hyperparameters(system)
-    log.target(system)
+    log.target(run_spec.eval.target_accuracy)
     log.code_version()
     if ctx.world_size != system.world_size:
         raise RuntimeError(f"launched with {ctx.world_size} processes but {system.path} describes "
                            f"{system.nodes} node(s) x {run_spec.processes_per_node} = {system.world_size}")
-    binding = bind_rank(system, ctx.local_rank, ctx.local_world_size)  # before the model and the loader exist
+    # before the model and the loader exist
+    binding = bind_rank(run_spec.launch.cpu_binding, ctx.local_rank, ctx.local_world_size)
     if binding.cpus is not None or binding.threads:  # one write: ranks sharing a stdout do not interleave
         sys.stdout.write(f"rank {ctx.rank}: {binding.describe()}\n")
         sys.stdout.flush()
@@ -189,7 +190,7 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
         load_into(model, checkpoint, config)
     if run_spec.log_weights_initialization:
         log.weights_initialization(tensor_names(config))
-    step_fn = TrainStep(system, ctx, model, build_optimizer(model, run_spec.optimizer),
+    step_fn = TrainStep(run_spec, ctx, model, build_optimizer(model, run_spec.optimizer),
                         build_schedule(run_spec.optimizer), request.nan_at_step)
     balance = loader_balance(system, ctx)
     eval_sizes = token_sizes(run_spec.token_sizes, run_spec.eval.batch_size, run_spec.max_seq_length)
@@ -197,8 +198,8 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
         eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits,
                            eval_sizes)
         _checkpoint_eval(ctx, checkpoint, eval_set.accuracy(model, step_fn.unpadded, step_fn.autocast), log)
-    if compiles_anything(system):
-        warmed = warm_up(step_fn, system, warm_up_batches(system))
+    if compiles_anything(run_spec, run_spec.optimizer):
+        warmed = warm_up(step_fn, run_spec, warm_up_batches(system))
         log.compile_warmup(warmed.seconds, warmed.train_shapes, warmed.eval_shapes)
         for fallback in warmed.fallbacks:
             log.compile_fallback(fallback.part, str(fallback))

@@ -37,7 +37,9 @@ from bert.data.random_samples import random_samples
 from bert.interrupts import RunInterrupted
 from bert.model.pretraining import uncompile_encoder
 from bert.model.token_rounding import TokenSizes, token_sizes
+from bert.optim.settings import OptimizerSpec
 from bert.step import TrainStep
+from bert.step_settings import CompileSpec
 from bert.system import Descriptor
 
 MIN_LENGTH = 8  # the shortest made-up sequence: [CLS] A [SEP] B [SEP] and masked positions to spare
@@ -77,8 +79,8 @@ class CompileFailed(RuntimeError):
                          "set run.compile to true to run such a part eager instead")
 
 
-def compiles_anything(system: Descriptor) -> bool:
-    return bool(system.run.compile) or system.run.optimizer.implementation == "compiled"
+def compiles_anything(compiling: CompileSpec, optimizer: OptimizerSpec) -> bool:
+    return bool(compiling.compile) or optimizer.implementation == "compiled"
 
 
 def describe_failure(error: BaseException) -> str:
@@ -176,12 +178,12 @@ def warm_up_batches(system: Descriptor) -> WarmUpBatches:
     return WarmUpBatches(train, evals)
 
 
-def warm_up(step: TrainStep, system: Descriptor, batches: WarmUpBatches) -> WarmUp:
+def warm_up(step: TrainStep, run: CompileSpec, batches: WarmUpBatches) -> WarmUp:
     """Compiles (and records under CUDA graphs) every shape of the run's compiled regions through `step`, on
     `batches` (warm_up_batches), then puts back everything it changed; a compiled part that fails runs eager from
     then on (WarmUp.fallbacks), unless run.compile is "required" (CompileFailed). Call it before the clock starts,
     on every rank (it communicates only what the update does without DDP, and all ranks compile the same)."""
-    run, model = system.run, step.model
+    model = step.model
     start = time.perf_counter()
     saved = _Saved.take(step)
     repeats = 3 if run.cuda_graphs else 1

@@ -159,11 +159,11 @@ def _step_system(device: torch.device, precision: str, world_size: int = 1, **ru
     return system if device.type == "cuda" else system.cpu_rehearsal()
 
 
-def _batches(system: Descriptor, device: torch.device, count: int) -> list:
-    """`count` micro-batches of a synthetic corpus of the check's sizes and `system`'s masked positions, on the
-    device."""
+def _batches(predictions: int, device: torch.device, count: int) -> list:
+    """`count` micro-batches of a synthetic corpus of the check's sizes with `predictions` masked positions a
+    sequence at most (run.max_predictions_per_seq), on the device."""
     sizes = SIZES[device.type]
-    samples = synthetic_samples(count * sizes.sequences, sizes.length, system.run.max_predictions_per_seq)
+    samples = synthetic_samples(count * sizes.sequences, sizes.length, predictions)
     return [collate(samples.take(np.arange(k * sizes.sequences, (k + 1) * sizes.sequences))).to(device)
             for k in range(count)]
 
@@ -178,13 +178,13 @@ def nosync_check(device: torch.device) -> bool:
     seen: list[tuple[torch.dtype, torch.dtype]] = []
     for layer in model.bert.encoder:
         layer.register_forward_hook(lambda m, args, out: seen.append((args[0].dtype, out.dtype)))
-    batches = _batches(built, device, 6)
+    batches = _batches(built.run.max_predictions_per_seq, device, 6)
     ok = True
     for precision in ("bf16", "fp16"):
         dtype = PRECISION_DTYPES[precision]
         system = _step_system(device, precision)
         ctx = DistContext(0, 1, 0, 1, device)
-        step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
+        step = TrainStep(system.run, ctx, model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
         step(iter(batches[:2]), 10)  # the first step sets up kernels and memory
         seen.clear()
@@ -270,10 +270,10 @@ def time_step(system: Descriptor, device: torch.device, peak: float) -> StepTimi
     torch.manual_seed(0)
     with torch.device(device):
         model = BertForPreTraining(system.model_config())
-    step = TrainStep(system, DistContext(0, 1, 0, 1, device), model, build_optimizer(model, run.optimizer),
+    step = TrainStep(system.run, DistContext(0, 1, 0, 1, device), model, build_optimizer(model, run.optimizer),
                      build_schedule(run.optimizer))
-    warmed = (compile_every_shape(step, system, dataclasses.replace(shape_batches(system), evals=[]))
-              if compiles_anything(system) else None)
+    warmed = (compile_every_shape(step, run, dataclasses.replace(shape_batches(system), evals=[]))
+              if compiles_anything(run, run.optimizer) else None)
     accumulate = run.gradient_accumulation_steps
     batches, flops = _mlperf_micro_batches(system, (updates + 1) * accumulate)
     batches = [b.to(device) for b in batches]
@@ -455,9 +455,9 @@ def nccl_check(device: torch.device) -> bool:
         torch.manual_seed(0)
         with torch.device(device):
             model = BertForPreTraining(system.model_config())
-        step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
+        step = TrainStep(system.run, ctx, model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
-        batches = _batches(system, device, 4)
+        batches = _batches(system.run.max_predictions_per_seq, device, 4)
         before = [p.detach().clone() for p in model.parameters()]
         step(iter(batches[:2]), 10)
         step(iter(batches[2:]), 11)

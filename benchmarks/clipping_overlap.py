@@ -65,7 +65,7 @@ def time_mode(args: argparse.Namespace, rank: int, world_size: int, mode: str) -
     ctx = DistContext(rank, world_size, rank, world_size, torch.device("cpu"))
     torch.manual_seed(0)
     model = BertForPreTraining(system.model_config())
-    step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
+    step = TrainStep(system.run, ctx, model, build_optimizer(model, system.run.optimizer),
                      build_schedule(system.run.optimizer))
     batch = random_batch(system, rank)
     batches = iter(lambda: batch, None)

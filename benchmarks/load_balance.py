@@ -203,7 +203,7 @@ def time_strategy(args, rank: int, paths: list[Path], system: Descriptor) -> tup
     ctx = DistContext(rank, RANKS, rank % RANKS_PER_NODE, RANKS_PER_NODE, torch.device("cpu"))
     torch.manual_seed(0)
     model = BertForPreTraining(system.model_config())
-    step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
+    step = TrainStep(system.run, ctx, model, build_optimizer(model, system.run.optimizer),
                      build_schedule(system.run.optimizer))
     loader = TrainLoader(paths, rank, RANKS, 7, system.per_process_batch, ctx.device,
                          balance=loader_balance(system, ctx))

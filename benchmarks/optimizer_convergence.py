@@ -48,11 +48,10 @@ def samples_to_target(system: Descriptor, seed: int, folder: Path, data_dir: Pat
     return result.value("train_samples"), result.converged
 
 
-def ensure_dataset(system: Descriptor) -> Path:
-    """The descriptor's dataset directory, with the synthetic corpus written there first if it is missing."""
-    subprocess.run([sys.executable, "-m", "bert.cli", "data", "synth", "--system", str(system.path), "--if-missing"],
+def ensure_dataset(descriptor: Path) -> None:
+    """Writes the synthetic corpus of the descriptor at `descriptor` to its dataset directory, unless it is there."""
+    subprocess.run([sys.executable, "-m", "bert.cli", "data", "synth", "--system", str(descriptor), "--if-missing"],
                    check=True)
-    return system.dataset_dir()
 
 
 def main(argv: list[str]) -> None:
@@ -68,7 +67,9 @@ def main(argv: list[str]) -> None:
         if system.run.optimizer.name != name.lower():
             raise SystemExit(f"{system.path}: run.optimizer.name is {system.run.optimizer.name!r}, "
                              f"not {name.lower()!r}")
-    data = {name: ensure_dataset(system) for name, system in named}
+    for _, system in named:
+        ensure_dataset(system.path)
+    data = {name: system.dataset_dir() for name, system in named}
     results: dict[str, list[tuple[int, bool]]] = {name: [] for name, _ in named}
     lines = [f"{'seed':>4}  " + "  ".join(f"{f'{name} ({system.name})':>24}" for name, system in named)]
     print(lines[0], flush=True)

@@ -98,8 +98,8 @@ def build_steps(system: Descriptor, config: BertConfig, ctx: DistContext) -> tup
                           betas=(spec.beta_1, spec.beta_2), eps=spec.epsilon)
     # compile_encoder applies to our encoder layers only; the peer runs as transformers ships it.
     peer_system = system.variant({"compile": False})
-    return (TrainStep(system, ctx, ours, build_optimizer(ours, spec), build_schedule(spec)),
-            TrainStep(peer_system, ctx, peer, peer_optimizer, build_schedule(spec)))
+    return (TrainStep(system.run, ctx, ours, build_optimizer(ours, spec), build_schedule(spec)),
+            TrainStep(peer_system.run, ctx, peer, peer_optimizer, build_schedule(spec)))
 
 
 def model_flops(config: BertConfig, batch: Batch) -> float:

@@ -3,13 +3,13 @@ as a CUDA graph under run.cuda_graphs; LAMB's update under run.optimizer.impleme
 between init_start and init_stop, on made-up batches, so that no compilation lands inside the timed region.
 
 `shape_batches(descriptor)`: a training micro-batch of each token size (run.token_sizes; without them, two of
-different shapes) and an eval batch of each eval size, on the host. `compile_every_shape(step, descriptor,
-batches)` runs them through the run's TrainStep (the model itself, not DDP's wrapper; the update; the eval
-forwards; each shape three times under CUDA graphs), puts back the weights, gradients, optimizer state, loss
-scaler and every random stream, and returns a `CompileWarmup`: the seconds, the shapes, and the `fallbacks`, the
-compiled parts that failed and run eager from then on. With run.compile "required" a failure raises
-CompileFailed (exit status 2) instead. Why the run is the one it would have been without: docs/performance.md,
-"The compile warm-up".
+different shapes) and an eval batch of each eval size, on the host. `compile_every_shape(step, run, batches)`
+(run: the run block's compile settings) runs them through the run's TrainStep (the model itself, not DDP's
+wrapper; the update; the eval forwards; each shape three times under CUDA graphs), puts back the weights,
+gradients, optimizer state, loss scaler and every random stream, and returns a `CompileWarmup`: the seconds, the
+shapes, and the `fallbacks`, the compiled parts that failed and run eager from then on. With run.compile
+"required" a failure raises CompileFailed (exit status 2) instead. Why the run is the one it would have been
+without: docs/performance.md, "The compile warm-up".
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ from bert.data.random_samples import random_samples
 from bert.interrupts import RunInterrupted
 from bert.model.pretraining import uncompile_encoder
 from bert.model.token_rounding import TokenSizes, token_sizes
+from bert.optim.settings import OptimizerSpec
 from bert.step import TrainStep
+from bert.step_settings import CompileSpec
 from bert.system import Descriptor
 
 MIN_LENGTH = 8  # the shortest made-up sequence: [CLS] A [SEP] B [SEP] and masked positions to spare
@@ -68,8 +70,8 @@ class CompileFailed(RuntimeError):
                          "set run.compile to true to run such a part eager instead")
 
 
-def compiles_anything(system: Descriptor) -> bool:
-    return bool(system.run.compile) or system.run.optimizer.implementation == "compiled"
+def compiles_anything(compiling: CompileSpec, optimizer: OptimizerSpec) -> bool:
+    return bool(compiling.compile) or optimizer.implementation == "compiled"
 
 
 def describe_failure(error: BaseException) -> str:
@@ -167,12 +169,12 @@ def shape_batches(system: Descriptor) -> ShapeBatches:
     return ShapeBatches(train, evals)
 
 
-def compile_every_shape(step: TrainStep, system: Descriptor, batches: ShapeBatches) -> CompileWarmup:
+def compile_every_shape(step: TrainStep, run: CompileSpec, batches: ShapeBatches) -> CompileWarmup:
     """Compiles (and records under CUDA graphs) every shape of the run's compiled regions through `step`, on
     `batches` (shape_batches), then puts back everything it changed; a compiled part that fails runs eager from
     then on (CompileWarmup.fallbacks), unless run.compile is "required" (CompileFailed). Call it before the clock
     starts, on every rank (it communicates only what the update does without DDP, and all ranks compile the same)."""
-    run, model = system.run, step.model
+    model = step.model
     start = time.perf_counter()
     saved = _Saved.take(step)
     repeats = 3 if run.cuda_graphs else 1

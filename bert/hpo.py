@@ -186,15 +186,15 @@ def run_study(request: StudyRequest, trials: int) -> optuna.Study:
     return study
 
 
-def summary(study: optuna.Study, system: Descriptor, top: int) -> str:
-    """The trial counts and the best finished trials, one line each."""
+def summary(study: optuna.Study, target_accuracy: float, max_samples: int, top: int) -> str:
+    """The trial counts and the best finished trials (their training samples to `target_accuracy`, or the cap
+    `max_samples`: run.eval.target_accuracy and run.max_samples), one line each."""
     counts = {state: len(study.get_trials(deepcopy=False, states=(state,))) for state in TrialState}
     lines = [f"study {study.study_name}: " + ", ".join(f"{n} {state.name.lower()}" for state, n in counts.items()
                                                       if n)]
     complete = sorted(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)), key=lambda t: t.value)
     if complete:
-        lines.append(f"best trials (training samples to {system.run.eval.target_accuracy}; "
-                     f"{system.run.max_samples} = the cap, not reached):")
+        lines.append(f"best trials (training samples to {target_accuracy}; {max_samples} = the cap, not reached):")
         for t in complete[:top]:
             values = " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in t.params.items())
             lines.append(f"  trial {t.number:>4}  {t.value:>12.0f}  {values}")
@@ -230,15 +230,17 @@ def write_best(study: optuna.Study, system: Descriptor, out: Path) -> Path:
     return out
 
 
-def default_out(system: Descriptor) -> Path:
-    return system.path.with_name(f"{system.name}_tuned.json")
+def default_out(descriptor: Path) -> Path:
+    """Where the best trial's descriptor goes: beside the descriptor at `descriptor`, named after it."""
+    return descriptor.with_name(f"{descriptor.stem}_tuned.json")
 
 
 def hpo_command(request: StudyRequest, trials: int, show: bool, top: int, out: Path | None) -> str:
     """`mlperf-bert hpo`: runs (or resumes) the study, or with `show` writes the best trial's descriptor;
     returns the report to print."""
+    run = request.system.run
     if not show:
-        return summary(run_study(request, trials), request.system, top)
+        return summary(run_study(request, trials), run.eval.target_accuracy, run.max_samples, top)
     study = open_study(request)
-    written = write_best(study, request.system, out or default_out(request.system))
-    return f"{summary(study, request.system, top)}\nwrote {written}"
+    written = write_best(study, request.system, out or default_out(request.system.path))
+    return f"{summary(study, run.eval.target_accuracy, run.max_samples, top)}\nwrote {written}"

@@ -217,8 +217,9 @@ class RunLog:
         for key, value in hyperparameters(system).items():
             self._event(key, value)
 
-    def target(self, system: Descriptor) -> None:
-        self._event(TARGET_ACCURACY, system.run.eval.target_accuracy)
+    def target(self, accuracy: float) -> None:
+        """The masked-LM accuracy the run trains to (run.eval.target_accuracy)."""
+        self._event(TARGET_ACCURACY, accuracy)
 
     def code_version(self, version: CodeVersion | None = None) -> None:
         """The code that runs (default: the checkout's, read only where this log writes)."""

@@ -23,7 +23,7 @@ from bert.model.pretraining import choose_kernels, compile_encoder
 from bert.numerics import NumericGuard
 from bert.optim.factory import set_learning_rate
 from bert.optim.schedule import LrSchedule
-from bert.system import Descriptor
+from bert.step_settings import Precision, StepSpec
 
 # run.precision's autocast dtype (fp8: bf16 around the encoder's FP8 Linear layers, bert.model.fp8)
 PRECISION_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16}
@@ -33,8 +33,7 @@ class StepAutocast:
     """The context of every forward of a run: torch's autocast in run.precision's dtype, and the FP8
     implementation's own context where it has one (bert.model.fp8.fp8_context). Reusable, as torch.autocast is."""
 
-    def __init__(self, system: Descriptor, ctx: DistContext, fp8: Callable[[], AbstractContextManager] = nullcontext):
-        precision = system.run.precision
+    def __init__(self, precision: Precision, ctx: DistContext, fp8: Callable[[], AbstractContextManager] = nullcontext):
         self.autocast = torch.autocast(ctx.device.type, dtype=PRECISION_DTYPES[precision], enabled=precision != "fp32")
         self.fp8 = fp8
         self._open: list[ExitStack] = []
@@ -57,9 +56,8 @@ def data_parallel(model: nn.Module, bucket_cap_mb: float) -> DistributedDataPara
 
 
 class TrainStep:
-    def __init__(self, system: Descriptor, ctx: DistContext, model: nn.Module, optimizer: torch.optim.Optimizer,
+    def __init__(self, run: StepSpec, ctx: DistContext, model: nn.Module, optimizer: torch.optim.Optimizer,
                  schedule: LrSchedule, nan_at_step: int | None = None):
-        run = system.run
         self.model, self.optimizer, self.schedule, self.ctx = model, optimizer, schedule, ctx
         choose_kernels(model, ctx.device)  # before anything is compiled: no compiled layer asks the host
         self.fp8 = encoder_to_fp8(model.bert.encoder, ctx.device) if run.precision == "fp8" else None
@@ -68,7 +66,7 @@ class TrainStep:
         self.ddp = data_parallel(model, run.bucket_cap_mb) if ctx.distributed else None
         self.unpadded = run.unpadded
         self.accumulate = run.gradient_accumulation_steps
-        self.autocast = StepAutocast(system, ctx, fp8_context(self.fp8))
+        self.autocast = StepAutocast(run.precision, ctx, fp8_context(self.fp8))
         self.scaler = torch.amp.GradScaler(ctx.device.type, init_scale=run.initial_loss_scale,
                                            enabled=run.precision == "fp16")
         self.params = [p for p in model.parameters() if p.requires_grad]

@@ -220,16 +220,6 @@ class Descriptor:
         return path if path.is_absolute() else repository_root(self.path) / path
 
 
-def _check_description(where: str, desc: object) -> dict[str, str]:
-    if not isinstance(desc, dict):
-        raise ConfigError(where, "system", "expected an object with the MLPerf system description fields")
-    problems = description_problems(desc)
-    if problems:
-        key, problem = problems[0]
-        raise ConfigError(where, f"system.{key}", problem)
-    return dict(desc)
-
-
 def _cross_component_problems(system: Descriptor, config: BertConfig) -> list[tuple[str, str]]:
     """The rules between the settings of different components, and between the run and the system description;
     each component's own rules ran when its block was read (typed_config), so nothing here divides by zero."""
@@ -274,10 +264,13 @@ def descriptor_from_data(data: object, path: Path) -> Descriptor:
     if not isinstance(data, dict) or set(data) != {"system", "run"}:
         keys = sorted(data) if isinstance(data, dict) else type(data).__name__
         raise ConfigError(where, "", f'expected exactly the top-level fields "system" and "run", got {keys}')
-    description = _check_description(where, data["system"])
+    if not isinstance(data["system"], dict):
+        raise ConfigError(where, "system", "expected an object with the MLPerf system description fields")
+    for key, problem in description_problems(data["system"]):
+        raise ConfigError(where, f"system.{key}", problem)
     run = from_dict(RunSpec, data["run"], where, "run")
-    system = Descriptor(path.stem, path.resolve(), description, run, balance_strategy(run.balance, run.max_seq_length),
-                        copy.deepcopy(data))
+    system = Descriptor(path.stem, path.resolve(), dict(data["system"]), run,
+                        balance_strategy(run.balance, run.max_seq_length), copy.deepcopy(data))
     for name, problem in _cross_component_problems(system, run.model_config()):
         raise ConfigError(where, name, problem)
     return system

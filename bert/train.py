@@ -45,6 +45,7 @@ from bert.distributed.row_exchange import RowExchange, build_row_exchange
 from bert.eval import EvalSet
 from bert.interrupts import RunInterrupted, SignalGuard, exit_code
 from bert.mllog import ABORTED, SUCCESS, RunLog
+from bert.model.config import BertConfig
 from bert.model.pretraining import BertForPreTraining
 from bert.model.tf_names import tensor_names
 from bert.model.token_rounding import token_sizes
@@ -203,13 +204,13 @@ def _initialize(request: RunRequest, ctx: DistContext, log: RunLog,
     files = dataset_files(system, request.data_dir)
     limits = SampleLimits(len(check_dataset(files, system)), run_spec.max_seq_length)
     checkpoint = system.init_checkpoint_path(request.checkpoint_dir)
-    model = _build_model(system, ctx, seed, checkpoint, log)
-    train_step = TrainStep(system, ctx, model, build_optimizer(model, run_spec.optimizer),
+    model = _build_model(system.model_config(), ctx, seed, checkpoint, log, run_spec.log_weights_initialization)
+    train_step = TrainStep(run_spec, ctx, model, build_optimizer(model, run_spec.optimizer),
                            build_schedule(run_spec.optimizer), request.nan_at_step)
     init = Initialized(system, ctx, seed, files, limits, model, train_step, loader_balance(system, ctx))
     if checkpoint is not None:
         _checkpoint_eval(init, checkpoint, log)
-    if compiles_anything(system):
+    if compiles_anything(run_spec, run_spec.optimizer):
         _compile_before_the_clock(train_step, system, ctx, log)
     seed_dropout(seed, ctx.rank)
     interrupted()  # a signal during the compile warm-up ends the run here, before the clock starts
@@ -228,7 +229,7 @@ def _log_run_description(system: Descriptor, ctx: DistContext, log: RunLog, seed
     log.submission(system)
     log.seed(seed)
     log.hyperparameters(system)
-    log.target(system)
+    log.target(system.run.eval.target_accuracy)
     log.code_version()
 
 
@@ -237,21 +238,21 @@ def _place_rank(system: Descriptor, ctx: DistContext) -> None:
     if ctx.world_size != system.world_size:
         raise RuntimeError(f"launched with {ctx.world_size} processes but {system.path} describes "
                            f"{system.nodes} node(s) x {system.run.processes_per_node} = {system.world_size}")
-    binding = bind_rank(system, ctx.local_rank, ctx.local_world_size)
+    binding = bind_rank(system.run.launch.cpu_binding, ctx.local_rank, ctx.local_world_size)
     if binding.cpus is not None or binding.threads:  # one write: ranks sharing a stdout do not interleave
         sys.stdout.write(f"rank {ctx.rank}: {binding.describe()}\n")
         sys.stdout.flush()
 
 
-def _build_model(system: Descriptor, ctx: DistContext, seed: int, checkpoint: Path | None,
-                 log: RunLog) -> BertForPreTraining:
-    """The model on this rank's device: the same initial weights on every rank, then the checkpoint's, if any."""
-    config = system.model_config()
+def _build_model(config: BertConfig, ctx: DistContext, seed: int, checkpoint: Path | None, log: RunLog,
+                 log_weights: bool) -> BertForPreTraining:
+    """The model on this rank's device: the same initial weights on every rank, then the checkpoint's, if any;
+    `log_weights`: run.log_weights_initialization."""
     torch.manual_seed(seed)
     model = BertForPreTraining(config).to(ctx.device)
     if checkpoint is not None:
         load_into(model, checkpoint, config)
-    if system.run.log_weights_initialization:
+    if log_weights:
         log.weights_initialization(tensor_names(config))
     return model
 
@@ -266,7 +267,7 @@ def _checkpoint_eval(init: Initialized, checkpoint: Path, log: RunLog) -> None:
 
 def _compile_before_the_clock(train_step: TrainStep, system: Descriptor, ctx: DistContext, log: RunLog) -> None:
     """The compile warm-up (bert.compile_warmup), logged; a part that fell back to eager is said on stderr too."""
-    warmed = compile_every_shape(train_step, system, shape_batches(system))
+    warmed = compile_every_shape(train_step, system.run, shape_batches(system))
     log.compile_warmup(warmed.seconds, warmed.train_shapes, warmed.eval_shapes)
     for fallback in warmed.fallbacks:
         log.compile_fallback(fallback.part, str(fallback))

@@ -36,18 +36,18 @@ def system_check(systems: tuple[str, ...]) -> None:
             raise click.ClickException(str(e)) from None
         click.echo(f"{s.path}: ok ({s.nodes} node(s) x {s.run.processes_per_node} process(es), "
                    f"global batch {s.run.global_batch_size}, model {s.run.model})")
-        _notes_hint(s)
+        _notes_hint(s.path)
 
 
-def _notes_hint(system: Descriptor) -> None:
-    """A line when the descriptor's notes describe another system: topics a site's descriptor takes from a
-    published base (they say what that system is and where its figures come from)."""
+def _notes_hint(descriptor: Path) -> None:
+    """A line when the notes of the descriptor at `descriptor` describe another system: topics a site's descriptor
+    takes from a published base (they say what that system is and where its figures come from)."""
     from bert.descriptor_files import notes_from_elsewhere
 
-    inherited = notes_from_elsewhere(system.path)
+    inherited = notes_from_elsewhere(descriptor)
     if inherited:
         bases = ", ".join(sorted({p.name for p in inherited.values()}))
-        click.echo(f"{system.path}: note: run.notes topics {', '.join(sorted(inherited))} come from {bases} in "
+        click.echo(f"{descriptor}: note: run.notes topics {', '.join(sorted(inherited))} come from {bases} in "
                    "another folder and describe that system: state them for this one, or drop each with null",
                    err=True)
 
@@ -58,7 +58,7 @@ def system_show(system: str) -> None:
     """Print a descriptor as the trainer reads it: its bases merged in, every value stated."""
     s = descriptor_for_command(system)
     click.echo(json.dumps(s.data, indent=2))
-    _notes_hint(s)
+    _notes_hint(s.path)
 
 
 @system_group.command(name="env")
@@ -85,12 +85,12 @@ def _launcher(choice: str) -> str:
     return "slurm" if os.environ.get("SLURM_JOB_ID") else "torchrun"
 
 
-def _master_addr(system: Descriptor, launcher: str, given: str | None) -> str:
+def _master_addr(nodes: int, launcher: str, given: str | None) -> str:
     if given:
         return given
     if launcher == "slurm":
         return "<first host of $SLURM_JOB_NODELIST>"
-    return os.environ.get("MASTER_ADDR", "localhost" if system.nodes == 1 else "<address of node 0>")
+    return os.environ.get("MASTER_ADDR", "localhost" if nodes == 1 else "<address of node 0>")
 
 
 def _time_limit(sbatch_args: list[str] | None) -> tuple[str, str]:
@@ -142,8 +142,8 @@ def _step_argv(step: str, s: Descriptor, args, launcher: str, node_rank: int, ad
     if step == "preflight":
         return preflight_command(s, args, launcher, args.log_file.parent, node_rank, addr, container)
     if step == "cache-clear":
-        return cache_clear_command(s, launcher)
-    env = [f"{k}={v}" for k, v in sorted(launch_env(s, launcher, addr).items())]
+        return cache_clear_command(s.nodes, launcher)
+    env = [f"{k}={v}" for k, v in sorted(launch_env(s.run.launch, launcher, addr).items())]
     return ["env", *env, *launch_command(s, args, launcher, node_rank, addr, container=container)]
 
 
@@ -187,8 +187,9 @@ def system_plan(system: str, seed: int | None, log_file: Path | None, data_dir: 
     if container_image and launcher != "slurm":
         raise click.ClickException(f"CONT={container_image}: a container is started by srun (Slurm with pyxis); "
                                    "without Slurm, start run_and_time.sh inside the container itself")
-    container = Container(container_image, run_mounts(s, args, container_mounts)) if container_image else None
-    addr = _master_addr(s, launcher, master_addr)
+    mounts = run_mounts(s.path, s.init_checkpoint_path(checkpoint_dir), args, container_mounts)
+    container = Container(container_image, mounts) if container_image else None
+    addr = _master_addr(s.nodes, launcher, master_addr)
     if command_only:
         sys.stdout.write("\0".join(_step_argv(command_only, s, args, launcher, node_rank, addr, container)) + "\0")
         return

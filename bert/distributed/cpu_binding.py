@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bert.distributed.launch_settings import CpuBindingSpec
-from bert.system import Descriptor
 
 SYSFS = Path("/sys/devices/system")
 
@@ -126,16 +125,15 @@ def apply(binding: Binding) -> None:
         torch.set_num_threads(binding.threads)
 
 
-def bind_rank(system: Descriptor, local_rank: int, local_world: int) -> Binding:
+def bind_rank(spec: CpuBindingSpec, local_rank: int, local_world: int) -> Binding:
     """Applies the binding of this process, local rank `local_rank` of `local_world`; returns it."""
-    binding = rank_binding(system.run.launch.cpu_binding, Topology.read(), local_rank, local_world)
+    binding = rank_binding(spec, Topology.read(), local_rank, local_world)
     apply(binding)
     return binding
 
 
-def describe_binding(system: Descriptor, topology: Topology) -> list[str]:
+def describe_binding(spec: CpuBindingSpec, per_node: int, topology: Topology) -> list[str]:
     """The dry run's lines: the mode and, per local rank (the same on every node), its binding on `topology`."""
-    spec, per_node = system.run.launch.cpu_binding, system.run.processes_per_node
     lines = [f"cpu binding (run.launch.cpu_binding): {spec.mode}, shown on this host ({topology.describe()})"]
     try:
         lines += [f"  local rank {r}: {rank_binding(spec, topology, r, per_node).describe()}" for r in range(per_node)]

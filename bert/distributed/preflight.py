@@ -86,8 +86,9 @@ def _torch_version() -> str:
         return torch.__version__
 
 
-def descriptor_fingerprint(system: Descriptor) -> str:
-    return hashlib.sha256(json.dumps(system.data, sort_keys=True).encode()).hexdigest()[:12]
+def descriptor_fingerprint(data: dict) -> str:
+    """Of a descriptor's resolved JSON (Descriptor.data): equal on every node that resolves the same values."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def _dataset(system: Descriptor, data_dir: Path | None) -> tuple[str, str, list[str]]:
@@ -137,9 +138,9 @@ def device_problems(system: Descriptor, gpus_needed: int) -> list[str]:
     return []
 
 
-def checkpoint_problems(system: Descriptor, checkpoint_dir: Path | None) -> list[str]:
-    """Whether the checkpoint the run starts from (run.init_checkpoint, in CHECKPOINTDIR when given) is here."""
-    path = system.init_checkpoint_path(checkpoint_dir)
+def checkpoint_problems(path: Path | None, checkpoint_dir: Path | None) -> list[str]:
+    """Whether the checkpoint the run starts from, `path` (run.init_checkpoint, in CHECKPOINTDIR `checkpoint_dir`
+    when given: Descriptor.init_checkpoint_path), is here."""
     if path is None or path.exists():
         return []
     named = f"CHECKPOINTDIR={checkpoint_dir} holds no {path.name}" if checkpoint_dir else \
@@ -219,10 +220,11 @@ def node_facts(system: Descriptor, node: int, master_addr: str, data_dir: Path |
     folder); one node reports only what it finds on itself."""
     host = socket.gethostname()
     fingerprint, summary, problems = _dataset(system, data_dir)
-    problems = device_problems(system, gpus_needed) + problems + checkpoint_problems(system, checkpoint_dir)
+    checkpoint = checkpoint_problems(system.init_checkpoint_path(checkpoint_dir), checkpoint_dir)
+    problems = device_problems(system, gpus_needed) + problems + checkpoint
     if system.nodes > 1:
         single_host = any(_loopback(a) for a in _resolve(master_addr))
-        interface = launch_env(system, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")
+        interface = launch_env(system.run.launch, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")
         problems += interface_problems(interface, single_host)
     free = None
     if node == 0:
@@ -230,14 +232,14 @@ def node_facts(system: Descriptor, node: int, master_addr: str, data_dir: Path |
             problems += _master_addr_problems(master_addr)
         problems += results_folder_problems(log_dir)
         free = shutil.disk_usage(nearest_folder(log_dir)).free
-    return NodeFacts(node, host, code_fingerprint(), _torch_version(), descriptor_fingerprint(system),
+    return NodeFacts(node, host, code_fingerprint(), _torch_version(), descriptor_fingerprint(system.data),
                      str(system.path), str(system.dataset_dir(data_dir)), fingerprint, summary, free,
-                     [_who(system, node, host) + p for p in problems], time.time())
+                     [_who(system.nodes, node, host) + p for p in problems], time.time())
 
 
-def _who(system: Descriptor, node: int, host: str) -> str:
+def _who(nodes: int, node: int, host: str) -> str:
     """The start of a problem's line: the node it concerns, where there are several."""
-    return f"node {node} ({host}): " if system.nodes > 1 else ""
+    return f"node {node} ({host}): " if nodes > 1 else ""
 
 
 def _master_addr_problems(master_addr: str) -> list[str]:
@@ -514,7 +516,7 @@ def preflight(system: Descriptor, node: int, master_addr: str, data_dir: Path | 
                                  + (f", checkpoint {checkpoint}" if checkpoint else "") + f", results in {log_dir}")
     if node == 0:
         problems, agreed = _collect(facts, system.nodes, master_addr, launch.master_port, launch.preflight_timeout_s)
-        interface = launch_env(system, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")
+        interface = launch_env(system.run.launch, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")
         agreed.append(f"interface {interface}" if interface else "gloo on the address of each host's name")
         return Outcome(problems, f"{system.nodes} node(s) ready: {', '.join(agreed)}")
     problems = _report(facts, master_addr, launch.master_port, launch.preflight_timeout_s)

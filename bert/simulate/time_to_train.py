@@ -22,6 +22,7 @@ from bert.model.token_rounding import token_sizes
 from bert.optim.traffic import optimizer_bytes_per_parameter
 from bert.simulate.flops import flops_per_sequence
 from bert.simulate.load_balance import named_lengths, simulate_balance
+from bert.simulate.settings import PerformanceSpec
 from bert.simulate.static_shapes import epoch_shapes
 from bert.system import Descriptor
 
@@ -111,10 +112,10 @@ class Prediction:
         return self.train_s + self.evals * self.eval_s
 
 
-def allreduce_seconds(nbytes: float, nodes: int, gpus_per_node: int, system: Descriptor, messages: int = 1) -> float:
+def allreduce_seconds(nbytes: float, nodes: int, gpus_per_node: int, perf: PerformanceSpec,
+                      messages: int = 1) -> float:
     """Hierarchical allreduce of `nbytes` per GPU in `messages` equal parts: a ring inside each node, then
     across nodes per shard."""
-    perf = system.run.performance
     latency = perf.link_latency_us * 1e-6 * messages
     seconds = 0.0
     if gpus_per_node > 1:
@@ -139,7 +140,7 @@ def step_breakdown(system: Descriptor, parameters: int, balance_ratio: float, sa
     allreduce = 0.0
     if system.world_size > 1:
         allreduce = allreduce_seconds(parameters * COMM_DTYPES[run.grad_comm_dtype].itemsize, system.nodes,
-                                      run.processes_per_node, system, messages)
+                                      run.processes_per_node, perf, messages)
     hbm = perf.hbm_gb_s * 1e9
     norm = 0.0
     if run.clip == "before_allreduce":
@@ -154,9 +155,10 @@ def step_breakdown(system: Descriptor, parameters: int, balance_ratio: float, sa
                          token_cost)
 
 
-def token_cost(system: Descriptor, lengths: np.ndarray, batch: int, seed: int = 0) -> float:
-    """The encoder's tokens per real token of batches of `batch` when run.token_sizes rounds them (1: off)."""
-    sizes = token_sizes(system.run.token_sizes, batch, system.run.max_seq_length)
+def token_cost(count: int, max_len: int, lengths: np.ndarray, batch: int, seed: int = 0) -> float:
+    """The encoder's tokens per real token of batches of `batch` when `count` token sizes (run.token_sizes) round
+    them, for sequences of up to `max_len` tokens (1: off)."""
+    sizes = token_sizes(count, batch, max_len)
     if sizes is None:
         return 1.0
     return epoch_shapes(lengths, batch * ROUNDED_BATCHES, batch, [sizes], seed)[0].cost
@@ -196,9 +198,9 @@ def _costs(system: Descriptor, samples_to_converge: int, lengths: np.ndarray, ba
                                  attention_width=attention_width(system.model_config().hidden_size),
                                  deal_how=run.presort_deal, lookahead=run.balance_lookahead).step_time_ratio
     steps, evals = converging_eval(samples_to_converge, run.global_batch_size, system.eval_interval_samples)
-    return _Costs(ratio, parameter_count(system.model_config()), token_cost(system, lengths, system.per_process_batch,
-                                                                           seed),
-                  token_cost(system, lengths, run.eval.batch_size, seed), steps, evals)
+    costs = [token_cost(run.token_sizes, run.max_seq_length, lengths, batch, seed)
+             for batch in (system.per_process_batch, run.eval.batch_size)]
+    return _Costs(ratio, parameter_count(system.model_config()), *costs, steps, evals)
 
 
 def _prediction(system: Descriptor, costs: _Costs, throughput: Throughput, samples_to_converge: int) -> Prediction:

@@ -34,7 +34,7 @@ def test_accumulated_gradient_is_the_mean_of_the_micro_batch_gradients(small_dat
     optimizer = build_optimizer(model, system.run.optimizer)
     seen = {}
     optimizer.step = lambda: seen.update({n: p.grad.clone() for n, p in model.named_parameters()})
-    step = TrainStep(system, CPU, model, optimizer, build_schedule(system.run.optimizer))
+    step = TrainStep(system.run, CPU, model, optimizer, build_schedule(system.run.optimizer))
     step(iter(batches), 0)
     for name in expected:
         assert torch.allclose(seen[name], expected[name], atol=1e-6), name
@@ -48,7 +48,7 @@ def test_learning_rate_follows_the_schedule(small_dataset):
     system = _system(accumulate=1)
     model = BertForPreTraining(system.model_config())
     schedule = build_schedule(system.run.optimizer)
-    step = TrainStep(system, CPU, model, build_optimizer(model, system.run.optimizer), schedule)
+    step = TrainStep(system.run, CPU, model, build_optimizer(model, system.run.optimizer), schedule)
     step(iter([batch]), 7)
     assert step.optimizer.param_groups[0]["lr"] == schedule(7) > 0
 
@@ -59,7 +59,7 @@ def test_a_nan_loss_is_recorded_on_the_device_and_raised_at_the_check(small_data
     system = _system(accumulate=1)
     torch.manual_seed(0)
     model = BertForPreTraining(system.model_config())
-    step = TrainStep(system, CPU, model, build_optimizer(model, system.run.optimizer),
+    step = TrainStep(system.run, CPU, model, build_optimizer(model, system.run.optimizer),
                      build_schedule(system.run.optimizer), nan_at_step=2)
     loader = iter(batches)
     step(loader, 0)

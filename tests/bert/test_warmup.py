@@ -47,13 +47,13 @@ def _trained(system: Descriptor, warm: bool) -> dict:
     run = system.run
     torch.manual_seed(0)
     model = BertForPreTraining(system.model_config())
-    step = TrainStep(system, DistContext(0, 1, 0, 1, torch.device("cpu")), model,
+    step = TrainStep(system.run, DistContext(0, 1, 0, 1, torch.device("cpu")), model,
                      build_optimizer(model, run.optimizer), build_schedule(run.optimizer))
     torch.manual_seed(1)  # the dropout stream both runs draw from
     streams = (torch.get_rng_state(), np.random.get_state()[1].copy(), random.getstate())
     calls = []
     model.bert.encoder[0].register_forward_hook(lambda *args: calls.append(torch.is_grad_enabled()))
-    warmed = compile_every_shape(step, system, shape_batches(system)) if warm else None
+    warmed = compile_every_shape(step, system.run, shape_batches(system)) if warm else None
     assert torch.equal(torch.get_rng_state(), streams[0]) and np.array_equal(np.random.get_state()[1], streams[1])
     assert random.getstate() == streams[2]
     sizes = token_sizes(run.token_sizes, system.per_process_batch, run.max_seq_length)

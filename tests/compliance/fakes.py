@@ -57,7 +57,7 @@ def write_run(path: Path, seed: int, system: Descriptor | None = None, accuracie
         log.submission(system)
         log.seed(seed)
         log.hyperparameters(system)
-        log.target(system)
+        log.target(system.run.eval.target_accuracy)
         log.code_version(head_code())
         log.init_stop()
         log.run_start()

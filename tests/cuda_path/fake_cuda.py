@@ -447,11 +447,11 @@ def _train_step_record(setup: StepSetup) -> StepRecord:
     made_up = shape_batches(system)
     warmed = ShapeBatches(*([b._map(fake.tensor) for b in part] for part in (made_up.train, made_up.evals)))
     with compile_without_gpu_code(record.compiles, record.graphs, setup.backend), fake.mode:
-        step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
+        step = TrainStep(system.run, ctx, model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
         if setup.compile_warmup:  # unrecorded, under the recorder's torch-function mode: guards see the same mode stack
             with recorder.sdpa_calls:
-                compile_every_shape(step, system, warmed)
+                compile_every_shape(step, system.run, warmed)
             record.graphs_in_compile_warmup = len(record.graphs)
         record.optimizer = type(step.optimizer).__name__
         record.apex_modules = [name for name, m in model.named_modules() if type(m).__module__.startswith(

@@ -38,7 +38,7 @@ def buckets_worker(rank: int, world_size: int, data_dir: Path) -> None:
     model = BertForPreTraining(system.model_config())
     events: list[str] = []
     model.bert.embeddings.register_forward_pre_hook(lambda module, args: events.append("forward"))
-    step = TrainStep(system, ctx, model, torch.optim.SGD(model.parameters(), lr=0.1),
+    step = TrainStep(system.run, ctx, model, torch.optim.SGD(model.parameters(), lr=0.1),
                      LrSchedule(base_lr=0.1, decay_steps=10**9))
     step.ddp.reducer = _CountingReducer(step.ddp.reducer, events)
     for s in range(3):

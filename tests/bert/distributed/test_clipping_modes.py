@@ -83,7 +83,7 @@ def run_mode(rank: int, samples: Samples, system: Descriptor) -> list[list[torch
         return original(self, state, bucket)
 
     with mock.patch.object(BucketwiseBeforeAllreduce, "_clip_and_reduce", spy):
-        step = TrainStep(system, ctx, model, torch.optim.SGD(model.parameters(), lr=1.0),
+        step = TrainStep(system.run, ctx, model, torch.optim.SGD(model.parameters(), lr=1.0),
                          LrSchedule(base_lr=1.0, decay_steps=10**9))
     accumulate, world = system.run.gradient_accumulation_steps, system.world_size
     for s in range(STEPS):

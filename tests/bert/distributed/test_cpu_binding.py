@@ -84,7 +84,8 @@ def test_a_rank_binds_itself_and_its_threads_at_start(tmp_path, cpu_env):
     system = load_descriptor("cpu_micro").variant({"launch.cpu_binding": {"mode": "node", "numa_nodes": [0],
                                                                       "omp_num_threads": 1}}, name="bound")
     code = ("import os, sys, torch; from bert.distributed.cpu_binding import bind_rank; "
-            "from bert.system import load_descriptor; b = bind_rank(load_descriptor(sys.argv[1]), 0, 1); "
+            "from bert.system import load_descriptor; "
+            "b = bind_rank(load_descriptor(sys.argv[1]).run.launch.cpu_binding, 0, 1); "
             "print(sorted(os.sched_getaffinity(0)) == list(b.cpus), torch.get_num_threads(), "
             "os.environ['OMP_NUM_THREADS'], b.describe())")
     proc = subprocess.run([sys.executable, "-c", code, str(system.write(tmp_path).path)], capture_output=True,
@@ -102,7 +103,7 @@ def test_the_dry_run_prints_each_local_ranks_binding(tmp_path, cpu_env):
                           text=True, env=cpu_env, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    expected = describe_binding(system, Topology.read())  # this host's own topology
+    expected = describe_binding(system.run.launch.cpu_binding, 2, Topology.read())  # this host's own topology
     assert expected[0].startswith("cpu binding (run.launch.cpu_binding): exclusive, shown on this host (")
     assert [line.split(":")[0] for line in expected[1:]] == ["  local rank 0", "  local rank 1"] or \
         "does not fit this host" in expected[1]  # a one-core host has no core for the second rank

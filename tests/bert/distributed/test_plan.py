@@ -111,7 +111,8 @@ def test_a_site_descriptor_outside_the_repository_in_a_slurm_dry_run(tmp_path):
            "(SBATCH_TIMELIMIT): Slurm would end the job after about " in time_line
     assert proc.stderr.splitlines() == ["run_and_time: pre-flight not run: no Slurm allocation here; run the dry run "
                                         "inside one (salloc) to check its nodes"]
-    missing = Container("image", run_mounts(load_descriptor(site / "site_h100_8x8.json"),
+    site_system = load_descriptor(site / "site_h100_8x8.json")
+    missing = Container("image", run_mounts(site_system.path, site_system.init_checkpoint_path(checkpoints),
                                             TrainArgs(5, tmp_path / "logs" / "r.txt", data, checkpoint_dir=checkpoints),
                                             "/scratch:/scratch"))
     assert missing_mounts(missing) == ["/scratch"]

@@ -118,7 +118,8 @@ def test_a_ready_start_says_what_the_nodes_agree_on(tmp_path, small_dataset):
 
 def test_the_interface_setting_reaches_gloo_and_nccl_and_is_checked(tmp_path):
     system = load_descriptor("cpu_micro").variant({"launch.socket_ifname": "ib0,ib1"})
-    assert launch_env(system, "torchrun", "h0") == {"GLOO_SOCKET_IFNAME": "ib0,ib1", "NCCL_SOCKET_IFNAME": "ib0,ib1"}
+    assert launch_env(system.run.launch, "torchrun", "h0") == {"GLOO_SOCKET_IFNAME": "ib0,ib1",
+                                                                "NCCL_SOCKET_IFNAME": "ib0,ib1"}
     bad = write_unchecked(tmp_path, "bad", unchecked_descriptor({"launch.socket_ifname": "^docker"}))
     with pytest.raises(ConfigError, match=r"run.launch.socket_ifname: '\^docker' is not a network interface name"):
         load_descriptor(bad)

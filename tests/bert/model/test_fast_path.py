@@ -95,7 +95,7 @@ def _step(precision: str, **run_changes) -> tuple[TrainStep, BertForPreTraining]
     system = load_descriptor("cpu_micro").cpu_variant({"precision": precision, "processes_per_node": 1, **run_changes})
     model = BertForPreTraining(system.model_config())
     run = system.run
-    step = TrainStep(system, CPU, model, build_optimizer(model, run.optimizer), build_schedule(run.optimizer))
+    step = TrainStep(system.run, CPU, model, build_optimizer(model, run.optimizer), build_schedule(run.optimizer))
     return step, model
 
 
@@ -197,7 +197,7 @@ def test_cuda_step_does_not_synchronise_with_the_host(small_dataset):
     run = system.run
     torch.manual_seed(0)
     model = BertForPreTraining(system.model_config()).cuda()
-    step = TrainStep(system, cuda, model, build_optimizer(model, run.optimizer), build_schedule(run.optimizer))
+    step = TrainStep(system.run, cuda, model, build_optimizer(model, run.optimizer), build_schedule(run.optimizer))
     batches = [b.to(cuda.device) for b in _batches(small_dataset, 16, 4)]
     step(iter(batches[:1]), 10)  # the first step may allocate and set up kernels
     with host_reads_fail(cuda.device):

@@ -41,7 +41,7 @@ def test_the_step_makes_the_encoders_linear_layers_fp8_and_keeps_every_parameter
     names = {n: (p, p.dtype) for n, p in model.named_parameters()}
     keys = list(model.state_dict())
     optimizer = build_optimizer(model, system.run.optimizer)  # before the step converts, as bert.train builds it
-    step = TrainStep(system, DistContext(0, 1, 0, 1, CPU), model, optimizer, build_schedule(system.run.optimizer))
+    step = TrainStep(system.run, DistContext(0, 1, 0, 1, CPU), model, optimizer, build_schedule(system.run.optimizer))
     assert step.fp8 == TORCHAO == fp8_backend()
     fp8 = {n for n, m in model.named_modules() if type(m).__name__ == "Float8Linear"}
     assert fp8 == {f"bert.encoder.0.{part}" for part in ("attention.qkv", "attention.output", "intermediate", "output")}
@@ -105,7 +105,7 @@ def test_transformer_engine_is_chosen_where_importable_and_its_context_wraps_eve
         torch.manual_seed(0)
         model = BertForPreTraining(system.model_config())
         names = {n: p for n, p in model.named_parameters()}
-        step = TrainStep(system, DistContext(0, 1, 0, 1, CPU), model, build_optimizer(model, system.run.optimizer),
+        step = TrainStep(system.run, DistContext(0, 1, 0, 1, CPU), model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
         assert step.fp8 == TRANSFORMER_ENGINE == fp8_backend()
         layers = [m for m in model.modules() if isinstance(m, stand_in.Linear)]

@@ -132,7 +132,7 @@ def train(model: BertForPreTraining, spec: Descriptor, steps: int, dtype: torch.
     optimizer = build_optimizer(model, spec.run.optimizer)
     if edit_optimizer is not None:
         edit_optimizer(optimizer)
-    step = TrainStep(spec, CPU, model, optimizer, build_schedule(spec.run.optimizer))
+    step = TrainStep(spec.run, CPU, model, optimizer, build_schedule(spec.run.optimizer))
     run = ProjectRun(model)
     finish = step.clipping.finish
 

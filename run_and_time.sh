@@ -89,7 +89,7 @@ nexp=$(whole_number NEXP "${NEXP:-1}" 1 100000) || exit 2
 if [[ -n "${SEED:-}" ]]; then
     first_seed=$(whole_number SEED "$SEED" 0 "$MAX_SEED") || exit 2
 else
-    first_seed="$RUN_SEED"  # the descriptor's run.seed, else drawn by `system env` (System.run_seed)
+    first_seed="$RUN_SEED"  # the descriptor's run.seed, else drawn by `system env` (Descriptor.run_seed)
 fi
 if ((first_seed + nexp - 1 > MAX_SEED)); then
     refuse "seeds $first_seed..$((first_seed + nexp - 1)) of NEXP=$nexp runs pass the largest seed $MAX_SEED;" \

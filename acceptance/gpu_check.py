@@ -32,6 +32,7 @@ from benchmarks.common.lamb_pair import DRIFT_TOLERANCE, LambPair
 from benchmarks.common.profiling import profile_once, summary
 from benchmarks.common.ranks import free_port, process_group
 from benchmarks.common.timing import median_seconds, peak_flops, sync
+from bert.compile_warmup import compile_every_shape, compiles_anything, shape_batches
 from bert.data.batch import collate
 from bert.data.random_samples import random_samples
 from bert.distributed.launch import DistContext, wait_for_all
@@ -46,8 +47,7 @@ from bert.prep.instances import SampleSpec
 from bert.simulate.flops import training_flops
 from bert.simulate.load_balance import named_lengths
 from bert.step import PRECISION_DTYPES, TrainStep
-from bert.system import System, load_system
-from bert.warmup import compiles_anything, warm_up, warm_up_batches
+from bert.system import Descriptor, load_descriptor
 
 SHORT_RUN_UPDATES, SHORT_RUN_EVALS = 60, 2
 
@@ -70,11 +70,11 @@ SIZES = {
 }
 
 
-def short_run_descriptor(out: Path, data: Path, device: str) -> System:
+def short_run_descriptor(out: Path, data: Path, device: str) -> Descriptor:
     """systems/h200_1x1.json for 60 updates and 2 evals on a synthetic corpus, from random weights (no phase-1
     checkpoint is on the machine), eager, open division: a check of the wrapper, the data and the log, not a
     result."""
-    sizes, base = SIZES[device], load_system("h200_1x1")
+    sizes, base = SIZES[device], load_descriptor("h200_1x1")
     batch = sizes.run.get("global_batch_size", base.run.global_batch_size)
     corpus = {"vocab_size": 4096, "seed": 12345, "form": "varlen", "max_seq_length": sizes.length,
               "max_predictions": base.run.max_predictions_per_seq, **sizes.corpus}
@@ -95,7 +95,7 @@ BERT_DROPOUT = {"hidden_dropout": 0.1, "attention_dropout": 0.1}  # BERT-large's
 
 def descriptor_config(model: str, **overrides: object) -> BertConfig:
     """The named model with h200_1x1's choices (its GELU), as the checked runs compute it."""
-    return named_config(model, gelu=load_system("h200_1x1").model_config().gelu, **overrides)
+    return named_config(model, gelu=load_descriptor("h200_1x1").model_config().gelu, **overrides)
 
 
 def layer_check(device: torch.device) -> bool:
@@ -139,12 +139,12 @@ def layer_check(device: torch.device) -> bool:
     return ok
 
 
-def _step_system(device: torch.device, precision: str, world_size: int = 1, **run: object) -> System:
+def _step_system(device: torch.device, precision: str, world_size: int = 1, **run: object) -> Descriptor:
     """h200_1x1 as the no-sync and NCCL checks run it: 2 micro-batches a step (with dropout 0.1 everywhere), eager
     (the compiled regions' host reads are traced on fake CUDA in CI, tests/cuda_path; the step stage times them),
     with the `run` changes given. On a CPU it is the rehearsal of that CUDA run (fp16 included)."""
     sizes = SIZES[device.type]
-    base = load_system("h200_1x1")
+    base = load_descriptor("h200_1x1")
     overrides = {"gelu": base.model_config().gelu}  # the descriptor's, whatever the size
     if sizes.model != "large":
         overrides |= BERT_DROPOUT
@@ -159,11 +159,11 @@ def _step_system(device: torch.device, precision: str, world_size: int = 1, **ru
     return system if device.type == "cuda" else system.cpu_rehearsal()
 
 
-def _batches(system: System, device: torch.device, count: int) -> list:
-    """`count` micro-batches of a synthetic corpus of the check's sizes and `system`'s masked positions, on the
-    device."""
+def _batches(predictions: int, device: torch.device, count: int) -> list:
+    """`count` micro-batches of a synthetic corpus of the check's sizes with `predictions` masked positions a
+    sequence at most (run.max_predictions_per_seq), on the device."""
     sizes = SIZES[device.type]
-    samples = synthetic_samples(count * sizes.sequences, sizes.length, system.run.max_predictions_per_seq)
+    samples = synthetic_samples(count * sizes.sequences, sizes.length, predictions)
     return [collate(samples.take(np.arange(k * sizes.sequences, (k + 1) * sizes.sequences))).to(device)
             for k in range(count)]
 
@@ -178,13 +178,13 @@ def nosync_check(device: torch.device) -> bool:
     seen: list[tuple[torch.dtype, torch.dtype]] = []
     for layer in model.bert.encoder:
         layer.register_forward_hook(lambda m, args, out: seen.append((args[0].dtype, out.dtype)))
-    batches = _batches(built, device, 6)
+    batches = _batches(built.run.max_predictions_per_seq, device, 6)
     ok = True
     for precision in ("bf16", "fp16"):
         dtype = PRECISION_DTYPES[precision]
         system = _step_system(device, precision)
         ctx = DistContext(0, 1, 0, 1, device)
-        step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
+        step = TrainStep(system.run, ctx, model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
         step(iter(batches[:2]), 10)  # the first step sets up kernels and memory
         seen.clear()
@@ -195,7 +195,7 @@ def nosync_check(device: torch.device) -> bool:
             synced = None
         except RuntimeError as e:
             synced = str(e).splitlines()[0]
-        loss, _ = step.take_window()
+        loss, _ = step.pop_loss_and_tokens()
         dtypes = sorted({(str(a), str(b)) for a, b in seen})
         good = synced is None and dtypes == [(str(dtype), str(dtype))] and np.isfinite(loss)
         ok &= good
@@ -209,11 +209,11 @@ def nosync_check(device: torch.device) -> bool:
 STEP_UPDATES = {"cuda": 5, "cpu": 2}  # timed updates of the descriptor's step
 
 
-def _descriptor_system(device: torch.device) -> System:
+def _descriptor_system(device: torch.device) -> Descriptor:
     """systems/h200_1x1.json as it trains (its micro-batch, accumulation, precision, optimizer, compilation); on a
     CPU the rehearsal of that run at toy sizes, with dropout as BERT-large's (the speed stage's layer is that layer:
     inductor's cache then compiles it once for both stages)."""
-    system = load_system("h200_1x1").variant({"init_checkpoint": None})
+    system = load_descriptor("h200_1x1").variant({"init_checkpoint": None})
     if device.type == "cuda":
         return system
     sizes = SIZES["cpu"]
@@ -224,7 +224,7 @@ def _descriptor_system(device: torch.device) -> System:
                            "performance": None}).cpu_rehearsal()
 
 
-def step_forms(device: torch.device) -> dict[str, System]:
+def step_forms(device: torch.device) -> dict[str, Descriptor]:
     """What the step stage times: the descriptor as published (compiled, the default), the same eager, and in FP8
     where an FP8 implementation imports (bert.model.fp8). The CPU rehearsal runs its FP8 layers eager: inductor's
     CPU code for emulated FP8 says nothing of the GPU's, and the FP8 layer's compiled trace is
@@ -236,7 +236,7 @@ def step_forms(device: torch.device) -> dict[str, System]:
     return forms
 
 
-def _mlperf_micro_batches(system: System, count: int) -> tuple[list, list[float]]:
+def _mlperf_micro_batches(system: Descriptor, count: int) -> tuple[list, list[float]]:
     """`count` micro-batches of the descriptor's size with MLPerf-length sequences, as many masked positions each
     as the reference masks, rounded to run.token_sizes where set; and the model FLOPs each needs."""
     run, config = system.run, system.model_config()
@@ -259,10 +259,10 @@ class StepTiming:
     mfu: float
     loss: float
     warm_s: float
-    fallbacks: tuple[str, ...]  # the compiled parts that ran eager (bert.warmup)
+    fallbacks: tuple[str, ...]  # the compiled parts that ran eager (bert.compile_warmup)
 
 
-def time_step(system: System, device: torch.device, peak: float) -> StepTiming:
+def time_step(system: Descriptor, device: torch.device, peak: float) -> StepTiming:
     """`system`'s training step as a run takes it (bert.step.TrainStep: its micro-batch, gradient accumulation,
     precision, optimizer and clipping, compiled before the clock where it compiles: the training shapes and the
     update; the eval's shapes are the short run's) on batches of the MLPerf length mix."""
@@ -270,10 +270,10 @@ def time_step(system: System, device: torch.device, peak: float) -> StepTiming:
     torch.manual_seed(0)
     with torch.device(device):
         model = BertForPreTraining(system.model_config())
-    step = TrainStep(system, DistContext(0, 1, 0, 1, device), model, build_optimizer(model, run.optimizer),
+    step = TrainStep(system.run, DistContext(0, 1, 0, 1, device), model, build_optimizer(model, run.optimizer),
                      build_schedule(run.optimizer))
-    warmed = (warm_up(step, system, dataclasses.replace(warm_up_batches(system), evals=[]))
-              if compiles_anything(system) else None)
+    warmed = (compile_every_shape(step, run, dataclasses.replace(shape_batches(system), evals=[]))
+              if compiles_anything(run, run.optimizer) else None)
     accumulate = run.gradient_accumulation_steps
     batches, flops = _mlperf_micro_batches(system, (updates + 1) * accumulate)
     batches = [b.to(device) for b in batches]
@@ -282,14 +282,14 @@ def time_step(system: System, device: torch.device, peak: float) -> StepTiming:
     start = time.perf_counter()
     for u in range(1, updates + 1):
         step(iter(batches[u * accumulate:(u + 1) * accumulate]), u)
-    loss, _ = step.take_window()
+    loss, _ = step.pop_loss_and_tokens()
     seconds = time.perf_counter() - start
     mfu = sum(flops[accumulate:]) / seconds / peak  # the timed updates' batches, not the untimed first one's
     return StepTiming(seconds, updates * run.global_batch_size / seconds, mfu, loss,
                       warmed.seconds if warmed else 0.0, tuple(str(f) for f in warmed.fallbacks) if warmed else ())
 
 
-def _describe(system: System) -> str:
+def _describe(system: Descriptor) -> str:
     run = system.run
     return (f"{run.precision}, {'compiled layers' if run.compile else 'eager layers'}, LAMB "
             f"{run.optimizer.implementation}")
@@ -455,9 +455,9 @@ def nccl_check(device: torch.device) -> bool:
         torch.manual_seed(0)
         with torch.device(device):
             model = BertForPreTraining(system.model_config())
-        step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
+        step = TrainStep(system.run, ctx, model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
-        batches = _batches(system, device, 4)
+        batches = _batches(system.run.max_predictions_per_seq, device, 4)
         before = [p.detach().clone() for p in model.parameters()]
         step(iter(batches[:2]), 10)
         step(iter(batches[2:]), 11)
@@ -467,7 +467,7 @@ def nccl_check(device: torch.device) -> bool:
         gathered = [torch.zeros(2, dtype=torch.int32)]
         dist.all_gather(gathered, torch.tensor([7, 8], dtype=torch.int32), group=group)
         wait_for_all(DistContext(0, 2, 0, 2, device))
-        loss, _ = step.take_window()
+        loss, _ = step.pop_loss_and_tokens()
         ok = (step.clipping.num_buckets >= 1 and changed == len(before) and gathered[0].tolist() == [7, 8]
               and np.isfinite(loss))
         print(f"{backend}: DDP over {dist.get_world_size()} rank(s), {step.clipping.num_buckets} bucket(s) clipped "

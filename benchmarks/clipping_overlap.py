@@ -36,13 +36,13 @@ from bert.distributed.launch import DistContext
 from bert.model.pretraining import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 
 RESULTS = Path(__file__).with_name("clipping_overlap_results.md")
 
 
-def bench_system(args: argparse.Namespace, world_size: int, mode: str) -> System:
-    base = load_system("cpu_tiny")
+def bench_system(args: argparse.Namespace, world_size: int, mode: str) -> Descriptor:
+    base = load_descriptor("cpu_tiny")
     layers = {"num_layers": args.layers} if args.layers else {}
     return base.variant({
         "model": args.model, "model_overrides": {"gelu": base.model_config().gelu, **layers},
@@ -52,7 +52,7 @@ def bench_system(args: argparse.Namespace, world_size: int, mode: str) -> System
     })
 
 
-def random_batch(system: System, seed: int) -> Batch:
+def random_batch(system: Descriptor, seed: int) -> Batch:
     """Full-length random sequences, so that every rank does the same work."""
     run = system.run
     return collate(random_samples([run.max_seq_length] * system.per_process_batch, system.model_config().vocab_size,
@@ -65,7 +65,7 @@ def time_mode(args: argparse.Namespace, rank: int, world_size: int, mode: str) -
     ctx = DistContext(rank, world_size, rank, world_size, torch.device("cpu"))
     torch.manual_seed(0)
     model = BertForPreTraining(system.model_config())
-    step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
+    step = TrainStep(system.run, ctx, model, build_optimizer(model, system.run.optimizer),
                      build_schedule(system.run.optimizer))
     batch = random_batch(system, rank)
     batches = iter(lambda: batch, None)

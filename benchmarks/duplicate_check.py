@@ -147,8 +147,8 @@ def cost(args: argparse.Namespace, work: Path) -> list[str]:
     data = work / "synthetic"
     spec = (f"SyntheticDataSpec(train_samples={args.samples}, eval_samples=1000, shards=32, max_seq_length=128, "
             "max_predictions=20)")
-    made = run_child(["-c", f"from bert.prep.synthetic.hdf5_corpus import synthesize; from bert.system import "
-                      f"SyntheticDataSpec; synthesize({str(data)!r}, {spec})"], "data synth")
+    made = run_child(["-c", f"from bert.prep.synthetic.hdf5_corpus import synthesize; from bert.data.settings "
+                      f"import SyntheticDataSpec; synthesize({str(data)!r}, {spec})"], "data synth")
     check = run_child(["-m", "benchmarks.duplicate_check", "--measure", str(data / "train")], "the check")
     reading = run_child(["-m", "benchmarks.duplicate_check", "--measure", str(data / "train"), "--read-only"],
                         "reading")

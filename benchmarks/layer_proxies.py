@@ -39,7 +39,7 @@ from benchmarks.common.results_file import add_no_results_flag, print_and_record
 from bert.model.padding import TokenLayout
 from bert.model.pretraining import EncoderLayer, choose_kernels
 from bert.simulate.load_balance import named_lengths
-from bert.system import load_system
+from bert.system import load_descriptor
 
 RESULTS = Path(__file__).with_name("layer_proxies_results.md")
 FORMS = ("eager", "compiled", "fp8 eager", "fp8 compiled")
@@ -71,7 +71,7 @@ def _layer_and_input(sequences: int, fp8: bool):
     from tests.cuda_path.fake_cuda import CUDA, FakeCuda
 
     fake = FakeCuda()
-    config = load_system("h200_1x1").model_config()
+    config = load_descriptor("h200_1x1").model_config()
     with torch.device("meta"):
         layer = EncoderLayer(config)
     layer = fake.module(layer).train()

@@ -43,7 +43,8 @@ from benchmarks.common.data import write_mlperf_length_shards
 from benchmarks.common.ranks import gather_from_ranks
 from benchmarks.common.results_file import add_no_results_flag, write_results
 from bert.cli.simulate import format_stats
-from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH, PAPER_BINS, STRATEGIES, bin_of, deal, sequence_cost
+from bert.data.balance import STRATEGIES
+from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH, PAPER_BINS, bin_of, deal, sequence_cost
 from bert.data.loader import TrainLoader
 from bert.data.lookahead import SWAP_PASSES
 from bert.data.stratified_sampler import StratifiedPlan, stratified_plan
@@ -52,7 +53,7 @@ from bert.model.pretraining import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.simulate.load_balance import named_lengths, presorted, simulate_balance, stratified_draws
 from bert.step import TrainStep
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 from bert.train import loader_balance
 
 RESULTS = Path(__file__).with_name("load_balance_results.md")
@@ -178,8 +179,8 @@ def deal_timing(repeats: int = 300) -> list[str]:
     return lines
 
 
-def bench_system(args: argparse.Namespace, strategy: str, unpadded: bool, changes: dict) -> System:
-    return load_system("cpu_tiny").variant({
+def bench_system(args: argparse.Namespace, strategy: str, unpadded: bool, changes: dict) -> Descriptor:
+    return load_descriptor("cpu_tiny").variant({
         "processes_per_node": RANKS_PER_NODE, "global_batch_size": RANKS * args.batch, "max_seq_length": args.seq,
         "max_predictions_per_seq": args.seq // 7, "balance": strategy, "unpadded": unpadded, **changes,
     }, description={"number_of_nodes": str(RANKS // RANKS_PER_NODE)})
@@ -197,12 +198,12 @@ class Counting:
         return batch
 
 
-def time_strategy(args, rank: int, paths: list[Path], system: System) -> tuple[float, float, float]:
+def time_strategy(args, rank: int, paths: list[Path], system: Descriptor) -> tuple[float, float, float]:
     """(seconds per step of the slowest rank, computed tokens per rank and step: mean, max)."""
     ctx = DistContext(rank, RANKS, rank % RANKS_PER_NODE, RANKS_PER_NODE, torch.device("cpu"))
     torch.manual_seed(0)
     model = BertForPreTraining(system.model_config())
-    step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
+    step = TrainStep(system.run, ctx, model, build_optimizer(model, system.run.optimizer),
                      build_schedule(system.run.optimizer))
     loader = TrainLoader(paths, rank, RANKS, 7, system.per_process_batch, ctx.device,
                          balance=loader_balance(system, ctx))

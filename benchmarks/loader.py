@@ -39,11 +39,11 @@ import torch.distributed as dist
 from benchmarks.common.data import write_mlperf_length_shards
 from benchmarks.common.ranks import gather_from_ranks
 from benchmarks.common.results_file import add_no_results_flag, print_and_record
-from bert.data.balance_plans import STRATEGIES
+from bert.data.balance import STRATEGIES
 from bert.data.batch import Batch
 from bert.data.loader import TrainLoader
 from bert.distributed.launch import DistContext
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 from bert.train import loader_balance
 
 RESULTS = Path(__file__).with_name("loader_results.md")
@@ -63,8 +63,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def bench_system(args: argparse.Namespace, strategy: str) -> System:
-    return load_system("h200_1x1").variant({
+def bench_system(args: argparse.Namespace, strategy: str) -> Descriptor:
+    return load_descriptor("h200_1x1").variant({
         "device": "cpu", "precision": "bf16", "processes_per_node": args.ranks,
         "global_batch_size": args.ranks * args.batch,
         "gradient_accumulation_steps": 1, "max_seq_length": args.seq, "max_predictions_per_seq": args.seq // 7,

@@ -20,20 +20,20 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.common.results_file import add_no_results_flag, write_results
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 from compliance.result_log import read_result_log
 
 RESULTS = Path(__file__).with_name("optimizer_convergence_results.md")
 
 
-def capped_system(system: System, max_samples: int | None, folder: Path) -> System:
+def capped_system(system: Descriptor, max_samples: int | None, folder: Path) -> Descriptor:
     """The descriptor itself, or a copy with a lower sample cap (for quick checks)."""
     if max_samples is None:
         return system
     return system.variant({"max_samples": max_samples}).write(folder)
 
 
-def samples_to_target(system: System, seed: int, folder: Path, data_dir: Path) -> tuple[int, bool]:
+def samples_to_target(system: Descriptor, seed: int, folder: Path, data_dir: Path) -> tuple[int, bool]:
     """(training samples at the stop, whether the target was reached) of one run."""
     log = folder / f"{system.name}_seed{seed}.txt"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
@@ -48,11 +48,10 @@ def samples_to_target(system: System, seed: int, folder: Path, data_dir: Path) -
     return result.value("train_samples"), result.converged
 
 
-def ensure_dataset(system: System) -> Path:
-    """The descriptor's dataset directory, with the synthetic corpus written there first if it is missing."""
-    subprocess.run([sys.executable, "-m", "bert.cli", "data", "synth", "--system", str(system.path), "--if-missing"],
+def ensure_dataset(descriptor: Path) -> None:
+    """Writes the synthetic corpus of the descriptor at `descriptor` to its dataset directory, unless it is there."""
+    subprocess.run([sys.executable, "-m", "bert.cli", "data", "synth", "--system", str(descriptor), "--if-missing"],
                    check=True)
-    return system.dataset_dir()
 
 
 def main(argv: list[str]) -> None:
@@ -63,12 +62,14 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--max-samples", type=int, default=None, help="lower sample cap, for a quick check")
     add_no_results_flag(parser)
     args = parser.parse_args(argv)
-    named = (("LAMB", load_system(args.lamb_system)), ("ADAM", load_system(args.adam_system)))
+    named = (("LAMB", load_descriptor(args.lamb_system)), ("ADAM", load_descriptor(args.adam_system)))
     for name, system in named:
         if system.run.optimizer.name != name.lower():
             raise SystemExit(f"{system.path}: run.optimizer.name is {system.run.optimizer.name!r}, "
                              f"not {name.lower()!r}")
-    data = {name: ensure_dataset(system) for name, system in named}
+    for _, system in named:
+        ensure_dataset(system.path)
+    data = {name: system.dataset_dir() for name, system in named}
     results: dict[str, list[tuple[int, bool]]] = {name: [] for name, _ in named}
     lines = [f"{'seed':>4}  " + "  ".join(f"{f'{name} ({system.name})':>24}" for name, system in named)]
     print(lines[0], flush=True)

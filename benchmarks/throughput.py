@@ -52,7 +52,7 @@ from bert.optim.factory import build_optimizer, build_schedule
 from bert.optim.lamb import Lamb
 from bert.simulate.flops import training_flops
 from bert.step import PRECISION_DTYPES, TrainStep
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 
 RESULTS = Path(__file__).with_name("throughput_results.md")
 
@@ -75,10 +75,10 @@ PRESETS = {
 }
 
 
-def benchmark_system(preset: Preset, args: argparse.Namespace) -> System:
+def benchmark_system(preset: Preset, args: argparse.Namespace) -> Descriptor:
     """The preset's descriptor, as one process training the preset's model and batch; on a CPU in fp16 it is the
-    CUDA run rehearsed (bert.system.System.cpu_variant)."""
-    base = load_system(preset.system)
+    CUDA run rehearsed (bert.system.Descriptor.cpu_variant)."""
+    base = load_descriptor(preset.system)
     changes = {  # the preset's model size, with the descriptor's GELU
         "model": preset.model, "model_overrides": {"gelu": base.model_config().gelu}, "processes_per_node": 1,
         "precision": args.precision or preset.precision, "global_batch_size": args.batch_size or preset.batch_size,
@@ -90,7 +90,7 @@ def benchmark_system(preset: Preset, args: argparse.Namespace) -> System:
     return base.variant({**changes, "device": preset.device}, description={"number_of_nodes": "1"})
 
 
-def build_steps(system: System, config: BertConfig, ctx: DistContext) -> tuple[TrainStep, TrainStep]:
+def build_steps(system: Descriptor, config: BertConfig, ctx: DistContext) -> tuple[TrainStep, TrainStep]:
     spec = system.run.optimizer
     ours = BertForPreTraining(config).to(ctx.device)
     peer = peer_model(ours, config).to(ctx.device).train()
@@ -98,8 +98,8 @@ def build_steps(system: System, config: BertConfig, ctx: DistContext) -> tuple[T
                           betas=(spec.beta_1, spec.beta_2), eps=spec.epsilon)
     # compile_encoder applies to our encoder layers only; the peer runs as transformers ships it.
     peer_system = system.variant({"compile": False})
-    return (TrainStep(system, ctx, ours, build_optimizer(ours, spec), build_schedule(spec)),
-            TrainStep(peer_system, ctx, peer, peer_optimizer, build_schedule(spec)))
+    return (TrainStep(system.run, ctx, ours, build_optimizer(ours, spec), build_schedule(spec)),
+            TrainStep(peer_system.run, ctx, peer, peer_optimizer, build_schedule(spec)))
 
 
 def model_flops(config: BertConfig, batch: Batch) -> float:
@@ -146,7 +146,7 @@ class Side:
         for _ in range(steps):
             self.step(self.feed, self.updates)
             self.updates += 1
-        loss, _ = self.step.take_window()  # reads the loss, so the device has finished
+        loss, _ = self.step.pop_loss_and_tokens()  # reads the loss, so the device has finished
         sync(device)
         if loss != loss:
             raise SystemExit(f"{self.name}: the loss is not a number; the comparison is void")

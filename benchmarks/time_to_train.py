@@ -24,7 +24,7 @@ from pathlib import Path
 from benchmarks.common.results_file import add_no_results_flag, print_and_record
 from benchmarks.default_system import log_figures, timed
 from bert.simulate.time_to_train import CALIBRATION_POINTS, CALIBRATION_TOLERANCE
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 
 # Published results predicted from the calibrated A100 rate (quoted: MLPerf Training v2.0 and v2.1).
 PREDICTED = [
@@ -48,7 +48,7 @@ def predicted_seconds(system: str, *options: str) -> tuple[float, list[str]]:
     return float(lines[-1].split("=", 1)[1]), lines
 
 
-def other_algorithm_line(system: System) -> str | None:
+def other_algorithm_line(system: Descriptor) -> str | None:
     """The prediction for `system` with the other inter-node allreduce algorithm; None on a single node."""
     if system.nodes == 1:
         return None
@@ -100,7 +100,7 @@ def main(argv: list[str]) -> None:
         predicted, lines = predicted_seconds(name)
         rows.append(row(f"  {label}", "published", published, predicted, GOAL))
         details += ["", *lines]
-        line = other_algorithm_line(load_system(name))
+        line = other_algorithm_line(load_descriptor(name))
         if line:
             algorithms.append(line)
     simulated = time.perf_counter() - started

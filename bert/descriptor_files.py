@@ -16,6 +16,7 @@ The search path is read from the environment here, not passed down: every proces
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 import json
 import os
@@ -33,6 +34,13 @@ PUBLISHED_SYSTEMS = Path(__file__).resolve().parent.parent / "systems"
 # How deep a descriptor's objects and lists may nest: the published ones reach 4 (run.launch.cpu_binding.numa_nodes);
 # the limit keeps every reader of the JSON (the merge, the typed fields) far from Python's recursion limit.
 MAX_NESTING = 32
+
+
+def repository_root(descriptor: Path) -> Path:
+    """The root of the descriptor at `descriptor`, to which its relative paths are relative: the folder above its
+    systems/ folder, else its own folder."""
+    parent = descriptor.resolve().parent
+    return parent.parent if parent.name == "systems" else parent
 
 
 def site_folders() -> list[Path]:
@@ -223,3 +231,24 @@ def notes_from_elsewhere(path: Path) -> dict[str, Path]:
             else:
                 inherited.pop(topic, None)
     return inherited
+
+
+def as_json(value: object) -> object:
+    """A spec dataclass as the JSON object that describes it; anything else as it is."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+def with_run_values(data: dict, values: Mapping[str, object]) -> dict:
+    """A copy of descriptor JSON `data` with run fields set, each named by its path below the run block
+    (`global_batch_size`, `optimizer.beta_1`), and nothing checked: bert.system.Descriptor.variant checks what it
+    makes, and the tests of what the loader refuses write the result as it is."""
+    data = copy.deepcopy(data)
+    for path, value in values.items():
+        *parents, name = path.split(".")
+        block = data["run"]
+        for parent in parents:
+            block = block.setdefault(parent, {})
+        block[name] = value
+    return data

@@ -29,8 +29,9 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from bert.mllog import ADAM_KEYS_NOTE
 from bert.ownership import OwnershipError, claim_file, write_text_atomically
 from bert.prep.synthetic.hdf5_corpus import synthesize_if_missing
+from bert.search_settings import SearchParam
 from bert.search_space import check_search_space, run_field_type
-from bert.system import SearchParam, System
+from bert.system import Descriptor
 from bert.train import RunRequest, run
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
@@ -43,7 +44,7 @@ class StudyError(RuntimeError):
 
 @dataclass(frozen=True)
 class StudyRequest:
-    system: System
+    system: Descriptor
     storage: str  # an Optuna RDB URL
     study_name: str
     # The run seed of every trial, so that trials differ only in the searched values; None: the study's own.
@@ -52,7 +53,7 @@ class StudyRequest:
     log_dir: Path | None = None  # each trial's MLPerf log as DIR/trial_<number>.txt
 
 
-def single_process(system: System) -> System:
+def single_process(system: Descriptor) -> Descriptor:
     """The descriptor on one process: the other processes' shares become accumulation steps."""
     accumulation = system.run.gradient_accumulation_steps * system.world_size
     return system.variant({"processes_per_node": 1, "gradient_accumulation_steps": accumulation},
@@ -185,22 +186,22 @@ def run_study(request: StudyRequest, trials: int) -> optuna.Study:
     return study
 
 
-def summary(study: optuna.Study, system: System, top: int) -> str:
-    """The trial counts and the best finished trials, one line each."""
+def summary(study: optuna.Study, target_accuracy: float, max_samples: int, top: int) -> str:
+    """The trial counts and the best finished trials (their training samples to `target_accuracy`, or the cap
+    `max_samples`: run.eval.target_accuracy and run.max_samples), one line each."""
     counts = {state: len(study.get_trials(deepcopy=False, states=(state,))) for state in TrialState}
     lines = [f"study {study.study_name}: " + ", ".join(f"{n} {state.name.lower()}" for state, n in counts.items()
                                                       if n)]
     complete = sorted(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)), key=lambda t: t.value)
     if complete:
-        lines.append(f"best trials (training samples to {system.run.eval.target_accuracy}; "
-                     f"{system.run.max_samples} = the cap, not reached):")
+        lines.append(f"best trials (training samples to {target_accuracy}; {max_samples} = the cap, not reached):")
         for t in complete[:top]:
             values = " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in t.params.items())
             lines.append(f"  trial {t.number:>4}  {t.value:>12.0f}  {values}")
     return "\n".join(lines)
 
 
-def tuned_notes(system: System, study: optuna.Study, best: FrozenTrial, adam: bool) -> str | dict[str, str | None]:
+def tuned_notes(system: Descriptor, study: optuna.Study, best: FrozenTrial, adam: bool) -> str | dict[str, str | None]:
     """The tuned descriptor's notes: the study and its best trial added (as the topic "tuning" of notes kept as
     topics), and for ADAM the key names its values are logged under (the topic "optimizer")."""
     reached = (f"{best.value:.0f} training samples to the target" if best.value < system.run.max_samples else
@@ -212,7 +213,7 @@ def tuned_notes(system: System, study: optuna.Study, best: FrozenTrial, adam: bo
     return " ".join(part for part in (system.run.notes, note, adam_note) if part)
 
 
-def write_best(study: optuna.Study, system: System, out: Path) -> Path:
+def write_best(study: optuna.Study, system: Descriptor, out: Path) -> Path:
     """Writes the descriptor with the best trial's values (the descriptor's own launch shape kept),
     validated before it replaces anything at `out`, and only a file that hpo wrote (bert.ownership)."""
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -229,15 +230,17 @@ def write_best(study: optuna.Study, system: System, out: Path) -> Path:
     return out
 
 
-def default_out(system: System) -> Path:
-    return system.path.with_name(f"{system.name}_tuned.json")
+def default_out(descriptor: Path) -> Path:
+    """Where the best trial's descriptor goes: beside the descriptor at `descriptor`, named after it."""
+    return descriptor.with_name(f"{descriptor.stem}_tuned.json")
 
 
 def hpo_command(request: StudyRequest, trials: int, show: bool, top: int, out: Path | None) -> str:
     """`mlperf-bert hpo`: runs (or resumes) the study, or with `show` writes the best trial's descriptor;
     returns the report to print."""
+    run = request.system.run
     if not show:
-        return summary(run_study(request, trials), request.system, top)
+        return summary(run_study(request, trials), run.eval.target_accuracy, run.max_samples, top)
     study = open_study(request)
-    written = write_best(study, request.system, out or default_out(request.system))
-    return f"{summary(study, request.system, top)}\nwrote {written}"
+    written = write_best(study, request.system, out or default_out(request.system.path))
+    return f"{summary(study, run.eval.target_accuracy, run.max_samples, top)}\nwrote {written}"

@@ -1,21 +1,11 @@
 """SIGTERM and SIGINT during a run (a Slurm time limit, torchrun passing one on, Ctrl-C).
 
-The first signal raises RunInterrupted in the main thread, so the run ends through its ordinary error path:
-an aborted run_stop with the reason, a flushed log, the process group shut down. RunInterrupted is a
-BaseException, as KeyboardInterrupt is, so that no library's `except Exception` takes it for its own error; and
-since a handler's exception is lost when the signal lands in a finalizer or a weakref callback (torch.compile
-runs many), the guard also remembers the signal: the run asks `raise_if_received` before the clock starts and at
-every step, and its exit status is the signal's whatever exception ended it. The main thread only sees it
-when it runs Python, which it may not for a while (a collective waiting for a hung rank), so a watcher
-thread serves a second signal, or a first one that has not ended the run within GRACE_S: it calls
-`on_stop_at_once` (which writes the aborted run_stop) and ends the process at once. That bounds the time a
-blocked rank takes to go after a launcher's SIGTERM (torchrun and Slurm kill only 30 s later). The watcher
-learns of signals through signal.set_wakeup_fd, which the interpreter writes to as the signal arrives.
-
-A rank of torchrun's is also killed when its agent ends (`end_with_parent`): torchrun starts each rank in a
-session of its own, so a node's agent killed (SIGKILL, an OOM kill) left its ranks running, and the other nodes'
-ranks waiting for them. SIGKILL, so that the node is lost as a node that died is: its ranks' heartbeats stop
-without ending in order, and rank 0 names them (bert.distributed.liveness).
+`SignalGuard(on_stop_at_once)`, a context manager in the main thread: the first signal raises `RunInterrupted`
+(a BaseException carrying `signum`) in the main thread and is remembered (`received`; `raise_if_received()`
+raises it again where the first was lost); a second signal, or a first that has not ended the run within
+GRACE_S, calls `on_stop_at_once(reason)` from a watcher thread and ends the process. `exit_code(signum)` is the
+process's exit status for it (128 + signum). `end_with_parent()` makes a rank die with its launcher's agent.
+Why a BaseException, a watcher thread and the parent's death signal: docs/faults.md, "Signals".
 """
 
 from __future__ import annotations

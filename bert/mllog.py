@@ -22,7 +22,7 @@ from mlperf_logging.mllog.mllog import MLLogger
 
 from bert.mlperf_rules import BENCHMARK
 from bert.provenance import CodeVersion, running_code
-from bert.system import System
+from bert.system import Descriptor
 
 if TYPE_CHECKING:  # only a type here: `mlperf-bert log seal` (a run's failure path) must not wait for torch
     from bert.model.tf_names import TensorName
@@ -37,7 +37,7 @@ TARGET_ACCURACY = "target_accuracy"
 # Which code ran (bert.provenance: the digest of the bert package's source, and the checkout's commit in the
 # metadata), logged before run_start: `package` and `check` compare it with the code a package holds.
 CODE_VERSION = "code_version"
-# How long compiling before the clock took (bert.warmup), logged between init_start and init_stop.
+# How long compiling before the clock took (bert.compile_warmup), logged between init_start and init_stop.
 COMPILE_WARMUP_SECONDS = "compile_warmup_seconds"
 # A compiled part that runs eager because compiling it failed in that warm-up: what, and why, in one line.
 COMPILE_FALLBACK = "compile_fallback"
@@ -60,7 +60,7 @@ HYPERPARAMETER_KEYS = (C.GLOBAL_BATCH_SIZE, C.GRADIENT_ACCUMULATION_STEPS, C.OPT
 STATED_KEYS = SUBMISSION_KEYS + HYPERPARAMETER_KEYS + (TARGET_ACCURACY,)
 
 
-def submission_values(system: System) -> dict[str, object]:
+def submission_values(system: Descriptor) -> dict[str, object]:
     """The submission keys (benchmark, org, division, status, platform) and their values."""
     description = system.description
     values = (BENCHMARK, description["submitter"], system.division, system.submission_status,
@@ -68,7 +68,7 @@ def submission_values(system: System) -> dict[str, object]:
     return dict(zip(SUBMISSION_KEYS, values, strict=True))
 
 
-def hyperparameters(system: System) -> dict[str, object]:
+def hyperparameters(system: Descriptor) -> dict[str, object]:
     """The tunable hyperparameter keys of the closed division and their values, in the reference order.
 
     The keys are LAMB's; an open-division ADAM run logs its betas, epsilon and weight decay under the same
@@ -81,7 +81,7 @@ def hyperparameters(system: System) -> dict[str, object]:
     return dict(zip(HYPERPARAMETER_KEYS, values, strict=True))
 
 
-def stated_values(system: System) -> dict[str, object]:
+def stated_values(system: Descriptor) -> dict[str, object]:
     """Every STATED_KEYS key and the value a run of `system` logs for it."""
     return submission_values(system) | hyperparameters(system) | {TARGET_ACCURACY: system.run.eval.target_accuracy}
 
@@ -206,19 +206,20 @@ class RunLog:
     def init_start(self) -> None:
         self._start(C.INIT_START)
 
-    def submission(self, system: System) -> None:
+    def submission(self, system: Descriptor) -> None:
         for key, value in submission_values(system).items():
             self._event(key, value)
 
     def seed(self, seed: int) -> None:
         self._event(C.SEED, seed)
 
-    def hyperparameters(self, system: System) -> None:
+    def hyperparameters(self, system: Descriptor) -> None:
         for key, value in hyperparameters(system).items():
             self._event(key, value)
 
-    def target(self, system: System) -> None:
-        self._event(TARGET_ACCURACY, system.run.eval.target_accuracy)
+    def target(self, accuracy: float) -> None:
+        """The masked-LM accuracy the run trains to (run.eval.target_accuracy)."""
+        self._event(TARGET_ACCURACY, accuracy)
 
     def code_version(self, version: CodeVersion | None = None) -> None:
         """The code that runs (default: the checkout's, read only where this log writes)."""

@@ -8,7 +8,8 @@ from __future__ import annotations
 import typing
 from typing import Literal
 
-from bert.system import RunSpec, SearchParam, System
+from bert.search_settings import SearchParam
+from bert.system import Descriptor, RunSpec
 from bert.typed_config import ConfigError
 
 # Run fields a search may vary, besides those of run.optimizer; the rest fix the benchmark or the launch.
@@ -52,7 +53,7 @@ def _bounds(key: str, param: SearchParam) -> list[object]:
     return [tp(param.low), tp(param.high)]
 
 
-def check_search_space(system: System) -> None:
+def check_search_space(system: Descriptor) -> None:
     """Raises ConfigError naming run.search.<field> when a distribution does not fit its field, or when one of
     its bounding values (each range end, each choice; one field at a time) makes the descriptor invalid."""
     where = str(system.path)

@@ -23,7 +23,7 @@ from bert.model.pretraining import choose_kernels, compile_encoder
 from bert.numerics import NumericGuard
 from bert.optim.factory import set_learning_rate
 from bert.optim.schedule import LrSchedule
-from bert.system import System
+from bert.step_settings import Precision, StepSpec
 
 # run.precision's autocast dtype (fp8: bf16 around the encoder's FP8 Linear layers, bert.model.fp8)
 PRECISION_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16}
@@ -33,8 +33,7 @@ class StepAutocast:
     """The context of every forward of a run: torch's autocast in run.precision's dtype, and the FP8
     implementation's own context where it has one (bert.model.fp8.fp8_context). Reusable, as torch.autocast is."""
 
-    def __init__(self, system: System, ctx: DistContext, fp8: Callable[[], AbstractContextManager] = nullcontext):
-        precision = system.run.precision
+    def __init__(self, precision: Precision, ctx: DistContext, fp8: Callable[[], AbstractContextManager] = nullcontext):
         self.autocast = torch.autocast(ctx.device.type, dtype=PRECISION_DTYPES[precision], enabled=precision != "fp32")
         self.fp8 = fp8
         self._open: list[ExitStack] = []
@@ -57,18 +56,17 @@ def data_parallel(model: nn.Module, bucket_cap_mb: float) -> DistributedDataPara
 
 
 class TrainStep:
-    def __init__(self, system: System, ctx: DistContext, model: nn.Module, optimizer: torch.optim.Optimizer,
+    def __init__(self, run: StepSpec, ctx: DistContext, model: nn.Module, optimizer: torch.optim.Optimizer,
                  schedule: LrSchedule, nan_at_step: int | None = None):
-        run = system.run
         self.model, self.optimizer, self.schedule, self.ctx = model, optimizer, schedule, ctx
         choose_kernels(model, ctx.device)  # before anything is compiled: no compiled layer asks the host
         self.fp8 = encoder_to_fp8(model.bert.encoder, ctx.device) if run.precision == "fp8" else None
         if run.compile:
             compile_encoder(model, run.token_sizes, run.cuda_graphs)
-        self.trained = data_parallel(model, run.bucket_cap_mb) if ctx.distributed else model
+        self.ddp = data_parallel(model, run.bucket_cap_mb) if ctx.distributed else None
         self.unpadded = run.unpadded
         self.accumulate = run.gradient_accumulation_steps
-        self.autocast = StepAutocast(system, ctx, fp8_context(self.fp8))
+        self.autocast = StepAutocast(run.precision, ctx, fp8_context(self.fp8))
         self.scaler = torch.amp.GradScaler(ctx.device.type, init_scale=run.initial_loss_scale,
                                            enabled=run.precision == "fp16")
         self.params = [p for p in model.parameters() if p.requires_grad]
@@ -87,11 +85,12 @@ class TrainStep:
         """Runs update number `step` (0-based) on the next `accumulate` batches of `loader`."""
         set_learning_rate(self.optimizer, self.schedule(step))
         step_loss = torch.zeros((), device=self.ctx.device)
+        module = self.model if self.ddp is None else self.ddp
         for micro in range(self.accumulate):
             batch = next(loader)
             self.tokens += batch.num_tokens
             with self.clipping.micro_batch(last=micro == self.accumulate - 1):
-                loss = self.forward_backward(batch, self.trained, poison=step + 1 == self.nan_at_step)
+                loss = self.forward_backward(batch, module, poison=step + 1 == self.nan_at_step)
             step_loss += loss.detach()
             self.micro_batches += 1
         self.loss_sum += step_loss
@@ -132,20 +131,21 @@ class TrainStep:
             self.optimizer.zero_grad()
 
     def _clipping(self, mode: str, clip_norm: float, comm_dtype: torch.dtype) -> Clipping:
-        ddp = self.trained if self.ctx.distributed else None
         if mode == "after_allreduce":
-            return AfterAllreduce(ddp, self.params, clip_norm, self.scaler, comm_dtype)
-        if mode == "bucketwise_before_allreduce" and ddp is not None:
-            return BucketwiseBeforeAllreduce(ddp, self.params, clip_norm, self.scaler, self.accumulate, comm_dtype)
+            return AfterAllreduce(self.ddp, self.params, clip_norm, self.scaler, comm_dtype)
+        if mode == "bucketwise_before_allreduce" and self.ddp is not None:
+            return BucketwiseBeforeAllreduce(self.ddp, self.params, clip_norm, self.scaler, self.accumulate,
+                                             comm_dtype)
         # one process: the gradient is one bucket
-        return BeforeAllreduce(ddp, self.params, clip_norm, self.scaler, comm_dtype)
+        return BeforeAllreduce(self.ddp, self.params, clip_norm, self.scaler, comm_dtype)
 
     def check_numerics(self) -> None:
         """Raises bert.numerics.NumericalFault if any rank saw one; a collective: call it on every rank."""
         self.guard.check(self.ctx)
 
-    def take_window(self) -> tuple[float, int]:
-        """(mean loss, real tokens of this rank) since the last call; reads the loss from the device."""
+    def pop_loss_and_tokens(self) -> tuple[float, int]:
+        """(mean loss, real tokens of this rank) since the last pop, and starts counting anew; reads the loss from
+        the device."""
         loss = self.loss_sum.item() / max(self.micro_batches, 1)
         tokens = self.tokens
         self.loss_sum.zero_()

@@ -1,4 +1,6 @@
-"""The training run, top to bottom: init, run_start, steps, evals, the stop rule, run_stop.
+"""The training run, in the phases of its MLPerf log: `run` opens the log and ends it with run_stop whatever
+happens; `_initialize` is init_start to init_stop (the model, the step, the checkpoint eval, the compile warm-up);
+`_timed_run` is run_start onwards (the data read, then `_train`'s steps and evals to the target or the cap).
 
 Everything comes from the system descriptor. The timed region (run_start to run_stop) covers reading the
 data, training and every evaluation. The step does no host synchronisation: the loss is read only at the
@@ -22,8 +24,9 @@ import numpy as np
 import torch
 
 from bert.checkpoint import load_into
+from bert.compile_warmup import compile_every_shape, compiles_anything, shape_batches
 from bert.data.balance_plans import attention_width
-from bert.data.dataset import check_dataset, dataset_files
+from bert.data.dataset import DatasetFiles, check_dataset, dataset_files
 from bert.data.loader import LoaderBalance, TrainLoader
 from bert.data.shards import SampleLimits
 from bert.distributed.cpu_binding import bind_rank
@@ -42,18 +45,18 @@ from bert.distributed.row_exchange import RowExchange, build_row_exchange
 from bert.eval import EvalSet
 from bert.interrupts import RunInterrupted, SignalGuard, exit_code
 from bert.mllog import ABORTED, SUCCESS, RunLog
+from bert.model.config import BertConfig
 from bert.model.pretraining import BertForPreTraining
 from bert.model.tf_names import tensor_names
 from bert.model.token_rounding import token_sizes
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
-from bert.system import System
-from bert.warmup import compiles_anything, warm_up, warm_up_batches
+from bert.system import Descriptor
 
 
 @dataclass(frozen=True)
 class RunRequest:
-    system: System
+    system: Descriptor
     seed: int
     log_path: Path | None
     data_dir: Path | None = None
@@ -73,9 +76,9 @@ class Progress:
 
 @dataclass(frozen=True)
 class Training:
-    """What the timed loop works with, built before run_start."""
+    """What the timed loop (_train) works with."""
 
-    system: System
+    system: Descriptor
     ctx: DistContext
     log: RunLog
     step: TrainStep
@@ -93,7 +96,7 @@ def _say(ctx: DistContext, message: str) -> None:
 def run(request: RunRequest) -> int:
     """One MLPerf run; returns the process exit code: 0 only when the target was reached and the whole log
     written, 128 + the signal number when a signal stopped it, 2 when a part failed to compile before the clock
-    and run.compile is "required" (bert.warmup.CompileFailed), 1 otherwise."""
+    and run.compile is "required" (bert.compile_warmup.CompileFailed), 1 otherwise."""
     ctx = init_distributed(request.system.run.device, request.system.run.dist_timeout_s)
     heartbeat = None
     if ctx.distributed:
@@ -156,11 +159,68 @@ def _leave(ctx: DistContext, heartbeat: Heartbeat | None) -> None:
 
 def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
          interrupted: Callable[[], None]) -> tuple[str, str | None]:
+    """The run's two phases as MLPerf logs them: init (init_start to init_stop), then the timed run (run_start to
+    the target or the sample cap). Returns run_stop's status and reason."""
+    init = _initialize(request, ctx, log, interrupted)
+    wait_for_all(ctx)  # every rank starts the clock together, as MLPerf times the slowest
+    log.run_start()
+    return _timed_run(init, log, progress, request.on_eval, interrupted)
+
+
+@dataclass(frozen=True)
+class Initialized:
+    """What init builds, before the clock, for the timed run."""
+
+    system: Descriptor
+    ctx: DistContext
+    seed: int  # the run's (rank 0's)
+    files: DatasetFiles
+    limits: SampleLimits
+    model: BertForPreTraining
+    step: TrainStep
+    balance: LoaderBalance
+
+    def read_eval_set(self) -> EvalSet:
+        """The eval set, read from its file: once for the checkpoint eval before the clock, once after run_start."""
+        run_spec = self.system.run
+        return EvalSet(self.files.eval_file, run_spec.eval.samples, self.ctx, run_spec.eval.batch_size, self.limits,
+                       token_sizes(run_spec.token_sizes, run_spec.eval.batch_size, run_spec.max_seq_length))
+
+    def accuracy(self, eval_set: EvalSet) -> float:
+        """The model's eval accuracy as it stands, under the step's layout and autocast (all-reduced)."""
+        return eval_set.accuracy(self.model, self.step.unpadded, self.step.autocast)
+
+
+def _initialize(request: RunRequest, ctx: DistContext, log: RunLog,
+                interrupted: Callable[[], None]) -> Initialized:
+    """init_start to init_stop: the run described in the log, this rank placed, the data checked, the model,
+    step and load balance built, the checkpoint evaluated and every compiled shape compiled."""
     system, run_spec = request.system, request.system.run
-    # Each process may have drawn a seed of its own (System.run_seed, when neither --seed nor run.seed gives
+    # Each process may have drawn a seed of its own (Descriptor.run_seed, when neither --seed nor run.seed gives
     # one): the run's seed is rank 0's, which the log records.
     seed = rank0_value(request.seed, ctx)
-    not_cleared = nodes_without(request.cache_cleared, ctx)  # each node's launcher dropped its own page cache
+    _log_run_description(system, ctx, log, seed, request.cache_cleared)
+    _place_rank(system, ctx)  # before the model and the loader exist
+    files = dataset_files(system, request.data_dir)
+    limits = SampleLimits(len(check_dataset(files, system)), run_spec.max_seq_length)
+    checkpoint = system.init_checkpoint_path(request.checkpoint_dir)
+    model = _build_model(system.model_config(), ctx, seed, checkpoint, log, run_spec.log_weights_initialization)
+    train_step = TrainStep(run_spec, ctx, model, build_optimizer(model, run_spec.optimizer),
+                           build_schedule(run_spec.optimizer), request.nan_at_step)
+    init = Initialized(system, ctx, seed, files, limits, model, train_step, loader_balance(system, ctx))
+    if checkpoint is not None:
+        _checkpoint_eval(init, checkpoint, log)
+    if compiles_anything(run_spec, run_spec.optimizer):
+        _compile_before_the_clock(train_step, system, ctx, log)
+    seed_dropout(seed, ctx.rank)
+    interrupted()  # a signal during the compile warm-up ends the run here, before the clock starts
+    log.init_stop()
+    return init
+
+
+def _log_run_description(system: Descriptor, ctx: DistContext, log: RunLog, seed: int, cache_cleared: bool) -> None:
+    """The log's lines from cache_clear to the code version: what runs, on what, with which settings."""
+    not_cleared = nodes_without(cache_cleared, ctx)  # each node's launcher dropped its own page cache
     log.cache_clear(not not_cleared)
     if 0 < len(not_cleared) < system.nodes:  # some did: the others are named (none did: none was asked to)
         _say(ctx, f"cache_clear is logged false: node(s) {', '.join(map(str, not_cleared))} did not drop the page "
@@ -169,61 +229,72 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
     log.submission(system)
     log.seed(seed)
     log.hyperparameters(system)
-    log.target(system)
+    log.target(system.run.eval.target_accuracy)
     log.code_version()
+
+
+def _place_rank(system: Descriptor, ctx: DistContext) -> None:
+    """Checks the launch against the descriptor's shape and binds this rank to its CPUs (run.launch.cpu_binding)."""
     if ctx.world_size != system.world_size:
         raise RuntimeError(f"launched with {ctx.world_size} processes but {system.path} describes "
-                           f"{system.nodes} node(s) x {run_spec.processes_per_node} = {system.world_size}")
-    binding = bind_rank(system, ctx.local_rank, ctx.local_world_size)  # before the model and the loader exist
+                           f"{system.nodes} node(s) x {system.run.processes_per_node} = {system.world_size}")
+    binding = bind_rank(system.run.launch.cpu_binding, ctx.local_rank, ctx.local_world_size)
     if binding.cpus is not None or binding.threads:  # one write: ranks sharing a stdout do not interleave
         sys.stdout.write(f"rank {ctx.rank}: {binding.describe()}\n")
         sys.stdout.flush()
-    files = dataset_files(system, request.data_dir)
-    vocab = check_dataset(files, system)
-    limits = SampleLimits(len(vocab), run_spec.max_seq_length)
-    config = system.model_config()
-    torch.manual_seed(seed)  # the same initial weights on every rank
+
+
+def _build_model(config: BertConfig, ctx: DistContext, seed: int, checkpoint: Path | None, log: RunLog,
+                 log_weights: bool) -> BertForPreTraining:
+    """The model on this rank's device: the same initial weights on every rank, then the checkpoint's, if any;
+    `log_weights`: run.log_weights_initialization."""
+    torch.manual_seed(seed)
     model = BertForPreTraining(config).to(ctx.device)
-    checkpoint = system.init_checkpoint_path(request.checkpoint_dir)
     if checkpoint is not None:
         load_into(model, checkpoint, config)
-    if run_spec.log_weights_initialization:
+    if log_weights:
         log.weights_initialization(tensor_names(config))
-    step_fn = TrainStep(system, ctx, model, build_optimizer(model, run_spec.optimizer),
-                        build_schedule(run_spec.optimizer), request.nan_at_step)
-    balance = loader_balance(system, ctx)
-    eval_sizes = token_sizes(run_spec.token_sizes, run_spec.eval.batch_size, run_spec.max_seq_length)
-    if checkpoint is not None:
-        eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits,
-                           eval_sizes)
-        _checkpoint_eval(ctx, checkpoint, eval_set.accuracy(model, step_fn.unpadded, step_fn.autocast), log)
-    if compiles_anything(system):
-        warmed = warm_up(step_fn, system, warm_up_batches(system))
-        log.compile_warmup(warmed.seconds, warmed.train_shapes, warmed.eval_shapes)
-        for fallback in warmed.fallbacks:
-            log.compile_fallback(fallback.part, str(fallback))
-            print(f"warning (rank {ctx.rank}): {fallback}", file=sys.stderr, flush=True)
-        _say(ctx, f"compiled before the clock in {warmed.seconds:.1f} s: {warmed.train_shapes} training and "
-                  f"{warmed.eval_shapes} eval shapes, and the update")
-    seed_dropout(seed, ctx.rank)
-    interrupted()  # a signal during the compile warm-up ends the run here, before the clock starts
-    log.init_stop()
+    return model
 
-    wait_for_all(ctx)  # every rank starts the clock together, as MLPerf times the slowest
-    log.run_start()
-    # Read again after run_start, even when the checkpoint eval read it: MLPerf times every touch of the data.
-    eval_set = EvalSet(files.eval_file, run_spec.eval.samples, ctx, run_spec.eval.batch_size, limits, eval_sizes)
-    loader = TrainLoader(files.train_shards, ctx.rank, ctx.world_size, seed,
-                         system.per_process_batch, ctx.device, balance=balance, limits=limits,
-                         sizes=token_sizes(run_spec.token_sizes, system.per_process_batch, run_spec.max_seq_length))
-    evaluate = functools.partial(eval_set.accuracy, model, step_fn.unpadded, step_fn.autocast)  # as the step runs it
+
+def _checkpoint_eval(init: Initialized, checkpoint: Path, log: RunLog) -> None:
+    """Logs the loaded checkpoint's eval accuracy, measured before run_start: a wrong conversion or eval set
+    shows here (the MLPerf phase-1 checkpoint scores about 0.34), not after the timed run."""
+    accuracy = init.accuracy(init.read_eval_set())
+    log.checkpoint_eval(accuracy)
+    _say(init.ctx, f"init checkpoint {checkpoint}: mlm accuracy {accuracy:.4f} before training")
+
+
+def _compile_before_the_clock(train_step: TrainStep, system: Descriptor, ctx: DistContext, log: RunLog) -> None:
+    """The compile warm-up (bert.compile_warmup), logged; a part that fell back to eager is said on stderr too."""
+    warmed = compile_every_shape(train_step, system.run, shape_batches(system))
+    log.compile_warmup(warmed.seconds, warmed.train_shapes, warmed.eval_shapes)
+    for fallback in warmed.fallbacks:
+        log.compile_fallback(fallback.part, str(fallback))
+        print(f"warning (rank {ctx.rank}): {fallback}", file=sys.stderr, flush=True)
+    _say(ctx, f"compiled before the clock in {warmed.seconds:.1f} s: {warmed.train_shapes} training and "
+              f"{warmed.eval_shapes} eval shapes, and the update")
+
+
+def _timed_run(init: Initialized, log: RunLog, progress: Progress, on_eval: Callable[[int, float], bool] | None,
+               interrupted: Callable[[], None]) -> tuple[str, str | None]:
+    """From run_start: the eval set and the training shards read (MLPerf times every touch of the data, so the
+    eval set is read again even when the checkpoint eval read it), then steps and evals to the target or the
+    cap. Ends with this rank's report (rank_report)."""
+    system, ctx = init.system, init.ctx
+    eval_set = init.read_eval_set()
+    loader = TrainLoader(init.files.train_shards, ctx.rank, ctx.world_size, init.seed, system.per_process_batch,
+                         ctx.device, balance=init.balance, limits=init.limits,
+                         sizes=token_sizes(system.run.token_sizes, system.per_process_batch,
+                                           system.run.max_seq_length), bins=init.files.bins)
+    evaluate = functools.partial(init.accuracy, eval_set)
     try:
-        return _train(Training(system, ctx, log, step_fn, loader, evaluate, request.on_eval, interrupted), progress)
+        return _train(Training(system, ctx, log, init.step, loader, evaluate, on_eval, interrupted), progress)
     finally:
         loader.close()
         # One write for the whole line: print's separate write of the newline lets the lines of ranks that
         # share an unbuffered stdout (torchrun's, srun's) interleave.
-        sys.stdout.write(rank_report(ctx, loader, balance) + "\n")
+        sys.stdout.write(rank_report(ctx, loader, init.balance) + "\n")
         sys.stdout.flush()
 
 
@@ -251,32 +322,24 @@ def seed_dropout(seed: int, rank: int) -> None:
     torch.manual_seed(dropout_seed(seed, rank))
 
 
-def _checkpoint_eval(ctx: DistContext, checkpoint: Path, accuracy: float, log: RunLog) -> None:
-    """Logs the loaded checkpoint's eval accuracy, measured before run_start: a wrong conversion or eval set
-    shows here (the MLPerf phase-1 checkpoint scores about 0.34), not after the timed run."""
-    log.checkpoint_eval(accuracy)
-    _say(ctx, f"init checkpoint {checkpoint}: mlm accuracy {accuracy:.4f} before training")
-
-
-def loader_balance(system: System, ctx: DistContext) -> LoaderBalance:
+def loader_balance(system: Descriptor, ctx: DistContext) -> LoaderBalance:
     """The descriptor's load-balance strategy for this rank, with its presort or packing group (created here,
     at init)."""
     run_spec = system.run
     width = attention_width(system.model_config().hidden_size)
     exchange: PresortExchange | RowExchange | None = None
-    if ctx.distributed and run_spec.balance == "packed":
+    if ctx.distributed and system.balance.packed:
         exchange = build_row_exchange(ctx.world_size, run_spec.dist_timeout_s)
     elif ctx.distributed:
-        exchange = build_exchange(ctx.rank, ctx.world_size, run_spec.processes_per_node, run_spec.balance,
-                                  run_spec.max_seq_length, run_spec.max_predictions_per_seq, run_spec.dist_timeout_s,
-                                  run_spec.presort_deal, width)
-    return LoaderBalance(run_spec.balance, run_spec.length_bins, run_spec.max_seq_length, exchange,
-                         run_spec.balance_lookahead, width)
+        exchange = build_exchange(ctx.rank, ctx.world_size, run_spec.processes_per_node, system.balance,
+                                  run_spec.max_predictions_per_seq, run_spec.dist_timeout_s, run_spec.presort_deal,
+                                  width)
+    return LoaderBalance(system.balance, run_spec.length_bins, exchange, run_spec.balance_lookahead, width)
 
 
 def _train(training: Training, progress: Progress) -> tuple[str, str | None]:
     """Steps and evals until the target or the sample cap; returns run_stop's status and reason."""
-    system, ctx, log, step_fn = training.system, training.ctx, training.log, training.step
+    system, ctx, log, train_step = training.system, training.ctx, training.log, training.step
     run_spec = system.run
     interval = system.eval_interval_samples
     next_eval, block_first = interval, 0
@@ -284,24 +347,18 @@ def _train(training: Training, progress: Progress) -> tuple[str, str | None]:
     log.block_start(0, interval)
     while True:
         training.interrupted()
-        step_fn(training.loader, progress.step)
+        train_step(training.loader, progress.step)
         progress.step += 1
         progress.samples += run_spec.global_batch_size
 
         if progress.step % run_spec.print_interval_steps == 0:
-            step_fn.check_numerics()
-            elapsed = time.perf_counter() - window_start
-            loss, tokens = step_fn.take_window()
-            steps = progress.step - window_step
-            _say(ctx, f"step {progress.step} samples {progress.samples} loss {loss:.4f} "
-                      f"lr {step_fn.schedule(progress.step - 1):.3e} "
-                      f"{steps * run_spec.global_batch_size / elapsed:.1f} seq/s "
-                      f"{tokens * ctx.world_size / elapsed:.0f} tok/s")
+            train_step.check_numerics()
+            _print_progress(training, progress, progress.step - window_step, time.perf_counter() - window_start)
             window_start, window_step = time.perf_counter(), progress.step
 
         capped = progress.samples >= run_spec.max_samples
         if progress.samples >= next_eval or capped:
-            step_fn.check_numerics()
+            train_step.check_numerics()
             log.block_stop(block_first)
             log.eval_start(progress.samples)
             eval_started = time.perf_counter()
@@ -321,3 +378,13 @@ def _train(training: Training, progress: Progress) -> tuple[str, str | None]:
             block_first = progress.samples
             log.block_start(block_first, interval)
             window_start += time.perf_counter() - eval_started  # the printed rate is of training, not of the eval
+
+
+def _print_progress(training: Training, progress: Progress, steps: int, seconds: float) -> None:
+    """The print interval's line: the mean loss, the learning rate, and the rates of the last `steps` steps, which
+    trained for `seconds`."""
+    loss, tokens = training.step.pop_loss_and_tokens()
+    _say(training.ctx, f"step {progress.step} samples {progress.samples} loss {loss:.4f} "
+                       f"lr {training.step.schedule(progress.step - 1):.3e} "
+                       f"{steps * training.system.run.global_batch_size / seconds:.1f} seq/s "
+                       f"{tokens * training.ctx.world_size / seconds:.0f} tok/s")

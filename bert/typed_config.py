@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeVar, Union
 T = TypeVar("T")
 CHECK = "check"  # field metadata key: a callable that returns what is wrong with a value, or None
 MEANS = "means"  # field metadata key: other words users write for a choice, word -> the choice they mean
+RULES = "problems"  # a settings class's own method: its rules across its own fields, as [(field, problem)]
 
 
 class ConfigError(ValueError):
@@ -45,7 +46,8 @@ class Range:
     high_open: bool = False
     note: str = ""
 
-    def _bounds(self) -> str:
+    def bounds(self) -> str:
+        """The values allowed, in words ("0 or more and at most 64")."""
         parts = []
         if self.low is not None:
             if self.low == 0:
@@ -61,7 +63,7 @@ class Range:
         above = self.high is not None and (value >= self.high if self.high_open else value > self.high)
         if math.isfinite(value) and not below and not above:
             return None
-        return f"must be {self._bounds()}, got {value!r}" + (f" ({self.note})" if self.note else "")
+        return f"must be {self.bounds()}, got {value!r}" + (f" ({self.note})" if self.note else "")
 
 
 def _number(bound: float) -> str:
@@ -85,16 +87,17 @@ def choice(means: dict[str, str], **field_args: Any) -> Any:
     return dataclasses.field(metadata={MEANS: means}, **field_args)
 
 
-def _type_name(tp: Any) -> str:
+def type_name(tp: Any) -> str:
+    """The type of a field in words ("an integer", "one of 'lamb', 'adam'", "a number or null")."""
     origin = typing.get_origin(tp)
     if origin is Literal:
         return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
     if origin in (Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+        return " or ".join(type_name(a) for a in typing.get_args(tp))
     if origin is list:
-        return f"a list of {_type_name(typing.get_args(tp)[0])}"
+        return f"a list of {type_name(typing.get_args(tp)[0])}"
     if origin is dict:
-        return f"an object of {_type_name(typing.get_args(tp)[1])}"
+        return f"an object of {type_name(typing.get_args(tp)[1])}"
     if dataclasses.is_dataclass(tp):
         return "an object"
     return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
@@ -119,21 +122,21 @@ def _convert(tp: Any, value: Any, where: str, field: str) -> Any:
                 return _convert(option, value, where, field)
             except ConfigError as e:
                 errors.append(e)
-        raise ConfigError(where, field, f"expected {_type_name(tp)}, got {_describe(value)}")
+        raise ConfigError(where, field, f"expected {type_name(tp)}, got {_describe(value)}")
     if origin is Literal:
         if value in typing.get_args(tp):
             return value
         close = difflib.get_close_matches(str(value), [str(a) for a in typing.get_args(tp)], n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(where, field, f"expected {_type_name(tp)}, got {_describe(value)}{hint}")
+        raise ConfigError(where, field, f"expected {type_name(tp)}, got {_describe(value)}{hint}")
     if origin is list:
         if not isinstance(value, list):
-            raise ConfigError(where, field, f"expected {_type_name(tp)}, got {_describe(value)}")
+            raise ConfigError(where, field, f"expected {type_name(tp)}, got {_describe(value)}")
         (item,) = typing.get_args(tp)
         return [_convert(item, v, where, f"{field}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
-            raise ConfigError(where, field, f"expected {_type_name(tp)}, got {_describe(value)}")
+            raise ConfigError(where, field, f"expected {type_name(tp)}, got {_describe(value)}")
         _, item = typing.get_args(tp)
         return {k: _convert(item, v, where, f"{field}.{k}") for k, v in value.items()}
     if dataclasses.is_dataclass(tp):
@@ -158,7 +161,7 @@ def _convert(tp: Any, value: Any, where: str, field: str) -> Any:
         hint = "; write the number without quotes"
     elif tp is str and isinstance(value, (int, float)):
         hint = f'; write it in quotes, as "{value}"'
-    raise ConfigError(where, field, f"expected {_type_name(tp)}, got {_describe(value)}{hint}")
+    raise ConfigError(where, field, f"expected {type_name(tp)}, got {_describe(value)}{hint}")
 
 
 def from_dict(cls: type[T], data: Any, where: str, prefix: str = "") -> T:
@@ -178,8 +181,22 @@ def from_dict(cls: type[T], data: Any, where: str, prefix: str = "") -> T:
         if name in data:
             kwargs[name] = _checked_value(f, hints[name], data[name], where, path)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise ConfigError(where, path, f"missing; add it ({_type_name(hints[name])})")
-    return cls(**kwargs)
+            raise ConfigError(where, path, f"missing; add it ({type_name(hints[name])})")
+    built = cls(**kwargs)
+    for name, problem in rule_problems(built):
+        raise ConfigError(where, f"{prefix}.{name}".lstrip("."), problem)
+    return built
+
+
+def rule_problems(settings: Any) -> list[tuple[str, str]]:
+    """What the rules across a settings dataclass's fields find wrong, as (field, problem): the `problems` method
+    of each class it is made of (a run block composed of several components' settings runs each one's rules)."""
+    found = []
+    for cls in type(settings).__mro__:
+        rules = vars(cls).get(RULES)
+        if rules is not None:
+            found += rules(settings)
+    return found
 
 
 def check_fields(obj: Any, where: str) -> None:
@@ -194,7 +211,7 @@ def _checked_value(f: dataclasses.Field, tp: Any, value: Any, where: str, path: 
     """`value` converted to the field's type `tp` and passed through the field's declared check."""
     meant = f.metadata.get(MEANS, {}).get(value) if isinstance(value, str) else None
     if meant is not None:
-        raise ConfigError(where, path, f"expected {_type_name(tp)}, got {_describe(value)}; did you mean {meant!r}?")
+        raise ConfigError(where, path, f"expected {type_name(tp)}, got {_describe(value)}; did you mean {meant!r}?")
     value = _convert(tp, value, where, path)
     check = f.metadata.get(CHECK)
     problem = check(value) if check is not None and value is not None else None

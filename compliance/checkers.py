@@ -1,29 +1,11 @@
 """The official mlperf-logging checkers, run as the reviewers run them, with their real verdict.
 
-Each checker runs in a subprocess inside a scratch directory (they write log files into the current
-directory) with the ruleset always given explicitly (their defaults point at rulesets that no longer know
-BERT). The verdict is read from what the tool prints where its exit code cannot be trusted: the package and
-system description checkers exit 0 whatever they find. The package checker and the result summarizer run
-on a copy of the systems they are asked to check (systems/<name>.json and the regular files under
-results/<name>/, all they read), so that the scaling.json they write never lands in the user's tree and a
-FIFO or a device under a result's name never reaches them.
-
-What the tools do, read from mlperf-logging 4.1.68 for rulesets 4.1.0 and 5.0.0:
-- compliance checker: one log; the division in the log picks the rules (closed: the hyperparameter keys
-  and one eval_accuracy in [0.720, 1.0); open: any eval_accuracy below 1.0). Exit code 1 on failure. It
-  crashes on a division other than `closed`/`open` and on a line without time_ms, key, value or metadata.
-- RCP checker: a folder's result_*.txt; matches the batch size against the pruned reference points (for
-  BERT 448 ... 16384: the smaller ones converge slower than 448 and are pruned); below the smallest it
-  compares against the smallest, above the largest it fails ("Missing RCP"). Exit code 1 on failure. It
-  crashes on a folder without logs, on a benchmark it does not know and on an eval without epoch_num.
-- package checker: the system description checker on every systems/*.json, the compliance checker on every
-  log (one failing log is accepted under olympic scoring), and for the closed division only the seed
-  checker and the RCP checker. A system JSON whose division is not exactly `closed` counts as open, so the
-  seed and RCP checks are silently skipped; a results folder without its systems/<name>.json, a JSON
-  without `division` and a non-string in the fields it joins make it crash.
-- result summarizer: the olympic mean of run_start..run_stop minutes (failing logs dropped), times the
-  scaling factor in the folder's scaling.json, which the package checker writes when an RCP passes faster
-  than the reference mean; samples to converge and the RCP status only for the closed division.
+`compliance_check(log)`, `rcp_check(folder)`, `system_desc_check(json)`, `package_check(org_dir)` return a
+`CheckResult` (passed, the tool's output); `score_package(org_dir)` the result summarizer's `Scoring`;
+`rcp_batch_sizes` and `rcp_reference` the RCP checker's reference points. The ruleset is always given
+(`require_ruleset` refuses one that does not know BERT). Each tool runs in a subprocess in a scratch directory,
+the package checker and the summarizer on a copy of the systems they check. How each tool is run, what each one
+does and where its exit code cannot be trusted: docs/submission.md, "How the official tools are run".
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from bert.descriptor_files import descriptor_files
 from bert.mllog import CODE_VERSION
 from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET
 from bert.provenance import running_code, source_digest, tar_files
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 from bert.typed_config import ConfigError
 from compliance.check import CheckReport, Progress, check
 from compliance.checkers import require_ruleset
@@ -79,27 +79,28 @@ def _extract(archive: bytes, dest: Path) -> None:
             tar.extractall(dest)
 
 
-def _provenance(org: str, system: System, logs_dir: Path, logs: list[ResultLog], commit: str,
-                archive: bytes) -> list[Finding]:
-    """The package is the submitter's and holds the code that ran: ORG is the descriptor's submitter (whose name
-    the logs state too), and each run's logged code is HEAD's."""
-    found = []
-    submitter = system.description["submitter"]
-    if not org_is_submitter(org, submitter):
-        found.append(Finding(str(system.path), f"--org {org}, but the descriptor's system.submitter is "
-                             f"{submitter!r} (and its runs log submission_org {submitter!r}): a package is its "
-                             f"submitter's; leave --org out (the folder is then {folder_name_for(submitter)}), or "
-                             f"package runs of a descriptor of {org}"))
+def _org_findings(org: str, submitter: str, descriptor: Path) -> list[Finding]:
+    """The package is its submitter's: ORG is the system.submitter of the descriptor at `descriptor` (whose name
+    the logs state too)."""
+    if org_is_submitter(org, submitter):
+        return []
+    return [Finding(str(descriptor), f"--org {org}, but the descriptor's system.submitter is {submitter!r} (and its "
+                    f"runs log submission_org {submitter!r}): a package is its submitter's; leave --org out (the "
+                    f"folder is then {folder_name_for(submitter)}), or package runs of a descriptor of {org}")]
+
+
+def _provenance(logs_dir: Path, logs: list[ResultLog], commit: str, archive: bytes) -> list[Finding]:
+    """The package holds the code that ran: each run's logged code is HEAD's."""
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         held = source_digest(tar_files(tar))
     problems = code_findings(logs_dir, logs, held, f"commit {commit[:12]}", require=True)
     if problems and any(log.value(CODE_VERSION) == running_code().digest for log in logs):
         problems.append(Finding(str(logs_dir), "the runs ran this checkout's bert/ as it is now, with changes that "
                                 f"commit {commit[:12]} lacks: commit them (git status bert/) and package again"))
-    return found + problems
+    return problems
 
 
-def _refusals(system: System, logs_dir: Path, logs: list[ResultLog], ruleset: str) -> list[Finding]:
+def _refusals(system: Descriptor, logs_dir: Path, logs: list[ResultLog], ruleset: str) -> list[Finding]:
     """The errors that would make the package fail its check: refused before writing anything."""
     failing = {}
     found = folder_findings(logs_dir, logs, system.division, ruleset) + descriptor_findings(logs_dir, logs, system)
@@ -114,7 +115,7 @@ def _refusals(system: System, logs_dir: Path, logs: list[ResultLog], ruleset: st
     return [f for f in found if f.level == ERROR and (f.blocks or Path(f.where) == logs_dir)]
 
 
-def _write_tree(root: Path, system: System, logs: list[Path], impl: str, archive: bytes) -> None:
+def _write_tree(root: Path, system: Descriptor, logs: list[Path], impl: str, archive: bytes) -> None:
     (root / "systems").mkdir()
     (root / "systems" / f"{system.name}.json").write_text(json.dumps(system.description, indent=2) + "\n")
     results = root / "results" / system.name / BENCHMARK
@@ -142,7 +143,7 @@ def build_package(system: str | Path, logs_dir: str | Path, org: str | None, out
     Raises PackageError, writing nothing, for input the check would reject in plain words."""
     ruleset, logs_dir, out = require_ruleset(ruleset), Path(logs_dir), Path(out)
     try:
-        descriptor = load_system(system)
+        descriptor = load_descriptor(system)
     except ConfigError as e:
         raise PackageError(str(e)) from None
     org = org or folder_name_for(descriptor.description["submitter"])
@@ -151,8 +152,9 @@ def build_package(system: str | Path, logs_dir: str | Path, org: str | None, out
         raise PackageError(f"{logs_dir}: no such folder of result logs")
     commit, dirty, archive = _head()
     logs = [read_result_log(p) for p in result_logs_in(logs_dir)]
-    refusals = _refusals(descriptor, logs_dir, logs, ruleset) + _provenance(org, descriptor, logs_dir, logs, commit,
-                                                                            archive)
+    refusals = (_refusals(descriptor, logs_dir, logs, ruleset)
+                + _org_findings(org, descriptor.description["submitter"], descriptor.path)
+                + _provenance(logs_dir, logs, commit, archive))
     if refusals:
         raise PackageError("not packaged, nothing written:\n" + "\n".join(f"  {f}" for f in refusals))
     target = out / org

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bert.mllog import STATED_KEYS, stated_values
 from bert.mlperf_rules import BENCHMARK, DIVISIONS, TOOL_READ_FIELDS, description_problems
-from bert.system import System
+from bert.system import Descriptor
 from compliance.checkers import rcp_batch_sizes, rcp_reference
 from compliance.files import MAX_JSON_BYTES, UnreadableFile, read_regular_file
 from compliance.findings import ERROR, WARNING, Finding
@@ -172,7 +172,7 @@ def _agreement(folder: Path, logs: list[ResultLog]) -> list[Finding]:
 _GIVE_ITS_RUNS = "package the logs of this descriptor's runs, or give the descriptor they were run with"
 
 
-def descriptor_findings(folder: Path, logs: list[ResultLog], system: System,
+def descriptor_findings(folder: Path, logs: list[ResultLog], system: Descriptor,
                         fix: str = _GIVE_ITS_RUNS) -> list[Finding]:
     """Every run states what the descriptor of the submission says (system, division, status, org,
     hyperparameters): a package is the descriptor's runs, not some other system's. `fix` ends the message."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from bert.mllog import CODE_VERSION, TARGET_ACCURACY
 from bert.mlperf_rules import BENCHMARK
 from bert.provenance import source_digest
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 from bert.typed_config import ConfigError
 from compliance.files import MAX_LOG_BYTES, UnreadableFile, read_regular_file
 from compliance.findings import WARNING, Finding
@@ -84,13 +84,13 @@ def _package_code_digest(impl: Path) -> str | None:
     return source_digest(files) if files else None
 
 
-def _packaged_descriptor(org: Path, name: str, impls: list[Path]) -> tuple[System | None, list[Finding]]:
+def _packaged_descriptor(org: Path, name: str, impls: list[Path]) -> tuple[Descriptor | None, list[Finding]]:
     path = next((impl / "systems" / f"{name}.json" for impl in impls
                  if (impl / "systems" / f"{name}.json").is_file()), None)
     if path is None:
         return None, []
     try:
-        return load_system(path), []
+        return load_descriptor(path), []
     except ConfigError as e:
         return None, [Finding(str(path), f"the descriptor packaged with the code cannot be read ({e}); the logs "
                               "cannot be compared with it")]

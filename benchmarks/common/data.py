@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 
 from bert.data.random_samples import random_samples
-from bert.data.shards import Samples, read_shard, write_shard
+from bert.data.settings import SyntheticDataSpec
+from bert.data.shards import Samples, read_shard
 from bert.prep.instances import SampleSpec
+from bert.prep.shard_writer import write_shard
 from bert.prep.synthetic.hdf5_corpus import synthesize
 from bert.simulate.load_balance import named_lengths
-from bert.system import SyntheticDataSpec
 
 VOCAB = 4096  # the synthetic corpora's vocabulary
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import load_descriptor
+from bert.cli.common import descriptor_for_command
 from bert.model.config import BertConfig, named_config
 
 _SOURCES = ("SRC: a TensorFlow checkpoint prefix (model.ckpt-28252, or its folder), a PyTorch file (a state dict "
@@ -15,7 +15,7 @@ _SOURCES = ("SRC: a TensorFlow checkpoint prefix (model.ckpt-28252, or its folde
 
 def _config(system: str | None, model: str) -> BertConfig:
     if system is not None:
-        return load_descriptor(system).model_config()
+        return descriptor_for_command(system).model_config()
     try:
         return named_config(model)
     except ValueError as e:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import click
 
-from bert.system import MAX_SEED, System, length_bins_problem, load_system
+from bert.data.balance import length_bins_problem
+from bert.data.settings import MAX_SEED
+from bert.system import Descriptor, load_descriptor
 from bert.typed_config import ConfigError
 
 
-def load_descriptor(system: str) -> System:
+def descriptor_for_command(system: str) -> Descriptor:
     """The descriptor named or pointed to by `system`; a bad one ends the command with its field-level error."""
     try:
-        return load_system(system)
+        return load_descriptor(system)
     except ConfigError as e:
         raise click.ClickException(str(e)) from None
 
@@ -25,7 +27,7 @@ def os_error_line(error: OSError) -> str:
 
 
 def seed_option(default_help: str):
-    """The --seed option of every command that starts or plans runs (System.run_seed is the policy)."""
+    """The --seed option of every command that starts or plans runs (Descriptor.run_seed is the policy)."""
     return click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None,
                         help=f"Run seed [default: {default_help}].")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import load_descriptor, os_error_line, parse_length_bins
+from bert.cli.common import descriptor_for_command, os_error_line, parse_length_bins
 from bert.mlperf_rules import EVAL_SAMPLES, REFERENCE_PREP, TRAINING_SHARDS
 from bert.system import DEFAULT_SYSTEM
 
@@ -30,10 +30,10 @@ def synth(out: Path | None, system_name: str, overwrite: bool, if_missing: bool)
     be empty, new, or hold a corpus this command wrote: anything else is left alone and refused."""
     import time
 
+    from bert.data.settings import SyntheticDataSpec
     from bert.prep.synthetic.hdf5_corpus import synthesize, synthesize_if_missing
-    from bert.system import SyntheticDataSpec
 
-    system = load_descriptor(system_name)
+    system = descriptor_for_command(system_name)
     spec = system.run.dataset.synthetic or SyntheticDataSpec()
     out = out or system.dataset_dir()
     start = time.perf_counter()

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import load_descriptor, parse_length_bins
-from bert.data.balance_plans import DEALS, STRATEGIES
-from bert.system import MAX_BALANCE_LOOKAHEAD, RunSpec
+from bert.cli.common import descriptor_for_command, parse_length_bins
+from bert.data.balance import DEALS, MAX_BALANCE_LOOKAHEAD, STRATEGIES, BalanceSpec
+from bert.step_settings import StepSpec
 
 
 def format_stats(stats, label: str | None = None) -> str:
@@ -30,13 +30,13 @@ def format_stats(stats, label: str | None = None) -> str:
 @click.option("--bins", "bins_text", default=None,
               help="Upper edges of the length bins (default: the lengths' quantiles, one bin per sequence of a "
                    "per-rank batch, as the trainer's run.length_bins null).")
-@click.option("--deal", "deal_how", type=click.Choice(DEALS), default=RunSpec.presort_deal, show_default=True,
+@click.option("--deal", "deal_how", type=click.Choice(DEALS), default=BalanceSpec.presort_deal, show_default=True,
               help="How the presorting strategies deal a group's sequences (run.presort_deal).")
-@click.option("--lookahead", type=click.IntRange(0, MAX_BALANCE_LOOKAHEAD), default=RunSpec.balance_lookahead,
+@click.option("--lookahead", type=click.IntRange(0, MAX_BALANCE_LOOKAHEAD), default=BalanceSpec.balance_lookahead,
               show_default=True, help="Stratified strategies: run.balance_lookahead (0: draws in order).")
 @click.option("--steps", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--unpadded/--padded", default=RunSpec.unpadded, show_default=True,
+@click.option("--unpadded/--padded", default=StepSpec.unpadded, show_default=True,
               help="How the encoder runs the unpacked strategies (run.unpadded).")
 @click.option("--max-len", type=click.IntRange(min=8), default=512, show_default=True)
 def simulate_balance(nodes: int, ranks_per_node: int, per_rank_batch: int, lengths: str, strategy: str | None,
@@ -112,7 +112,7 @@ def simulate(system_name: str, samples_to_converge: int | None, lengths: str, se
     from bert.simulate.load_balance import named_lengths, shard_lengths
     from bert.simulate.time_to_train import breakdown_lines, calibrated_samples_per_s, predict
 
-    system = load_descriptor(system_name)
+    system = descriptor_for_command(system_name)
     if system.run.performance is None:
         raise click.ClickException(f"{system.path}: run.performance is not set; declare the per-GPU throughput and "
                                    "the interconnect to simulate this system (see systems/dgxa100_1x8.json)")

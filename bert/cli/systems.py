@@ -11,8 +11,9 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import load_descriptor, seed_option
-from bert.system import DEFAULT_SYSTEM, MAX_SEED, System, load_system
+from bert.cli.common import descriptor_for_command, seed_option
+from bert.data.settings import MAX_SEED
+from bert.system import DEFAULT_SYSTEM, Descriptor, load_descriptor
 from bert.typed_config import ConfigError
 
 
@@ -28,25 +29,25 @@ def system_check(systems: tuple[str, ...]) -> None:
     from bert.search_space import check_search_space
 
     for name in systems:
-        s = load_descriptor(name)
+        s = descriptor_for_command(name)
         try:
             check_search_space(s)
         except ConfigError as e:
             raise click.ClickException(str(e)) from None
         click.echo(f"{s.path}: ok ({s.nodes} node(s) x {s.run.processes_per_node} process(es), "
                    f"global batch {s.run.global_batch_size}, model {s.run.model})")
-        _notes_hint(s)
+        _notes_hint(s.path)
 
 
-def _notes_hint(system: System) -> None:
-    """A line when the descriptor's notes describe another system: topics a site's descriptor takes from a
-    published base (they say what that system is and where its figures come from)."""
+def _notes_hint(descriptor: Path) -> None:
+    """A line when the notes of the descriptor at `descriptor` describe another system: topics a site's descriptor
+    takes from a published base (they say what that system is and where its figures come from)."""
     from bert.descriptor_files import notes_from_elsewhere
 
-    inherited = notes_from_elsewhere(system.path)
+    inherited = notes_from_elsewhere(descriptor)
     if inherited:
         bases = ", ".join(sorted({p.name for p in inherited.values()}))
-        click.echo(f"{system.path}: note: run.notes topics {', '.join(sorted(inherited))} come from {bases} in "
+        click.echo(f"{descriptor}: note: run.notes topics {', '.join(sorted(inherited))} come from {bases} in "
                    "another folder and describe that system: state them for this one, or drop each with null",
                    err=True)
 
@@ -55,9 +56,9 @@ def _notes_hint(system: System) -> None:
 @click.argument("system")
 def system_show(system: str) -> None:
     """Print a descriptor as the trainer reads it: its bases merged in, every value stated."""
-    s = load_descriptor(system)
+    s = descriptor_for_command(system)
     click.echo(json.dumps(s.data, indent=2))
-    _notes_hint(s)
+    _notes_hint(s.path)
 
 
 @system_group.command(name="env")
@@ -67,7 +68,7 @@ def system_env(system: str) -> None:
     evaluate them; every value is quoted)."""
     from bert.distributed.slurm import sbatch_options
 
-    s = load_descriptor(system)
+    s = descriptor_for_command(system)
     values = {
         "SYSTEM_NAME": s.name, "SYSTEM_PATH": str(s.path), "NODES": s.nodes,
         "PROCS_PER_NODE": s.run.processes_per_node, "DEVICE": s.run.device,
@@ -84,12 +85,12 @@ def _launcher(choice: str) -> str:
     return "slurm" if os.environ.get("SLURM_JOB_ID") else "torchrun"
 
 
-def _master_addr(system: System, launcher: str, given: str | None) -> str:
+def _master_addr(nodes: int, launcher: str, given: str | None) -> str:
     if given:
         return given
     if launcher == "slurm":
         return "<first host of $SLURM_JOB_NODELIST>"
-    return os.environ.get("MASTER_ADDR", "localhost" if system.nodes == 1 else "<address of node 0>")
+    return os.environ.get("MASTER_ADDR", "localhost" if nodes == 1 else "<address of node 0>")
 
 
 def _time_limit(sbatch_args: list[str] | None) -> tuple[str, str]:
@@ -111,7 +112,7 @@ def _time_limit(sbatch_args: list[str] | None) -> tuple[str, str]:
     return script_time_limit(script.read_text()) or "UNLIMITED", f"{script.name}'s #SBATCH --time"
 
 
-def _time_line(system: System, runs: int, sbatch_args: list[str] | None = None) -> str:
+def _time_line(system: Descriptor, runs: int, sbatch_args: list[str] | None = None) -> str:
     from bert.cli.simulate import predicted_run_seconds
     from bert.distributed.slurm import time_check_line
 
@@ -123,7 +124,7 @@ def _time_line(system: System, runs: int, sbatch_args: list[str] | None = None) 
         raise click.ClickException(f"the job's time limit ({source}): {e}") from None
 
 
-def _step_argv(step: str, s: System, args, launcher: str, node_rank: int, addr: str, container) -> list[str]:
+def _step_argv(step: str, s: Descriptor, args, launcher: str, node_rank: int, addr: str, container) -> list[str]:
     """The command of one step of the plan, as run_and_time.sh runs it."""
     from bert.distributed.plan import (
         cache_clear_command,
@@ -141,8 +142,8 @@ def _step_argv(step: str, s: System, args, launcher: str, node_rank: int, addr: 
     if step == "preflight":
         return preflight_command(s, args, launcher, args.log_file.parent, node_rank, addr, container)
     if step == "cache-clear":
-        return cache_clear_command(s, launcher)
-    env = [f"{k}={v}" for k, v in sorted(launch_env(s, launcher, addr).items())]
+        return cache_clear_command(s.nodes, launcher)
+    env = [f"{k}={v}" for k, v in sorted(launch_env(s.run.launch, launcher, addr).items())]
     return ["env", *env, *launch_command(s, args, launcher, node_rank, addr, container=container)]
 
 
@@ -179,15 +180,16 @@ def system_plan(system: str, seed: int | None, log_file: Path | None, data_dir: 
     per-rank shard assignment, and under Slurm the time check; starts nothing."""
     from bert.distributed.plan import Container, TrainArgs, build_plan, describe, run_mounts
 
-    s = load_descriptor(system)
+    s = descriptor_for_command(system)
     args = TrainArgs(s.run_seed(seed), log_file or Path("logs", s.name, "result_0.txt"), s.dataset_dir(data_dir),
                      cache_cleared, checkpoint_dir)
     launcher = _launcher(launcher)
     if container_image and launcher != "slurm":
         raise click.ClickException(f"CONT={container_image}: a container is started by srun (Slurm with pyxis); "
                                    "without Slurm, start run_and_time.sh inside the container itself")
-    container = Container(container_image, run_mounts(s, args, container_mounts)) if container_image else None
-    addr = _master_addr(s, launcher, master_addr)
+    mounts = run_mounts(s.path, s.init_checkpoint_path(checkpoint_dir), args, container_mounts)
+    container = Container(container_image, mounts) if container_image else None
+    addr = _master_addr(s.nodes, launcher, master_addr)
     if command_only:
         sys.stdout.write("\0".join(_step_argv(command_only, s, args, launcher, node_rank, addr, container)) + "\0")
         return
@@ -206,7 +208,7 @@ def system_plan(system: str, seed: int | None, log_file: Path | None, data_dir: 
 def system_time_check(system: str, runs: int, sbatch_args: tuple[str, ...]) -> None:
     """run_and_time.sbatch, before it submits: NEXP x the predicted run length against the time limit the job
     will get (SBATCH_ARGS: the options given to sbatch). One line; exit status 1 when the runs do not fit."""
-    line = _time_line(load_descriptor(system), runs, list(sbatch_args))
+    line = _time_line(descriptor_for_command(system), runs, list(sbatch_args))
     click.echo(line, err=" MORE than " in line)
     sys.exit(1 if " MORE than " in line else 0)
 
@@ -222,7 +224,7 @@ def system_list() -> None:
     click.echo(f"descriptors in {', then '.join(str(f) for f in search_path())}:")
     for name, path in found.items():
         try:
-            s = load_system(path)
+            s = load_descriptor(path)
         except ConfigError as e:
             click.echo(f"  {name:<24} INVALID: {e.problem} ({e.field or path})")
             continue
@@ -239,7 +241,7 @@ def system_allocation(system: str) -> None:
     host, the address of the allocation's first node (nothing when the job names no nodes)."""
     from bert.distributed.slurm import Allocation, allocation_problem, first_node_address
 
-    s = load_descriptor(system)
+    s = descriptor_for_command(system)
     try:
         allocation = Allocation.from_env(os.environ)
     except ValueError as e:
@@ -275,7 +277,7 @@ def system_preflight(system: str, master_addr: str | None, node_rank: int | None
     one line per problem. Exit status 0: the start goes on; 2: refused (the lines say why)."""
     from bert.distributed.preflight import preflight
 
-    s = load_descriptor(system)
+    s = descriptor_for_command(system)
     slurm_node = os.environ.get("SLURM_NODEID", "")
     if node_rank is None:
         if s.nodes > 1 and not slurm_node.isdigit():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import load_descriptor, seed_option
+from bert.cli.common import descriptor_for_command, seed_option
 from bert.interrupts import end_with_parent
 from bert.system import DEFAULT_SYSTEM
 from bert.typed_config import ConfigError
@@ -47,7 +47,7 @@ def train(system_name: str, seed: int | None, log_path: Path | None, data_dir: P
         end_with_parent()
     from bert.train import RunRequest, run
 
-    system = load_descriptor(system_name)
+    system = descriptor_for_command(system_name)
     request = RunRequest(system, system.run_seed(seed), log_path, data_dir, cache_cleared,
                          nan_at_step=_nan_injection_step(), checkpoint_dir=checkpoint_dir)
     sys.exit(run(request))
@@ -79,7 +79,7 @@ def hpo(system_name: str, trials: int, storage: str | None, study_name: str | No
     except ModuleNotFoundError as e:
         raise click.ClickException(f"mlperf-bert hpo needs {e.name}: pip install -e '.[hpo]'") from None
 
-    system = load_descriptor(system_name)
+    system = descriptor_for_command(system_name)
     request = search.StudyRequest(system, storage or f"sqlite:///hpo_{system.name}.db", study_name or system.name,
                                   seed, data_dir, log_dir)
     try:

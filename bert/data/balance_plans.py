@@ -10,14 +10,11 @@ group that compute a deal from the same gathered lengths agree on it.
 from __future__ import annotations
 
 import heapq
-import typing
 
 import numpy as np
 
-from bert.system import Balance, PresortDeal
+from bert.data.balance import DEALS
 
-STRATEGIES: tuple[str, ...] = typing.get_args(Balance)
-DEALS: tuple[str, ...] = typing.get_args(PresortDeal)
 PAPER_BINS = (128, 256, 384, 512)  # the seed paper's four bins: 1-128, 129-256, 257-384, 385-512
 
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from bert.data.balance import BalanceStrategy
 from bert.data.manifest import check_manifest, check_verified_files, check_verified_limits
 from bert.data.shards import ShardError, shard_header
+from bert.data.stratified_sampler import BinnedShards, binned_shards
 from bert.data.vocab import Vocab, load_vocab
-from bert.system import System
+from bert.system import Descriptor
 
 
 @dataclass(frozen=True)
@@ -27,9 +29,10 @@ class DatasetFiles:
     train_shards: list[Path]
     eval_file: Path
     vocab_file: Path
+    bins: BinnedShards | None = None  # the training shards as the length-bin sets of `data stratify`, if they are
 
 
-def dataset_files(system: System, data_dir: str | Path | None = None) -> DatasetFiles:
+def dataset_files(system: Descriptor, data_dir: str | Path | None = None) -> DatasetFiles:
     spec = system.run.dataset
     root = system.dataset_dir(data_dir)
     if not root.is_dir():
@@ -40,10 +43,32 @@ def dataset_files(system: System, data_dir: str | Path | None = None) -> Dataset
     shards = sorted(root.glob(spec.train_glob))
     if not shards:
         raise ShardError(f"{root}: no training shards match {spec.train_glob!r} (run.dataset.train_glob)")
-    return DatasetFiles(root, shards, root / spec.eval_file, root / spec.vocab_file)
+    bins = stratified_sets(root, shards, system.balance, system.run.length_bins)
+    return DatasetFiles(root, shards, root / spec.eval_file, root / spec.vocab_file, bins)
 
 
-def check_dataset(files: DatasetFiles, system: System) -> Vocab:
+def stratified_sets(root: Path, shards: list[Path], strategy: BalanceStrategy,
+                    length_bins: list[int] | None) -> BinnedShards | None:
+    """The training shards as the length-bin shard sets of `data stratify` (None: they are not), checked against
+    the strategy that reads them: a layout that contradicts the descriptor is refused in one line, never read in
+    another way than the descriptor says."""
+    bins = binned_shards(shards)
+    if bins is None:
+        return None
+    if not strategy.stratified:
+        raise ShardError(f"{root}: its training shards are the length-bin sets of `mlperf-bert data stratify` "
+                         f"(len-<low>-<high> folders), but run.balance {strategy.name!r} draws at random, each batch "
+                         "from one bin: set run.balance to \"stratified\" or \"stratified+local_presort\", or point "
+                         "run.dataset.train_glob at unstratified shards")
+    edges = [edge for edge, _ in bins]
+    if length_bins is not None and length_bins != edges:
+        raise ShardError(f"{root}: its len-<low>-<high> folders bin the lengths at {edges}, but run.length_bins is "
+                         f"{length_bins}: set run.length_bins to {edges} or null (the folders' bins), or stratify the "
+                         f"shards again with --bins {','.join(map(str, length_bins))}")
+    return bins
+
+
+def check_dataset(files: DatasetFiles, system: Descriptor) -> Vocab:
     """Validates every shard's header, the eval size and the vocabulary against the descriptor."""
     run = system.run
     counts = {}

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bert.data.balance import BalanceStrategy, balance_strategy
 from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH
 from bert.data.batch import Batch, collate
 from bert.data.exchanges import RowAgreement, SampleExchange
@@ -32,8 +33,8 @@ from bert.data.packed_batches import PackedBatches
 from bert.data.samplers import epochs, sample_order
 from bert.data.shards import SampleLimits, Samples, read_shard
 from bert.data.stratified_sampler import (
+    BinnedShards,
     binned_batches,
-    binned_shards,
     plan_from_bins,
     plan_from_shard,
     stratified_batches,
@@ -43,9 +44,8 @@ from bert.model.token_rounding import TokenSizes
 
 @dataclass(frozen=True)
 class LoaderBalance:
-    strategy: str = "none"
+    strategy: BalanceStrategy = balance_strategy("none", 512)  # its row_len: the longest sequence, a packed row's
     length_bins: list[int] | None = None  # None: the first shard's length quantiles, one bin per batch sequence
-    row_len: int = 512  # the longest sequence; the length of a packed row
     # The presort exchange (stratified+local_presort, global_presort), or for packing the agreement between the
     # ranks; None: nothing to exchange (one process, or a strategy without either).
     exchange: SampleExchange | RowAgreement | None = None
@@ -57,8 +57,11 @@ class TrainLoader:
     def __init__(self, paths: list[Path], rank: int, world_size: int, seed: int, batch_size: int,
                  device: torch.device, prefetch: int = 8, pad_to_multiple: int = 8,
                  balance: LoaderBalance = LoaderBalance(), limits: SampleLimits | None = None,
-                 pin: bool | None = None, sizes: TokenSizes | None = None):
+                 pin: bool | None = None, sizes: TokenSizes | None = None, bins: BinnedShards | None = None):
+        if bins is not None and not balance.strategy.stratified:
+            raise ValueError(f"length-bin shard sets are read by a stratified strategy, not {balance.strategy.name!r}")
         self.paths, self.rank, self.world_size, self.seed = paths, rank, world_size, seed
+        self.bins = bins  # `paths` as the shard sets of `data stratify`, per bin (bert.data.dataset.DatasetFiles)
         self.batch_size, self.device, self.pad_to_multiple = batch_size, device, pad_to_multiple
         self.sizes = sizes  # run.token_sizes: each batch's token count rounded up to one of them
         self.pin = device.type == "cuda" if pin is None else pin  # page-locked batches copy to a GPU asynchronously
@@ -70,8 +73,8 @@ class TrainLoader:
         self._shard_index = {path: i for i, path in enumerate(paths)}
         self.epoch = 0  # of the samples of the batch last returned
         self._drawn_epoch = 0  # of the samples packing drew last
-        self._packed = (PackedBatches(self._take_samples, batch_size, balance.row_len, rank, balance.exchange)
-                        if balance.strategy == "packed" else None)
+        self._packed = (PackedBatches(self._take_samples, batch_size, balance.strategy.row_len, rank, balance.exchange)
+                        if balance.strategy.packed else None)
         finishing = self._packed is not None or balance.exchange is not None
         self._finisher = ThreadPoolExecutor(1, f"train-finisher-{rank}") if finishing else None
         self._next: Future | None = None  # the finisher's job: the batch after the one in use
@@ -98,14 +101,13 @@ class TrainLoader:
             leftover = pool.take(np.arange(full, len(pool)))
 
     def _sample_batches(self) -> Iterator[tuple[int, Samples]]:
-        if not self.balance.strategy.startswith("stratified"):
+        if not self.balance.strategy.stratified:
             return self._random_batches()
         balance = self.balance
-        bins = binned_shards(self.paths)
-        if bins is not None:  # shard sets of `data stratify`: the folders' bins, one stream each
-            plan = plan_from_bins(bins, self.batch_size, balance.attention_width, balance.lookahead)
-            return binned_batches([self._shards(paths) for _, paths in bins], plan)
-        plan = plan_from_shard(self.paths[0], balance.length_bins, self.batch_size, balance.row_len,
+        if self.bins is not None:  # shard sets of `data stratify`: the folders' bins, one stream each
+            plan = plan_from_bins(self.bins, self.batch_size, balance.attention_width, balance.lookahead)
+            return binned_batches([self._shards(paths) for _, paths in self.bins], plan)
+        plan = plan_from_shard(self.paths[0], balance.length_bins, self.batch_size, balance.strategy.row_len,
                                balance.attention_width, balance.lookahead)
         return stratified_batches(self._shards(), plan)
 

@@ -1,18 +1,11 @@
-"""Lookahead: every rank steers its stratified batch toward one cost target that all ranks share, so that the
-nodes balance each other without moving a sample between them.
+"""Lookahead: every rank steers its stratified batch toward one cost target that all ranks share.
 
-Stratification fixes each batch's count per length bin; what is left is the spread of lengths inside the bins,
-which adds up to different node totals. Here a rank looks at the next (1 + lookahead) x count samples of each
-bin (its window, oldest first) and takes `count` of them such that its batch's cost (bert.data.balance_plans.
-sequence_cost) comes closest to the target: the expected cost of a batch of the plan, measured once on data
-every rank reads. When every rank lands near the same total, so does every node, and the presort deal inside
-the node removes the rest. No lengths cross the network.
-
-MLPerf's rules hold: the batch keeps its size and its count per bin; a sample passed over stays at the front
-of its bin's pool, and one passed over MAX_WAIT times is taken at the next step (pinned), so every sample of
-the epoch is still seen once, a few steps late at most, and the order stays that of the shuffled stream up to
-that delay. All work is numpy on [..., window] arrays: the simulator steers all ranks of a step at once, the
-loader one rank.
+`steer(costs, waited, window, target)`: given the costs of a batch's window (`Window`: for each length bin, the
+next (1 + lookahead) x count samples, oldest first) and how often each was passed over, the samples the batch
+takes: `count` per bin, those that bring the batch's cost (bert.data.balance_plans.sequence_cost) nearest
+`target`, a sample passed over MAX_WAIT times always among them. Numpy on [..., window] arrays: the simulator
+steers all ranks of a step at once, the loader one rank. Why a shared target balances the nodes without moving a
+sample, and why MLPerf's rules still hold: docs/performance.md, "Load balance".
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Samples made in memory, of chosen lengths: random tokens, half of each sequence in segment B, up to
-`predictions` masked positions each (never [CLS]'s). They touch no dataset: bert.warmup compiles on them, and
+`predictions` masked positions each (never [CLS]'s). They touch no dataset: bert.compile_warmup compiles on them, and
 the tests build batches of known lengths from them."""
 
 from __future__ import annotations

@@ -1,25 +1,13 @@
 """The stratified sampler: every per-rank batch draws a fixed count from each length bin, steered toward the
-cost target that every rank shares.
+cost target that every rank shares (bert.data.lookahead).
 
-The counts follow the length mix of the data (bert.data.balance_plans.bin_counts), measured on the first
-training shard, which every rank reads, so that all ranks draw the same counts and every rank and node sees
-the same mix. Without named bins (run.length_bins null) the bins are the data's own length quantiles, one
-per sequence of a batch, so that each draws about once per batch. A bin too rare to get one draw per batch
-is merged into its neighbour, so that no bin's samples pile up unused. Among the next (1 + lookahead) x
-count samples of each bin, a batch takes those that bring its cost nearest the plan's target
-(bert.data.lookahead).
-
-On shard sets written by `mlperf-bert data stratify` (one folder per bin), every rank reads its own shards
-of every bin (the paper's layout), one stream per bin, and refills a bin's pool from its own stream when it
-runs short, so nothing piles up; the counts then come from the shard headers, the bins' costs from the first
-rows of each bin's first shard.
-
-On any other shards, each rank streams its own shards (bert.data.samplers, already shuffled), splits them by
-bin and keeps one pool per bin; a batch draws from the front of each pool, so the order inside a bin is
-random and no sample is drawn twice. The fixed counts draw each bin at a rate a little off its share (the
-share measured on the first shard, rounded to whole draws), so the pool of a bin drawn slower than it arrives
-grows by that difference: with MLPerf's shards of some 36,000 samples, a fraction of a percent of the samples
-read; more on small shards, where the first one measures the mix less well.
+A `StratifiedPlan` holds the bins' upper edges, each bin's count per batch, its mean cost and the target:
+`plan_from_shard` measures it on a shard every rank reads (bins without a draw merged into a neighbour; without
+run.length_bins, the lengths' quantiles, one bin per sequence of a batch), `plan_from_bins` on the shard sets
+`mlperf-bert data stratify` writes (one folder per bin, `bin_folder`). `stratified_batches` yields (epoch, batch)
+from one stream of shuffled shards, split by bin into pools (`BinPools`); `binned_batches` from one stream per
+bin, refilling a bin's pool from its own stream. Each batch holds counts[k] samples of bin k, no sample twice.
+Why the counts come from the first shard, and how far a pool can grow: docs/performance.md, "Load balance".
 """
 
 from __future__ import annotations
@@ -33,7 +21,7 @@ import numpy as np
 
 from bert.data.balance_plans import bin_counts, bin_of, length_histogram, quantile_bins, sequence_cost
 from bert.data.lookahead import Window, steer
-from bert.data.shards import Samples, read_shard, shard_header
+from bert.data.shards import Samples, ShardError, read_shard, shard_header
 
 BIN_FOLDER = re.compile(r"len-(\d+)-(\d+)")
 COST_SAMPLE_ROWS = 4096  # rows of each bin's first shard that measure the bin's mean cost
@@ -44,15 +32,24 @@ def bin_folder(low: int, high: int) -> str:
     return f"len-{low + 1:04d}-{high:04d}"
 
 
-def binned_shards(paths: list[Path]) -> list[tuple[int, list[Path]]] | None:
-    """(upper edge, shards) per bin when every shard lies in a `len-<low>-<high>` folder (the output of
-    `data stratify`), in increasing order; None for any other layout."""
+BinnedShards = list[tuple[int, list[Path]]]  # (upper edge, shards) per length bin, in increasing order
+
+
+def binned_shards(paths: list[Path]) -> BinnedShards | None:
+    """(upper edge, shards) per bin when the shards lie in `len-<low>-<high>` folders (the output of
+    `data stratify`); None when none does. Some in such folders and some not is no layout: a ShardError."""
     groups: dict[int, list[Path]] = {}
+    loose = []
     for path in paths:
         match = BIN_FOLDER.fullmatch(path.parent.name)
         if match is None:
-            return None
-        groups.setdefault(int(match.group(2)), []).append(path)
+            loose.append(path)
+        else:
+            groups.setdefault(int(match.group(2)), []).append(path)
+    if groups and loose:
+        raise ShardError(f"{loose[0].parent}: holds training shards outside the len-<low>-<high> folders of "
+                         f"`mlperf-bert data stratify` beside {len(groups)} such folder(s), and run.dataset.train_glob "
+                         "matches both: point it at one layout (e.g. \"train/len-*/*.hdf5\" or \"train/*.hdf5\")")
     return sorted(groups.items()) if groups else None
 
 
@@ -102,7 +99,7 @@ def plan_from_shard(path: Path, edges: list[int] | None, batch: int, max_len: in
     return stratified_plan(read_shard(path).lengths, edges, batch, max_len, attention_width, lookahead)
 
 
-def plan_from_bins(bins: list[tuple[int, list[Path]]], batch: int, attention_width: int,
+def plan_from_bins(bins: BinnedShards, batch: int, attention_width: int,
                    lookahead: int) -> StratifiedPlan:
     """Counts from the sample totals of stratified shard sets (headers), costs from each bin's first rows."""
     totals = np.array([sum(shard_header(p).samples for p in paths) for _, paths in bins])

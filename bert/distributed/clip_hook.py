@@ -1,26 +1,12 @@
-"""`bucketwise_before_allreduce`: the seed paper's bucket-wise clipping as a DDP communication hook.
+"""`bucketwise_before_allreduce` (run.clip): the seed paper's bucket-wise clipping, as a DDP communication hook.
 
-Each gradient bucket is clipped on its rank as soon as DDP has filled it, to a norm of at most
-clip_norm / sqrt(B) with B buckets (so the whole local gradient is within clip_norm), and its asynchronous
-allreduce (average) starts at once: communication overlaps the rest of the backward pass, and no global
-norm has to wait for the last bucket.
-
-The number of buckets comes from DDP's reducer, because DDP decides it at run time: torch 2.13 puts every
-gradient into one bucket for the first backward and, at the start of the forward after it, rebuilds the
-buckets once by bucket_cap_mb in the order the gradients became ready (older versions started from a
-different layout). The reducer can only list its buckets as zero copies of them (a transient copy of the
-whole gradient), so the count is read at the start of the model's forward (a pre-hook on the wrapped module:
-after DDP's rebuild, before any activation exists, so the copy adds nothing to peak memory), and only until
-a forward follows a hooked backward: twice in a run. Every backward checks it against the buckets the hook
-actually sees.
-
-Gradient accumulation: every micro-batch's backward goes through the hook (no `no_sync`). A micro-batch's
-own gradient is clipped bucket by bucket as a rank's is, as if the A micro-batches were A more ranks; for all
-but the last micro-batch the clipped bucket is added to a per-parameter sum and DDP gets zeros back (so the
-next micro-batch's gradient arrives alone in the bucket), and the last one adds the sum and is reduced once.
-The sum is kept per parameter, not per bucket, because the rebuild can change the buckets between
-micro-batches. The loss of each micro-batch is divided by A (and multiplied by the fp16 loss scale S), so
-the bucket bound is S * clip_norm / (A * sqrt(B)).
+`BucketwiseBeforeAllreduce(ddp, params, clip_norm, scaler, accumulate, comm_dtype)` is a Clipping
+(bert.distributed.clipping). Each micro-batch's gradient bucket is clipped on its rank, as soon as DDP has filled
+it, to S * clip_norm / (A * sqrt(B)) (S the fp16 loss scale, A the step's micro-batches, B DDP's bucket count,
+read from its reducer); the last micro-batch's bucket, with the clipped buckets of the others added, starts its
+average over the ranks at once. A backward that reduces another number of buckets than was counted raises
+RuntimeError. Why this bound, when the buckets are counted and how micro-batches accumulate:
+docs/performance.md, "Bucket-wise clipping".
 """
 
 import contextlib

@@ -1,33 +1,14 @@
-"""Gradient clipping to clip_norm in the three places a descriptor can choose (`run.clip`). The MLPerf rules allow
-clipping before or after the allreduce.
+"""Gradient clipping to run.clip_norm where `run.clip` says, and the averaging over the ranks around it.
 
-- `after_allreduce` (NVIDIA's): DDP averages the gradients after the last micro-batch's backward; the global
-  norm of the average is clipped. NVIDIA's PyTorch submissions clip there (apex FusedLAMB's max_grad_norm on the
-  allreduced gradient), as does the reference with its `clip_by_global_norm_after_gradient_allreduce` flag
-  (off by default). The update waits for all communication.
-- `before_allreduce` (the reference's default): the micro-batches accumulate locally (DDP `no_sync`), each rank
-  clips its whole local gradient, then one coalesced allreduce averages. The reference's
-  optimization.create_optimizer clips each replica's gradient with tf.clip_by_global_norm before the
-  cross-replica sum (and, with gradient accumulation, each micro-batch's, where this clips their sum); it sums
-  where this averages, which changes LAMB's update only through epsilon's relative weight. The average of
-  vectors within the clip_norm ball is within it too.
-- `bucketwise_before_allreduce` (the seed paper's; bert.distributed.clip_hook): each DDP bucket is clipped as soon
-  as it is ready and its allreduce starts at once, overlapping the rest of the backward pass.
-
-Under fp16 loss scaling the two "before" modes clip the scaled gradient against scale x bound, which is
-clipping the unscaled gradient, and unscale only after the allreduce: the GradScaler then looks for inf/NaN
-in the averaged gradient, which is the same on every rank, so an overflow on any rank skips the step on
-all of them. A non-finite norm leaves the gradient non-finite (never zero) for the same reason.
-
-In a single process there is no DDP and no bucket: both "before" modes clip the whole gradient, which is
-also what `after_allreduce` does there.
-
-`run.grad_comm_dtype` bf16 sends every mode's allreduce in bf16 (half the bytes), through one function
-(`start_allreduce_mean_`): `after_allreduce` as a DDP communication hook, as torch's bf16_compress_hook does
-(which refuses gloo), the two "before" modes on what they send. Each rank's share is divided by the world
-size before it is rounded, so the sum cannot overflow, and the sum is copied back into the fp32 gradient.
-
-Each mode is its own implementation of the `Clipping` protocol; what they share are the functions here.
+Each mode is a `Clipping`: `micro_batch(last)` is the context of one micro-batch's forward and backward, and
+`finish(optimizer)`, after the step's last backward, leaves in every .grad the gradient the optimizer applies
+(averaged over the ranks, clipped, unscaled) and returns the norm it clipped (a device scalar; None where no one
+norm exists). `AfterAllreduce`: DDP averages, then the global norm is clipped. `BeforeAllreduce`: each rank clips
+its accumulated local gradient, then one coalesced allreduce averages it. `BucketwiseBeforeAllreduce`:
+bert.distributed.clip_hook. Each takes DDP's wrapper (None on one process, where all three clip the whole
+gradient), the parameters, the bound, the step's GradScaler and the dtype sent (COMM_DTYPES[run.grad_comm_dtype]).
+Nothing here reads a device value on the host. Why each mode, and how fp16 and bf16 meet them:
+docs/performance.md, "Gradient clipping".
 """
 
 from __future__ import annotations
@@ -44,7 +25,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from bert.system import ClipMode
+from bert.distributed.clip_settings import ClipMode
 
 COMM_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # run.grad_comm_dtype
 CLIP_MODES: tuple[str, ...] = get_args(ClipMode)

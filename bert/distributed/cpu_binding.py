@@ -1,20 +1,13 @@
 """Each rank's CPU cores, NUMA node and OpenMP threads, as the descriptor's run.launch.cpu_binding says.
 
-NVIDIA binds each GPU's rank to the cores of the socket (NUMA node) its GPU hangs off, so that the rank's host
-work (the loader, pinned copies, kernel launches) runs near its GPU and its memory. The modes:
-- "none" (the default): nothing is bound; OMP_NUM_THREADS is `omp_num_threads` where given.
-- "node": each rank to every core of its NUMA node.
-- "exclusive": each rank to its own share of its node's cores, the node's physical cores dealt evenly among
-  the ranks on that node (each core with its hyperthread siblings), as NVIDIA's bind.sh --cpu=exclusive does.
-A rank's node is `numa_nodes[local rank]` (its GPU's node, as `nvidia-smi topo -m` lists it), or, without that
-list, the local ranks dealt over the nodes in order (ranks 0..k-1 on node 0, ...), as DGX systems number their
-GPUs. Memory follows the cores: Linux places a page on the node of the CPU that first touches it, so what the
-rank allocates after the binding (the model, the batches, the pinned buffers) is its node's. A bound rank's
-OpenMP threads (and torch's) are `omp_num_threads`, or its physical cores.
-
-The binding comes from this host's topology (/sys/devices/system): `mlperf-bert system plan` (and
-run_and_time.sh --dry-run) prints it for the host it runs on, and every rank applies and prints its own at start
-(bert.train, before the model and the loader exist).
+`rank_binding(spec, topology, local_rank, local_world)` returns the `Binding` (CPUs, NUMA node, threads) of one
+local rank on a host's `Topology` (`Topology.read()`: /sys/devices/system); `apply` makes it this process's;
+`bind_rank` does both for the running rank (bert.train, before the model and the loader exist), and
+`describe_binding` gives the dry run's lines. Modes: "none" (default: nothing bound; OMP_NUM_THREADS is
+`omp_num_threads` where given), "node" (every core of the rank's NUMA node), "exclusive" (the rank's own share of
+its node's physical cores, each with its hyperthread siblings, as NVIDIA's bind.sh --cpu=exclusive deals them).
+A rank's node is `numa_nodes[local rank]`, or without that list the local ranks dealt over the nodes in order.
+Why NVIDIA binds so, and how memory follows the cores: docs/running.md, "On a cluster".
 """
 
 from __future__ import annotations
@@ -23,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from bert.system import CpuBindingSpec, System
+from bert.distributed.launch_settings import CpuBindingSpec
 
 SYSFS = Path("/sys/devices/system")
 
@@ -132,16 +125,15 @@ def apply(binding: Binding) -> None:
         torch.set_num_threads(binding.threads)
 
 
-def bind_rank(system: System, local_rank: int, local_world: int) -> Binding:
+def bind_rank(spec: CpuBindingSpec, local_rank: int, local_world: int) -> Binding:
     """Applies the binding of this process, local rank `local_rank` of `local_world`; returns it."""
-    binding = rank_binding(system.run.launch.cpu_binding, Topology.read(), local_rank, local_world)
+    binding = rank_binding(spec, Topology.read(), local_rank, local_world)
     apply(binding)
     return binding
 
 
-def describe_binding(system: System, topology: Topology) -> list[str]:
+def describe_binding(spec: CpuBindingSpec, per_node: int, topology: Topology) -> list[str]:
     """The dry run's lines: the mode and, per local rank (the same on every node), its binding on `topology`."""
-    spec, per_node = system.run.launch.cpu_binding, system.run.processes_per_node
     lines = [f"cpu binding (run.launch.cpu_binding): {spec.mode}, shown on this host ({topology.describe()})"]
     try:
         lines += [f"  local rank {r}: {rank_binding(spec, topology, r, per_node).describe()}" for r in range(per_node)]

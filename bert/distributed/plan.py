@@ -16,9 +16,11 @@ from pathlib import Path
 
 from bert.data.samplers import rank_shards
 from bert.descriptor_files import descriptor_files
+from bert.distributed.clip_settings import ClipSpec
 from bert.distributed.cpu_binding import Topology, describe_binding
+from bert.distributed.launch_settings import LaunchSpec
 from bert.model.size import gradient_buckets, parameter_count
-from bert.system import System
+from bert.system import Descriptor
 
 LAUNCHERS = ("slurm", "torchrun")
 HARNESS_ROOT = Path(__file__).resolve().parents[2]  # where run_and_time.sh runs, and the container starts
@@ -39,9 +41,10 @@ class TrainArgs:
     cache_cleared: bool = False
     checkpoint_dir: Path | None = None  # CHECKPOINTDIR: the folder that holds run.init_checkpoint's file
 
-    def argv(self, system: System) -> list[str]:
+    def argv(self, descriptor: Path) -> list[str]:
+        """`mlperf-bert train`'s arguments for the descriptor at `descriptor`."""
         checkpoint = ["--checkpoint-dir", str(self.checkpoint_dir)] if self.checkpoint_dir is not None else []
-        return ["-m", "bert.cli", "train", "--system", str(system.path), "--seed", str(self.seed),
+        return ["-m", "bert.cli", "train", "--system", str(descriptor), "--seed", str(self.seed),
                 "--log-file", str(self.log_file), "--data-dir", str(self.data_dir), *checkpoint,
                 "--cache-cleared" if self.cache_cleared else "--no-cache-cleared"]
 
@@ -81,16 +84,16 @@ def _mount_point(path: Path) -> Path:
     return path if nearest == Path(nearest.anchor) else nearest
 
 
-def run_mounts(system: System, args: TrainArgs, user_mounts: str = "") -> tuple[str, ...]:
+def run_mounts(descriptor: Path, checkpoint: Path | None, args: TrainArgs, user_mounts: str = "") -> tuple[str, ...]:
     """MOUNTS, then the folders the run reads and writes, each at its own path, so that the paths of the plan mean
-    the same inside the container: this harness, the descriptor's files, the dataset, the checkpoint and the
-    results. A folder not made yet is mounted through the nearest one that exists; one inside another is not
-    mounted twice. Every source must exist where srun starts the container (missing_mounts)."""
+    the same inside the container: this harness, the files of the descriptor at `descriptor`, the dataset, the
+    checkpoint to start from (Descriptor.init_checkpoint_path) and the results. A folder not made yet is mounted
+    through the nearest one that exists; one inside another is not mounted twice. Every source must exist where
+    srun starts the container (missing_mounts)."""
     user = tuple(m for m in user_mounts.split(",") if m)
     wanted = [HARNESS_ROOT, args.data_dir, args.log_file.parent]
-    if system.path.is_file():
-        wanted += [p.resolve().parent for p in descriptor_files(system.path)]
-    checkpoint = system.init_checkpoint_path(args.checkpoint_dir)
+    if descriptor.is_file():
+        wanted += [p.resolve().parent for p in descriptor_files(descriptor)]
     if checkpoint is not None:
         wanted.append(checkpoint.parent)
     folders: list[Path] = []
@@ -126,40 +129,41 @@ def missing_mounts(container: Container) -> list[str]:
     return [source for source in (m.split(":")[0] for m in container.mounts) if not Path(source).exists()]
 
 
-def launch_command(system: System, args: TrainArgs, launcher: str, node_rank: int = 0,
+def launch_command(system: Descriptor, args: TrainArgs, launcher: str, node_rank: int = 0,
                    master_addr: str = "localhost", python: str = "python", container: Container | None = None
                    ) -> list[str]:
     """The command that starts this node's ranks (srun: every node's, in the container when there is one)."""
     run = system.run
     if launcher == "slurm":
         return ["srun", f"--nodes={system.nodes}", f"--ntasks-per-node={run.processes_per_node}",
-                "--kill-on-bad-exit=1", *_in_container(container, system, master_addr), python, *args.argv(system)]
+                "--kill-on-bad-exit=1", *_in_container(container, run.launch, master_addr), python,
+                *args.argv(system.path)]
     if container is not None:
         raise ValueError("a container (CONT) is started by Slurm's srun (pyxis); without Slurm run run_and_time.sh "
                          "inside the container itself")
     if launcher != "torchrun":
         raise ValueError(f"unknown launcher {launcher!r}; choose one of {', '.join(LAUNCHERS)}")
     if system.world_size == 1:  # one process needs no agent: a few seconds less start-up, the trainer's own status
-        return [python, *args.argv(system)]
+        return [python, *args.argv(system.path)]
     if system.nodes == 1:
         shape = ["--standalone", "--nnodes=1"]
     else:
         shape = [f"--nnodes={system.nodes}", f"--node_rank={node_rank}", f"--master_addr={master_addr}",
                  f"--master_port={run.launch.master_port}"]
     return [python, "-m", "bert.distributed.torchrun", *shape, f"--nproc_per_node={run.processes_per_node}",
-            *args.argv(system)]
+            *args.argv(system.path)]
 
 
-def _in_container(container: Container | None, system: System, master_addr: str) -> list[str]:
-    return container.srun_options(launch_env(system, "slurm", master_addr)) if container else []
+def _in_container(container: Container | None, launch: LaunchSpec, master_addr: str) -> list[str]:
+    return container.srun_options(launch_env(launch, "slurm", master_addr)) if container else []
 
 
-def _per_node(system: System) -> list[str]:
+def _per_node(nodes: int) -> list[str]:
     """srun's options for one task on every node of the run."""
-    return ["srun", f"--nodes={system.nodes}", f"--ntasks={system.nodes}", "--ntasks-per-node=1"]
+    return ["srun", f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1"]
 
 
-def preflight_command(system: System, args: TrainArgs, launcher: str, log_dir: Path, node_rank: int = 0,
+def preflight_command(system: Descriptor, args: TrainArgs, launcher: str, log_dir: Path, node_rank: int = 0,
                       master_addr: str = "localhost", container: Container | None = None,
                       python: str = "python") -> list[str]:
     """The pre-flight (bert.distributed.preflight) of this node, or under Slurm of every node (one task each, in
@@ -169,82 +173,82 @@ def preflight_command(system: System, args: TrainArgs, launcher: str, log_dir: P
     if args.checkpoint_dir is not None:
         argv += ["--checkpoint-dir", str(args.checkpoint_dir)]
     if launcher == "slurm":
-        return [*_per_node(system), *_in_container(container, system, master_addr), *argv]
+        return [*_per_node(system.nodes), *_in_container(container, system.run.launch, master_addr), *argv]
     return [*argv, "--node-rank", str(node_rank)]
 
 
-def cache_clear_command(system: System, launcher: str) -> list[str]:
+def cache_clear_command(nodes: int, launcher: str) -> list[str]:
     """Drops the page cache before a run: under Slurm on every node (one task each, outside the container, whose
     /proc/sys is not the host's to write), else on this host (each node's run_and_time.sh runs it on its own)."""
     here = ["bash", "-c", DROP_CACHES]
-    return [*_per_node(system), *here] if launcher == "slurm" else here
+    return [*_per_node(nodes), *here] if launcher == "slurm" else here
 
 
-def launch_env(system: System, launcher: str, master_addr: str) -> dict[str, str]:
+def launch_env(launch: LaunchSpec, launcher: str, master_addr: str) -> dict[str, str]:
     """The variables every rank gets besides the launcher's own (rank, world size, local rank)."""
-    env = dict(system.run.launch.env) | system.run.launch.socket_env()
+    env = dict(launch.env) | launch.socket_env()
     if launcher == "slurm":
-        env |= {"MASTER_ADDR": master_addr, "MASTER_PORT": str(system.run.launch.master_port)}
+        env |= {"MASTER_ADDR": master_addr, "MASTER_PORT": str(launch.master_port)}
     return env
 
 
-def rank_device(system: System, local_rank: int) -> str:
-    """The device of a rank whose node shows it all of system.accelerators_per_node GPUs (where the cluster
-    binds one GPU per task, every rank takes cuda:0 instead: see bert.distributed.launch.cuda_device_index)."""
-    if system.run.device != "cuda":
-        return system.run.device
+def rank_device(device: str, gpus_per_node: int, local_rank: int) -> str:
+    """The device of a rank of `device` ("cpu", "cuda") whose node shows it all its `gpus_per_node` GPUs
+    (system.accelerators_per_node; where the cluster binds one GPU per task, every rank takes cuda:0 instead:
+    see bert.distributed.launch.cuda_device_index)."""
+    if device != "cuda":
+        return device
     from bert.distributed.launch import cuda_device_index
 
-    return f"cuda:{cuda_device_index(local_rank, int(system.description['accelerators_per_node']))}"
+    return f"cuda:{cuda_device_index(local_rank, gpus_per_node)}"
 
 
-def rank_slots(system: System, num_shards: int, seed: int) -> list[RankSlot]:
+def rank_slots(system: Descriptor, num_shards: int, seed: int) -> list[RankSlot]:
     """Every rank's place, device and first-epoch shards, as bert.data.samplers deals them."""
-    per_node = system.run.processes_per_node
+    per_node, gpus = system.run.processes_per_node, int(system.description["accelerators_per_node"])
     names = [Path(f"{i}") for i in range(num_shards)]
     slots = []
     for rank in range(system.world_size):
         parts = rank_shards(names, rank, system.world_size, seed, 0) if num_shards else []
         local = rank % per_node
-        slots.append(RankSlot(rank, rank // per_node, local, rank // per_node, rank_device(system, local),
-                              tuple(p.shard_index for p in parts)))
+        slots.append(RankSlot(rank, rank // per_node, local, rank // per_node,
+                              rank_device(system.run.device, gpus, local), tuple(p.shard_index for p in parts)))
     return slots
 
 
-def build_plan(system: System, args: TrainArgs, launcher: str, num_shards: int, master_addr: str = "localhost",
+def build_plan(system: Descriptor, args: TrainArgs, launcher: str, num_shards: int, master_addr: str = "localhost",
                container: Container | None = None, drop_caches: bool = False) -> LaunchPlan:
     nodes = range(system.nodes) if launcher == "torchrun" else range(1)
     commands = [launch_command(system, args, launcher, n, master_addr, container=container) for n in nodes]
     preflight = [preflight_command(system, args, launcher, args.log_file.parent, n, master_addr, container)
                  for n in nodes]
-    return LaunchPlan(launcher, commands, launch_env(system, launcher, master_addr),
+    return LaunchPlan(launcher, commands, launch_env(system.run.launch, launcher, master_addr),
                       rank_slots(system, num_shards, args.seed), preflight,
-                      cache_clear_command(system, launcher) if drop_caches else None, container)
+                      cache_clear_command(system.nodes, launcher) if drop_caches else None, container)
 
 
-def _clip_line(system: System) -> str:
-    run = system.run
-    params = parameter_count(system.model_config())
-    buckets = gradient_buckets(params, system.run.bucket_cap_mb)
-    if run.clip == "bucketwise_before_allreduce":
+def _clip_line(clip: ClipSpec, params: int) -> str:
+    buckets = gradient_buckets(params, clip.bucket_cap_mb)
+    if clip.clip == "bucketwise_before_allreduce":
         return (f"clip: bucketwise_before_allreduce: DDP communication hook BucketwiseBeforeAllreduce, "
-                f"{buckets} bucket(s) of <= {run.bucket_cap_mb:g} MB for {params:,} parameters, each clipped to "
-                f"clip_norm/sqrt({buckets}) = {run.clip_norm / math.sqrt(buckets):.4g} before its allreduce")
-    where = "the averaged gradient's global norm" if run.clip == "after_allreduce" else "each rank's whole gradient"
-    return f"clip: {run.clip}: {where} clipped to {run.clip_norm:g}; {buckets} DDP bucket(s), {params:,} parameters"
+                f"{buckets} bucket(s) of <= {clip.bucket_cap_mb:g} MB for {params:,} parameters, each clipped to "
+                f"clip_norm/sqrt({buckets}) = {clip.clip_norm / math.sqrt(buckets):.4g} before its allreduce")
+    where = "the averaged gradient's global norm" if clip.clip == "after_allreduce" else "each rank's whole gradient"
+    return f"clip: {clip.clip}: {where} clipped to {clip.clip_norm:g}; {buckets} DDP bucket(s), {params:,} parameters"
 
 
-def _balance_line(system: System) -> str:
-    run, nodes, per_node = system.run, system.nodes, system.run.processes_per_node
-    line = f"balance: {run.balance}"
-    if run.balance == "stratified+local_presort":
-        line += (f": {nodes} node group(s) for presorting, each ranks [k*{per_node}, (k+1)*{per_node}) "
+def _balance_line(system: Descriptor) -> str:
+    run, strategy, world = system.run, system.balance, system.world_size
+    group = strategy.presort_group(world, run.processes_per_node)
+    line = f"balance: {strategy.name}"
+    if strategy.presorts and group < world:
+        line += (f": {world // group} node group(s) for presorting, each ranks [k*{group}, (k+1)*{group}) "
                  f"gathering its sequences every step and dealing them out ({run.presort_deal} deal)")
-    elif run.balance == "global_presort":
-        line += f": one presorting group of all {system.world_size} ranks ({run.presort_deal} deal)"
-    elif run.balance == "packed":
-        line += f": the same packed rows on every rank, agreed over all {system.world_size} ranks every step"
-    if run.balance.startswith("stratified"):
+    elif strategy.presorts:
+        line += f": one presorting group of all {world} ranks ({run.presort_deal} deal)"
+    elif strategy.packed:
+        line += f": the same packed rows on every rank, agreed over all {world} ranks every step"
+    if strategy.stratified:
         line += f"; lookahead {run.balance_lookahead}"
     if run.length_bins:
         line += f"; length bins (upper edges) {run.length_bins}"
@@ -258,26 +262,27 @@ def _container_lines(plan: LaunchPlan) -> list[str]:
             "the host", *(f"  mount: {mount}" for mount in plan.container.mounts)]
 
 
-def _cache_clear_line(plan: LaunchPlan, system: System) -> str:
+def _cache_clear_line(plan: LaunchPlan, nodes: int) -> str:
     if plan.cache_clear is None:
         return "cache clear: not asked for (DROP_CACHES=1 asks): cache_clear is logged false"
     if plan.launcher == "slurm":
-        where = f"on each of the {system.nodes} node(s), one task each, outside the container"
-        rule = f"logged true only when all {system.nodes} say cleared, else false with a line naming the others"
+        where = f"on each of the {nodes} node(s), one task each, outside the container"
+        rule = f"logged true only when all {nodes} say cleared, else false with a line naming the others"
     else:
         where = "by each node's run_and_time.sh on its own host"
-        rule = (f"every rank passes on its node's answer and rank 0 logs true only when all {system.nodes} node(s) "
+        rule = (f"every rank passes on its node's answer and rank 0 logs true only when all {nodes} node(s) "
                 "cleared, else false with a line naming the others")
     return f"cache clear (before each run, {where}): {shlex.join(plan.cache_clear)}; cache_clear {rule}"
 
 
-def describe(plan: LaunchPlan, system: System, num_shards: int) -> list[str]:
+def describe(plan: LaunchPlan, system: Descriptor, num_shards: int) -> list[str]:
     """The dry run's report."""
     run = system.run
     lines = [f"system {system.name}: {system.nodes} node(s) x {run.processes_per_node} = {system.world_size} ranks, "
              f"{run.device}, global batch {run.global_batch_size} = {system.per_process_batch} per rank x "
              f"{run.gradient_accumulation_steps} accumulation step(s) x {system.world_size} ranks",
-             _balance_line(system), _clip_line(system), f"launcher: {plan.launcher}"]
+             _balance_line(system), _clip_line(run, parameter_count(system.model_config())),
+             f"launcher: {plan.launcher}"]
     for node, command in enumerate(plan.commands):
         where = "every node (one task per process)" if plan.launcher == "slurm" else f"node {node}"
         lines.append(f"command ({where}): {shlex.join(command)}")
@@ -285,14 +290,14 @@ def describe(plan: LaunchPlan, system: System, num_shards: int) -> list[str]:
     for node, command in enumerate(plan.preflight):
         where = "every node (one task each)" if plan.launcher == "slurm" else f"node {node}"
         lines.append(f"pre-flight ({where}, before the first run): {shlex.join(command)}")
-    lines.append(_cache_clear_line(plan, system))
+    lines.append(_cache_clear_line(plan, system.nodes))
     lines += [f"env: {k}={shlex.quote(v)}" for k, v in sorted(plan.env.items())]
     shards = f"{num_shards} training shard(s)" if num_shards else "no training shards found (shards not shown)"
     if run.device == "cuda":
         lines.append(f"devices: each rank takes cuda:<local rank mod the GPUs it sees>; shown for "
                      f"{system.description['accelerators_per_node']} GPU(s) seen per node (a cluster that binds "
                      "one GPU per task gives every rank cuda:0)")
-    lines += describe_binding(system, Topology.read())
+    lines += describe_binding(run.launch.cpu_binding, run.processes_per_node, Topology.read())
     lines.append(f"ranks ({shards}; epoch-0 shard indices in sorted name order):")
     for slot in plan.ranks:
         listed = ",".join(map(str, slot.shards)) if slot.shards else "-"

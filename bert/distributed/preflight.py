@@ -1,21 +1,13 @@
 """The pre-flight: before any run starts (and before a result file is claimed), this node checks what the run
 needs: the device and the torch build, the dataset, the checkpoint (run.init_checkpoint) and the results folder.
-On one node that is all, one line per problem. Before the ranks of several nodes start, every node checks the
-same and reports to node 0, which refuses the start in one line per problem, naming the node and the fix.
 
-Without it each of these is a silent wait at the rendezvous until torchrun's (600 s) or the process group's
-timeout: a node that cannot reach node 0; a node on another version of the code, of torch or of the
-descriptor; a dataset missing or different on a node; a network interface (run.launch.socket_ifname) that a
-node does not have, or a host name that resolves to the loopback (gloo binds there, out of the other nodes'
-reach). Also refused: clocks further apart than MAX_CLOCK_SKEW_S, less than bert.mllog.LOG_FREE_BYTES free where node
-0 writes the logs, and two hosts started as the same node.
-
-The exchange, bounded by run.launch.preflight_timeout_s (T, 30 s by default): node 0 listens on the rendezvous
-port (run.launch.master_port: what the pre-flight reaches is what the rendezvous will need) until every node
-has reported or T has passed; every other node connects to MASTER_ADDR, retrying for at most T, sends its
-facts as one JSON line and waits at most T more for node 0's verdict, the list of problems (empty: the start
-goes on). A node that cannot reach node 0 gives up after T, saying so. run_and_time.sh runs it on every node
-before the first run (under Slurm as one task per node) and alone with --dry-run.
+`preflight(descriptor, node, master_addr, data_dir, log_dir, checkpoint_dir, gpus_needed)` returns an `Outcome`:
+the problems this node prints, one line each naming the node and the fix, or the line that the start goes on.
+On one node it checks this node alone. On several, every node gathers its `NodeFacts` and reports them to node 0
+as one JSON line on the rendezvous port (run.launch.master_port); node 0 judges them all (`judge`: also other
+code, torch or descriptor, another dataset, a missing interface, clocks further apart than MAX_CLOCK_SKEW_S, two
+hosts started as one node) and sends back the verdict. Each side waits at most run.launch.preflight_timeout_s.
+What each check saves a run from: docs/running.md, "On a cluster".
 """
 
 from __future__ import annotations
@@ -41,7 +33,7 @@ from bert.data.dataset import dataset_files
 from bert.data.shards import ShardError
 from bert.distributed.plan import launch_env, nearest_folder
 from bert.mllog import LOG_FREE_BYTES
-from bert.system import System
+from bert.system import Descriptor
 from bert.typed_config import from_dict, ranged
 
 PROTOCOL = "mlperf-bert-preflight/1"
@@ -94,11 +86,12 @@ def _torch_version() -> str:
         return torch.__version__
 
 
-def descriptor_fingerprint(system: System) -> str:
-    return hashlib.sha256(json.dumps(system.data, sort_keys=True).encode()).hexdigest()[:12]
+def descriptor_fingerprint(data: dict) -> str:
+    """Of a descriptor's resolved JSON (Descriptor.data): equal on every node that resolves the same values."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def _dataset(system: System, data_dir: Path | None) -> tuple[str, str, list[str]]:
+def _dataset(system: Descriptor, data_dir: Path | None) -> tuple[str, str, list[str]]:
     """(fingerprint, summary, problems) of the dataset this node would read."""
     root = system.dataset_dir(data_dir)
     where = "there on every node, or mount the shared file system that holds it" if system.nodes > 1 else \
@@ -120,7 +113,7 @@ def _dataset(system: System, data_dir: Path | None) -> tuple[str, str, list[str]
     return hashlib.sha256(json.dumps(sizes).encode()).hexdigest()[:12], summary, []
 
 
-def device_problems(system: System, gpus_needed: int) -> list[str]:
+def device_problems(system: Descriptor, gpus_needed: int) -> list[str]:
     """What keeps this host from running the descriptor's device: a CUDA run needs a CUDA build of torch that
     sees `gpus_needed` GPUs (one per process of the node, or one where the cluster binds one to each task)."""
     missing = [f"torch is not installed in this Python ({sys.executable}): install it (bootstrap.sh does), or run "
@@ -145,9 +138,9 @@ def device_problems(system: System, gpus_needed: int) -> list[str]:
     return []
 
 
-def checkpoint_problems(system: System, checkpoint_dir: Path | None) -> list[str]:
-    """Whether the checkpoint the run starts from (run.init_checkpoint, in CHECKPOINTDIR when given) is here."""
-    path = system.init_checkpoint_path(checkpoint_dir)
+def checkpoint_problems(path: Path | None, checkpoint_dir: Path | None) -> list[str]:
+    """Whether the checkpoint the run starts from, `path` (run.init_checkpoint, in CHECKPOINTDIR `checkpoint_dir`
+    when given: Descriptor.init_checkpoint_path), is here."""
     if path is None or path.exists():
         return []
     named = f"CHECKPOINTDIR={checkpoint_dir} holds no {path.name}" if checkpoint_dir else \
@@ -221,16 +214,17 @@ def interface_problems(socket_ifname: str | None, single_host: bool) -> list[str
             f"nodes (this host has {listing}), or make {name!r} resolve to its address there"]
 
 
-def node_facts(system: System, node: int, master_addr: str, data_dir: Path | None, log_dir: Path,
+def node_facts(system: Descriptor, node: int, master_addr: str, data_dir: Path | None, log_dir: Path,
                checkpoint_dir: Path | None = None, gpus_needed: int = 1) -> NodeFacts:
     """This node's report (node 0's also says whether MASTER_ADDR is its own address and checks the results
     folder); one node reports only what it finds on itself."""
     host = socket.gethostname()
     fingerprint, summary, problems = _dataset(system, data_dir)
-    problems = device_problems(system, gpus_needed) + problems + checkpoint_problems(system, checkpoint_dir)
+    checkpoint = checkpoint_problems(system.init_checkpoint_path(checkpoint_dir), checkpoint_dir)
+    problems = device_problems(system, gpus_needed) + problems + checkpoint
     if system.nodes > 1:
         single_host = any(_loopback(a) for a in _resolve(master_addr))
-        interface = launch_env(system, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")
+        interface = launch_env(system.run.launch, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")
         problems += interface_problems(interface, single_host)
     free = None
     if node == 0:
@@ -238,14 +232,14 @@ def node_facts(system: System, node: int, master_addr: str, data_dir: Path | Non
             problems += _master_addr_problems(master_addr)
         problems += results_folder_problems(log_dir)
         free = shutil.disk_usage(nearest_folder(log_dir)).free
-    return NodeFacts(node, host, code_fingerprint(), _torch_version(), descriptor_fingerprint(system),
+    return NodeFacts(node, host, code_fingerprint(), _torch_version(), descriptor_fingerprint(system.data),
                      str(system.path), str(system.dataset_dir(data_dir)), fingerprint, summary, free,
-                     [_who(system, node, host) + p for p in problems], time.time())
+                     [_who(system.nodes, node, host) + p for p in problems], time.time())
 
 
-def _who(system: System, node: int, host: str) -> str:
+def _who(nodes: int, node: int, host: str) -> str:
     """The start of a problem's line: the node it concerns, where there are several."""
-    return f"node {node} ({host}): " if system.nodes > 1 else ""
+    return f"node {node} ({host}): " if nodes > 1 else ""
 
 
 def _master_addr_problems(master_addr: str) -> list[str]:
@@ -508,7 +502,7 @@ def _report(facts: NodeFacts, master_addr: str, port: int, timeout_s: float) -> 
                     "see node 0's output (what listens on that port may be no pre-flight)"]
 
 
-def preflight(system: System, node: int, master_addr: str, data_dir: Path | None, log_dir: Path,
+def preflight(system: Descriptor, node: int, master_addr: str, data_dir: Path | None, log_dir: Path,
               checkpoint_dir: Path | None = None, gpus_needed: int | None = None) -> Outcome:
     """The pre-flight of `node` (see the module's description). `gpus_needed`: the GPUs a CUDA run needs to see
     on this node (default: one per process of the node)."""
@@ -522,7 +516,7 @@ def preflight(system: System, node: int, master_addr: str, data_dir: Path | None
                                  + (f", checkpoint {checkpoint}" if checkpoint else "") + f", results in {log_dir}")
     if node == 0:
         problems, agreed = _collect(facts, system.nodes, master_addr, launch.master_port, launch.preflight_timeout_s)
-        interface = launch_env(system, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")
+        interface = launch_env(system.run.launch, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")
         agreed.append(f"interface {interface}" if interface else "gloo on the address of each host's name")
         return Outcome(problems, f"{system.nodes} node(s) ready: {', '.join(agreed)}")
     problems = _report(facts, master_addr, launch.master_port, launch.preflight_timeout_s)

@@ -18,17 +18,15 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from bert.data.balance import BalanceStrategy
 from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH, deal, sequence_cost
 from bert.data.shards import Samples
 
 
-def presort_groups(world_size: int, ranks_per_node: int, strategy: str) -> list[list[int]]:
+def presort_groups(world_size: int, ranks_per_node: int, strategy: BalanceStrategy) -> list[list[int]]:
     """The ranks that exchange batches: one group per node, or all ranks; none for other strategies."""
-    if strategy == "stratified+local_presort":
-        return [list(range(first, first + ranks_per_node)) for first in range(0, world_size, ranks_per_node)]
-    if strategy == "global_presort":
-        return [list(range(world_size))]
-    return []
+    size = strategy.presort_group(world_size, ranks_per_node)
+    return [list(range(first, first + size)) for first in range(0, world_size, size)] if size else []
 
 
 def encode(samples: Samples, row_len: int, predictions: int) -> torch.Tensor:
@@ -76,8 +74,8 @@ class PresortExchange:
         return decode(everything[torch.from_numpy(mine)], self.row_len, self.predictions)  # only this rank's share
 
 
-def build_exchange(rank: int, world_size: int, ranks_per_node: int, strategy: str, row_len: int,
-                   predictions: int, timeout_s: float, how: str = "balanced",
+def build_exchange(rank: int, world_size: int, ranks_per_node: int, strategy: BalanceStrategy, predictions: int,
+                   timeout_s: float, how: str = "balanced",
                    attention_width: int = BERT_LARGE_ATTENTION_WIDTH) -> PresortExchange | None:
     """Creates the gloo groups of the strategy (every rank creates every group, in the same order, as
     torch.distributed requires) and returns this rank's exchange; None when there is nothing to exchange.
@@ -87,5 +85,5 @@ def build_exchange(rank: int, world_size: int, ranks_per_node: int, strategy: st
     for members in groups:
         group = dist.new_group(members, backend="gloo", timeout=timedelta(seconds=timeout_s))
         if rank in members:
-            mine = PresortExchange(group, members, rank, row_len, predictions, how, attention_width)
+            mine = PresortExchange(group, members, rank, strategy.row_len, predictions, how, attention_width)
     return mine

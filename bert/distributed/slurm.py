@@ -16,13 +16,13 @@ import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from bert.system import System
+from bert.system import Descriptor
 
 # Slurm's per-node counts read like "8", "8(x16)" or "72(x2),36": a value, and how many nodes have it.
 _COUNT = re.compile(r"(\d+)(?:\(x(\d+)\))?")
 
 
-def sbatch_options(system: System) -> list[str]:
+def sbatch_options(system: Descriptor) -> list[str]:
     """What `sbatch` must ask for: the descriptor's nodes, one task per process, and a GPU per CUDA process."""
     per_node = system.run.processes_per_node
     options = [f"--nodes={system.nodes}", f"--ntasks-per-node={per_node}"]
@@ -64,7 +64,7 @@ class Allocation:
                    env.get("SLURM_JOB_NODELIST") or None)
 
 
-def allocation_problem(system: System, allocation: Allocation, label: str | None = None) -> str | None:
+def allocation_problem(system: Descriptor, allocation: Allocation, label: str | None = None) -> str | None:
     """Why this allocation cannot run the descriptor (one line with the fix), or None when it can. `label` names
     the descriptor in the fix as the user gave it (a name in systems/ or a path; default: its name)."""
     per_node, label = system.run.processes_per_node, label or system.name

@@ -7,7 +7,7 @@ and tested on a laptop CPU; they share every code path with the large model.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bert.typed_config import ConfigError, check_fields, ranged
@@ -95,3 +95,26 @@ def named_config(name: str, **overrides: Any) -> BertConfig:
     if unknown:
         raise ValueError(f"unknown model config field(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}")
     return NAMED_CONFIGS[name].replace(**overrides)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """The model of a run (fields of the run block)."""
+
+    model: str = "large"
+    """A named config: "large" (BERT-large, the MLPerf reference model), "base", or the development sizes "tiny"
+    and "micro"."""
+    model_overrides: dict[str, int | float | str] = field(default_factory=dict)
+    """Fields of the named config to change, e.g. {"gelu": "erf"} (the reference's GELU is "tanh")."""
+
+    def model_config(self) -> BertConfig:
+        return named_config(self.model, **self.model_overrides)
+
+    def problems(self) -> list[tuple[str, str]]:
+        try:
+            self.model_config()
+        except ConfigError as e:  # a model config field, which only an override can set wrong
+            return [(f"model_overrides.{e.field}", e.problem)]
+        except ValueError as e:
+            return [("model_overrides" if self.model in NAMED_CONFIGS and self.model_overrides else "model", str(e))]
+        return []

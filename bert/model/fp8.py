@@ -1,18 +1,12 @@
 """FP8 for the encoder's Linear layers (run.precision "fp8"), bf16 autocast everywhere else.
 
-E4M3 for the forward's inputs and weights, E5M2 for the gradients, one dynamic scale per tensor (each cast scales
-its tensor's largest magnitude to the format's largest). Two implementations, one chosen here as bert.model.fused
-chooses apex's LayerNorm:
-- Transformer Engine, where it is importable (NVIDIA's containers ship it; it is never installed from a registry):
-  its Linear (a delayed-scaling recipe, E4M3 forward and E5M2 backward) under its fp8_autocast, which the step
-  enters with torch's autocast (`fp8_context`). Where Dynamo cannot trace its layers whole, the compiled layers
-  fall back to eager before the clock and the log says so (bert.warmup).
-- else torchao's float8 training (the `torchao` package): its Float8Linear, which torch.compile traces and fuses
-  whole (the casts and scales around each matmul); on a GPU through torch._scaled_mm, on a CPU emulated (the
-  values cast to FP8 and back, the matmul in high precision), which is how the tests hold it to bf16.
-Either way each Linear keeps its fp32 `weight` and `bias` parameters under their names, so the optimizer, the
-checkpoints and the reference's tensor names do not change. The embeddings, attention, LayerNorms and heads stay
-bf16. An FP8 matmul needs FP8 tensor cores: compute capability 8.9 or more (L4, L40, H100, H200, B200), not an A100.
+`encoder_to_fp8(encoder, device)` swaps the encoder's Linear layers for FP8 ones in place and returns the
+implementation it chose: Transformer Engine's Linear where it is importable (NVIDIA's containers; never
+installed from a registry), else torchao's Float8Linear (`fp8_backend()` says which, None for neither).
+`fp8_context(backend)` is the context the step enters with torch's autocast (Transformer Engine's fp8_autocast;
+nothing for torchao). Each Linear keeps its fp32 `weight` and `bias` under their names. A GPU below compute
+capability 8.9 raises Fp8Unavailable. The formats, scales and what the tests hold: docs/performance.md, "Compiled
+by default, and FP8".
 """
 
 from __future__ import annotations

@@ -249,7 +249,7 @@ def compile_encoder(model: BertForPreTraining, token_sizes: int = 0, cuda_graphs
 
 
 def uncompile_encoder(model: BertForPreTraining) -> None:
-    """Undoes compile_encoder: every encoder layer runs eager from its next call (bert.warmup's fallback).
+    """Undoes compile_encoder: every encoder layer runs eager from its next call (bert.compile_warmup's fallback).
     nn.Module.compile keeps the compiled call in `_compiled_call_impl`, which it calls instead of the module's
     own while set."""
     for layer in model.bert.encoder:

@@ -19,7 +19,7 @@ from bert.model.config import BertConfig
 from bert.model.tf_names import fused_parts
 from bert.optim.lamb import Lamb
 from bert.optim.schedule import LrSchedule
-from bert.system import OptimizerSpec
+from bert.optim.settings import OptimizerSpec
 
 
 def excluded_from_weight_decay(name: str) -> bool:

@@ -1,40 +1,16 @@
-"""LAMB with the MLPerf reference semantics (the TF `lamb_optimizer_v1` of the reference implementation).
+"""LAMB as the MLPerf reference computes it (the TF `lamb_optimizer_v1` of the reference implementation).
 
-Per tensor, with bias-corrected moments:
+Per reference tensor w with gradient g, at step t:
     m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g^2
-    update = (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) + weight_decay * w     (eps inside the Adam step)
-    ratio = ||w|| / ||update|| if both norms are positive else 1                  (the trust ratio)
-    w = w - lr * ratio * update
-A group's `layer_adaptation` (default True) says whether its tensors get the trust ratio, whatever its weight
-decay, as the reference decides adaptation by name alone: bert.optim.factory puts the bias and LayerNorm
-tensors in a group with neither decay nor adaptation, and the rest in one with both, even at a decay of 0
-(where the update without the trust ratio would be plain Adam's, many times the reference's). A parameter that
-holds several reference tensors stacked along its first dimension (the fused query/key/value, a group's
-"parts") gets one trust ratio per tensor, as the reference's variables do.
-
-`lamb_update_` is the update of one group, in foreach (multi-tensor) kernels and no host synchronisation. On CUDA
-a foreach kernel handles a whole list in one launch only where every tensor of the list has the same dtype, a
-scalar tensor has that dtype too, and a second list matches the first tensor for tensor in shape; otherwise it
-launches once per tensor (torch's ForeachBinaryOp*.cu). So every scalar the update computes on the device (the
-bias corrections from the float64 step count, the learning rate, the overflow flag) is cast to the lists' dtype
-before it meets them, the trust ratios of all tensors come from one norm kernel over the weights and the updates
-together, and the per-tensor factor (learning rate x trust ratio) is applied by one fused multiply-add per shape
-that the adapted tensors have (6 in BERT-large), each with the factors spread over that shape's tensors, instead of
-one multiply per tensor. tests/cuda_path/test_kernel_counts.py counts the launches of one BERT-large update on fake
-CUDA and holds them to a ceiling. `Lamb(..., compiled=True)` runs the same function through torch.compile, as torch
-compiles its own optimizers: inductor fuses it into a few kernels over all tensors, broadcasting each tensor's
-factor itself (benchmarks/optimizer_step.py measures it). The compiled update takes the learning rate as a device
-tensor, so that a new rate each step does not recompile it: one compilation per parameter group.
-
-Gradient clipping's factor is applied inside the update: the clipping (bert.distributed.clipping, after the
-allreduce) hands it over as `clip_factor` instead of scaling the gradient in a pass of its own, as GradScaler hands
-over its overflow flag.
-
-fp16 loss scaling: the optimizer takes GradScaler's overflow flag itself (`_step_supports_amp_scaling`), so
-the scaler never reads it back to the host to decide whether to call step(). An overflowed step changes
-nothing, as a skipped one would: its gradient is zeroed bit for bit (inf and NaN included) and the flag zeroes the
-moments' and the weights' increments and the step count's, on the device. The step count is therefore a device
-tensor.
+    update = (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) + weight_decay * w
+    w = w - lr * ratio * update,  ratio = ||w|| / ||update|| if both norms are positive else 1
+A parameter group's `layer_adaptation` (default True) says whether its tensors get the trust ratio (else ratio
+is 1), and its optional `parts` (one int per parameter) how many reference tensors a parameter stacks along its
+first dimension, each with its own ratio. Set before `step()`, optionally: `clip_factor` (a device scalar the
+gradient is multiplied by, bert.distributed.clipping) and GradScaler's `found_inf`/`grad_scale` (an overflowed
+step changes nothing). `lamb_update_` is one group's update in foreach kernels, with no host synchronisation;
+`Lamb(..., compiled=True)` runs it through torch.compile. Why the update is shaped as it is (CUDA's foreach
+kernels, the compiled form, the clip factor, fp16's overflow flag): docs/performance.md, "LAMB's update".
 """
 
 from __future__ import annotations
@@ -63,7 +39,7 @@ class Lamb(torch.optim.Optimizer):
         self._lr: dict[int, torch.Tensor] = {}  # compiled: each group's learning rate on its device
 
     def run_eagerly(self) -> None:
-        """The update runs eager from now on (bert.warmup's fallback where compiling it failed)."""
+        """The update runs eager from now on (bert.compile_warmup's fallback where compiling it failed)."""
         self.compiled, self._update = False, lamb_update_
 
     @torch.no_grad()

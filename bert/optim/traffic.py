@@ -17,7 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from bert.model.size import FP32_BYTES
 from bert.optim.lamb import lamb_update_
-from bert.system import OptimizerSpec
+from bert.optim.settings import OptimizerSpec
 
 # Tensors moved per parameter by a fused update. LAMB: read g, m, v, w and write m, v while the norms are
 # summed, then read m, v, w again to write w. AdamW: read g, m, v, w and write m, v, w, once.

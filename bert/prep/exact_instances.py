@@ -1,23 +1,11 @@
 """Pre-training instances exactly as the reference `create_pretraining_data.py` makes them, draw for draw.
 
-The reference (google-research/bert without whole-word masking; the MLCommons copy) runs one
-`random.Random(seed)` through: a shuffle of the documents; per dupe pass and document a target length
-(`random() < short_seq_prob`, then `randint(2, max_len - 3)`); per chunk of sentences the A/B split
-(`randint(1, n - 1)`), the random-next coin (`random() < 0.5`, skipped for a one-sentence chunk), up to ten
-`randint` picks of another document and a `randint` start sentence; one `random() < 0.5` per token cut by the
-truncation (front or back); a `shuffle` of the candidate positions; per masked position `random() < 0.8`
-([MASK]), else `random() < 0.5` (kept), else `randint(0, len(vocab) - 1)` (a random word); and at the end a
-`shuffle` of all instances. The same text, vocabulary and flags give the same stream, so replaying every
-call in this order gives the same instances, masked positions, labels and replacements, in the same order.
-
-With a C compiler the replay runs compiled (`replay_kernel.c`): every draw in order, from a generator that
-carries on CPython's state, a block of instances a call. Without one it runs here, and this is its readable
-definition: it walks the stream (`py_random`) in two passes per block of instances. Pass 1 is the sequential
-part: it decides every data-dependent call in Python and walks word by word only where rejection sampling
-makes the consumption depend on the words, the candidate shuffle and the masking draws (`replay_kernel`); it
-records where each instance's truncation coins lie, which candidates the shuffle put first and what each
-masked position shows. Pass 2 turns the records into arrays at once with numpy: the truncation coins, masked
-positions sorted as the reference sorts them.
+`create_instances(documents, spec, special, seed, dupe_factor)` returns one part's `ExactInstances` (each
+instance's A and B spans into the flat tokens, its next-sentence label, masked positions and replacements, and
+the reference's final order); `build_samples` turns a block of them into `Samples`. It runs compiled
+(`replay_kernel.c`) where a C compiler is found, else here in Python and numpy, which define it and give the same
+arrays. The reference's stream of draws and the two passes that replay it: docs/data.md, "How `prepare`
+replays the reference".
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
-"""The fast sampler: pre-training samples from documents with the reference `create_pretraining_data`
-semantics, drawn at array speed (`data prepare --fast`, the synthetic corpora).
+"""The fast sampler (`data prepare --fast`, the synthetic corpora): pre-training samples with the reference
+`create_pretraining_data` semantics in distribution, not draw for draw, at array speed.
 
-A document is a run of sentences; a sentence a run of word-piece ids. From each document the reference cuts
-chunks up to a target length (drawn once per document pass: shorter with probability `short_seq_prob`),
-splits a chunk into segment A and B (B replaced by text from another document half of the time: the
-next-sentence label), truncates the longer segment from a random end one token at a time, writes
-`[CLS] A [SEP] B [SEP]`, and masks word pieces: round(15% of the sequence), at least 1, at most
-`max_predictions`, chosen uniformly among the non-special tokens; 80% [MASK], 10% unchanged, 10% a random
-vocabulary word. The dupe factor repeats the pass over the documents, and the instances are shuffled.
-
-The work is split in two so that it runs at array speed: `plan_instances` walks the sentences in Python
-and records each instance as four token offsets (A and B are contiguous runs of the flat token array) and
-its label; `build_samples` truncates, assembles and masks a block of planned instances with numpy. The
-draws are those of the reference in distribution (one truncation coin per dropped token becomes a binomial
-count of front drops; a shuffle of the candidates becomes a uniform subset), not in order. One seed gives
-one corpus.
+`plan_instances(documents, spec, rng, dupe_factor)` returns [N, 5] rows (A start, A end, B start, B end into the
+flat tokens, is-random-next); `build_samples(tokens, plans, spec, special, rng)` truncates, assembles
+`[CLS] A [SEP] B [SEP]` and masks them into `Samples`. One seed gives one corpus. What the reference draws and
+which draws are replaced by which: docs/data.md, "How `prepare` replays the reference".
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.shards import FORMS, ShardWriter
+from bert.data.shards import FORMS
 from bert.data.vocab import load_vocab
 from bert.mlperf_rules import REFERENCE_PREP
 from bert.ownership import OwnedFolder, claim_folder, write_text_atomically
@@ -35,6 +35,7 @@ from bert.prep import exact_instances
 from bert.prep.fast_instances import build_samples, plan_instances
 from bert.prep.instances import Documents, SampleSpec, SpecialIds
 from bert.prep.progress import Advance, progress_bar
+from bert.prep.shard_writer import ShardWriter
 from bert.prep.text_parts import TextError, read_documents
 from bert.prep.tokenizer import WordPieceTokenizer
 from bert.prep.worker_pool import run_parallel

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.shards import Samples, ShardError, ShardWriter, read_shard, row_blocks, shard_header
+from bert.data.shards import Samples, ShardError, read_shard, row_blocks, shard_header
 from bert.mlperf_rules import REFERENCE_PREP
 from bert.ownership import (
     OwnedFolder,
@@ -33,6 +33,7 @@ from bert.ownership import (
     temporary_path,
 )
 from bert.prep.progress import Advance, progress_bar
+from bert.prep.shard_writer import ShardWriter
 from bert.prep.worker_pool import run_parallel
 
 READ_BLOCK = 16384  # input samples read and dealt at a time

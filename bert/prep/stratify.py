@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bert.data.balance import length_bins_problem
 from bert.data.balance_plans import bin_of, quantile_bins
 from bert.data.shards import Samples, read_shard, row_blocks, shard_header
 from bert.data.stratified_sampler import bin_folder
@@ -33,7 +34,6 @@ from bert.prep.reshard import (
     near_equal_sizes,
 )
 from bert.prep.worker_pool import run_parallel
-from bert.system import length_bins_problem
 
 
 @dataclass(frozen=True)

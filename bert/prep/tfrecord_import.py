@@ -13,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.shards import FIXED_KEYS, READ_DTYPES, ShardWriter, samples_from_arrays
+from bert.data.shards import FIXED_KEYS, READ_DTYPES, samples_from_arrays
 from bert.ownership import claim_folder
 from bert.prep.progress import Advance, progress_bar
+from bert.prep.shard_writer import ShardWriter
 from bert.prep.tfrecord import RecordError, int64_features, read_records
 from bert.prep.worker_pool import run_parallel
 

@@ -1,24 +1,10 @@
-"""Uncased BERT tokenisation that equals the reference `FullTokenizer(vocab, do_lower_case=True)` exactly.
+"""Uncased BERT tokenisation equal to the reference `FullTokenizer(vocab, do_lower_case=True)`, piece for piece.
 
-The reference (google-research/bert `tokenization.py`, the same in the MLCommons copy): drop NUL, U+FFFD and
-control characters (categories Cc and Cf, but not tab, newline and carriage return); turn whitespace (space,
-tab, newline, carriage return and category Zs) into spaces; put spaces around CJK ideographs; split on
-Python's whitespace; per word, `str.lower()` (with its context rules, such as a final capital sigma becoming
-"ς"), NFD, and drop the nonspacing marks (category Mn); split off every punctuation character (the ASCII
-symbols and category P*) as a word of its own; then greedy longest-match WordPiece with `##` continuations,
-a word of more than 200 characters or one the vocabulary cannot spell becoming [UNK]. Special tokens are
-never matched in the text: "[MASK]" in a sentence is three ordinary pieces.
-
-Each step runs on whole sentences in C: `str.translate` tables (filled in as new characters turn up) for
-cleaning and accent stripping, `str.lower`, `unicodedata.normalize`, and one regular expression for the
-whitespace and punctuation split; a sentence of printable ASCII needs only the last two. Word pieces are
-cached per word.
-
-The `tokenizers` library's BERT normaliser and pre-tokeniser are not used here because they differ from the
-reference: the library lowercases without context (a final "Σ" becomes "σ", not "ς"), strips accents before
-lowercasing, deletes unassigned and private-use characters (categories Cn, Co, Cs), treats U+0085, U+2028 and
-U+2029 as whitespace by its own table, and classifies characters by the Unicode version of its Rust tables
-rather than Python's `unicodedata`.
+`WordPieceTokenizer(vocab).encode(sentences)` returns every sentence's word-piece ids concatenated (int32) and
+the number of ids of each sentence; `folded(sentence)` is the sentence as the reference's BasicTokenizer sees
+it before splitting it into words. A vocabulary with a repeated line is refused (`check_unique_pieces`).
+The reference's steps, how they run on whole sentences here, and why the `tokenizers` library is not used:
+docs/data.md, "How `prepare` replays the reference".
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """The load-balance simulator: how evenly each strategy spreads a step's work over the ranks.
 
-Per step, every rank draws its per-rank batch of sequence lengths the way the strategy's sampler would
-(uniformly at random; a fixed count from each length bin, steered toward the common cost target with
-lookahead; or the packing agreement's count into the agreed rows), the presorting strategies deal the
-gathered sequences out again within a node or across all ranks (balanced or snake), and each rank's work is
-costed:
-
-    cost(rank) = computed tokens + attention area / attention_width
-
-where computed tokens are the real tokens when the encoder runs unpadded, batch x padded length when it runs
-padded, and rows x row length when packed; the attention area is the sum of squared lengths (per-sequence
-attention: unpadded or packed with boundaries) or batch x padded length squared (padded). With BERT's
-per-token dense work 12 h^2 and attention 2 h per token pair, attention_width = 6 h (6,144 for BERT-large).
-A step takes as long as its slowest rank; perfect balance is the step's total real work split evenly.
-
-Samples are drawn with replacement from the length distribution: a model of the step, not of an epoch (the
-samples a window passes over wait for the next steps, as in the loader). The plans are the ones the training
-data path runs (bert.data.balance_plans, bert.data.lookahead, bert.data.row_packing), with the trainer's
-defaults (bert.system.RunSpec).
+`simulate_balance(lengths, nodes, ranks_per_node, per_rank_batch, strategy, ...)` returns `BalanceStats`: the
+busiest rank's computed tokens over the mean, the padding's share, the step time over perfect balance (under the
+cost model), the tokens per rank, and the bin counts or sequences per row where the strategy has them. It runs the
+plans of the training data path (bert.data.balance_plans, bert.data.lookahead, bert.data.row_packing) with the
+trainer's defaults (bert.data.balance.BalanceSpec), on lengths from `named_lengths` or `shard_lengths`. The cost
+model and what is drawn: docs/simulate.md, "The load-balance model".
 """
 
 from __future__ import annotations
@@ -27,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH, STRATEGIES, bin_of, deal, sequence_cost
+from bert.data.balance import BalanceSpec, balance_strategy
+from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH, bin_of, deal, sequence_cost
 from bert.data.lookahead import SWAP_PASSES, steer
 from bert.data.row_packing import WINDOW_BATCHES, agree, capacities, first_fit, leftover_order, taken, window_order
 from bert.data.shards import read_shard, row_blocks, shard_header
 from bert.data.stratified_sampler import StratifiedPlan, stratified_plan
-from bert.system import RunSpec
 
 NAMED_DISTRIBUTIONS = ("mlperf-wiki",)
 
@@ -153,14 +141,13 @@ def _padded(drawn: np.ndarray, pad_multiple: int) -> tuple[np.ndarray, np.ndarra
 def simulate_balance(lengths: np.ndarray, nodes: int, ranks_per_node: int, per_rank_batch: int, strategy: str,
                      steps: int = 64, seed: int = 0, bins: list[int] | None = None, unpadded: bool = True,
                      max_len: int = 512, pad_multiple: int = 8,
-                     attention_width: int = BERT_LARGE_ATTENTION_WIDTH, deal_how: str = RunSpec.presort_deal,
-                     lookahead: int = RunSpec.balance_lookahead) -> BalanceStats:
+                     attention_width: int = BERT_LARGE_ATTENTION_WIDTH, deal_how: str = BalanceSpec.presort_deal,
+                     lookahead: int = BalanceSpec.balance_lookahead) -> BalanceStats:
     """Simulates `steps` steps of `nodes` x `ranks_per_node` ranks, `per_rank_batch` sequences each.
     `bins`: upper edges of the length bins (default: the lengths' quantiles, as the sampler's default);
     `unpadded`: how the encoder runs the unpacked strategies (packed rows always hold `max_len` tokens);
     `deal_how`, `lookahead`: run.presort_deal and run.balance_lookahead."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    parsed = balance_strategy(strategy, max_len)
     if min(nodes, ranks_per_node, per_rank_batch, steps) < 1:
         raise ValueError("nodes, ranks per node, per-rank batch and steps must each be at least 1")
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -169,20 +156,19 @@ def simulate_balance(lengths: np.ndarray, nodes: int, ranks_per_node: int, per_r
     ranks = nodes * ranks_per_node
     rng = np.random.default_rng(seed)
     plan, per_row = None, None
-    if strategy == "packed":
+    if parsed.packed:
         tokens, real, real_area, sequences = _packed(lengths, steps, ranks, per_rank_batch, max_len, rng)
         area = real_area  # attention stays inside each sequence of a row
         per_row = float(sequences.sum() / (tokens.sum() / max_len))
     else:
-        if strategy.startswith("stratified"):
+        if parsed.stratified:
             plan = stratified_plan(lengths, bins, per_rank_batch, max_len, attention_width, lookahead)
             drawn = stratified_draws(lengths, plan, steps, ranks, rng)
         else:
             drawn = rng.choice(lengths, size=(steps, ranks, per_rank_batch))
-        if strategy == "stratified+local_presort":
-            drawn = presorted(drawn, ranks_per_node, deal_how, attention_width)
-        elif strategy == "global_presort":
-            drawn = presorted(drawn, ranks, deal_how, attention_width)
+        group = parsed.presort_group(ranks, ranks_per_node)
+        if group:
+            drawn = presorted(drawn, group, deal_how, attention_width)
         real, real_area = drawn.sum(-1), (drawn.astype(np.float64) ** 2).sum(-1)
         tokens, area = (real, real_area) if unpadded else _padded(drawn, pad_multiple)
     cost = tokens + area / attention_width

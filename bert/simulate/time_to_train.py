@@ -1,38 +1,11 @@
-"""Time to train predicted from a descriptor: step time from its parts, steps from the convergence point.
+"""Time to train predicted from a descriptor: the step time from its parts, the steps from the convergence point.
 
-One step of G ranks per node on N nodes, each with b sequences (per micro-batch) and A accumulation steps:
-
-    compute    = A * b / gpu_samples_per_s * balance        balance: the load-balance simulator's step-time
-                 * fillers                                   ratio (slowest rank over perfect balance);
-                                                             fillers: the encoder's tokens per real token when
-                                                             run.token_sizes rounds the micro-batches
-                                                             (bert.simulate.static_shapes), else 1
-    gpu_samples_per_s: declared (published or measured), or estimated as model_flops_utilization x peak_tflops
-                 / the model's training FLOPs per sequence at the length mix (bert.simulate.flops)
-    allreduce  = of the gradient as run.grad_comm_dtype sends it (fp32: 4 bytes per parameter, bf16: 2):
-                 intra-node ring (reduce-scatter + all-gather over NVLink, bus bandwidth)
-                 + each GPU's 1/G shard reduced across nodes over its share of the node's network (ring or
-                 tree; the ring pays 2(N-1) latencies, the tree 2 log2 N)
-                 The latencies are paid once per message: before_allreduce sends one coalesced message,
-                 after_allreduce and bucketwise one per DDP bucket (NCCL runs the buckets one after another).
-    exposed    = before_allreduce: all of it (the whole gradient is clipped first, then sent);
-                 after_allreduce, bucketwise: DDP overlaps the buckets with the last micro-batch's backward
-                 (2/3 of its compute), so max(allreduce - backward, one bucket's share) shows;
-                 after_allreduce also reads the gradient once more for the global norm
-    optimizer  = parameters * bytes per parameter / HBM bandwidth (the update is memory-bound; the bytes of the
-                 descriptor's optimizer and implementation: bert.optim.traffic)
-    step       = compute + exposed + norm + optimizer
-    eval       = eval samples / ranks / (gpu_samples_per_s * eval_speedup) * fillers of the eval batches
-
-Evals happen at the first step past each multiple of the eval interval (bert.train); the run stops at the
-first eval whose sample count reaches the samples to converge (declared, or the reference convergence point
-of the global batch size, which the caller looks up). The prediction is time to train: steps * step + evals
-* eval; untimed initialisation is not in it.
-
-A declared gpu_samples_per_s is the rate of the compute alone. A published or measured time to train is an
-end-to-end figure (imbalance, allreduce, optimizer and evals included): calibrated_samples_per_s finds the rate
-with which the model reproduces it, and CALIBRATION_POINTS lists the figures the published descriptors' rates
-were calibrated on (benchmarks/time_to_train.py compares them, and a real run of cpu_tiny, with the model).
+`predict(descriptor, samples_to_converge, lengths)` returns a `Prediction`: the step's parts (`StepBreakdown`:
+compute, the exposed allreduce, the optimizer, in seconds), the eval's, the steps and evals to the first eval past
+`samples_to_converge`, and their sum, the time to train (untimed initialisation not in it). `gpu_throughput` is the
+descriptor's compute rate (declared, or estimated from its FLOPs utilisation); `calibrated_samples_per_s` the rate
+with which the model reproduces a measured time to train; `CALIBRATION_POINTS` the figures the published
+descriptors' rates were calibrated on. The model, term by term: docs/simulate.md, "The model".
 """
 
 from __future__ import annotations
@@ -49,8 +22,9 @@ from bert.model.token_rounding import token_sizes
 from bert.optim.traffic import optimizer_bytes_per_parameter
 from bert.simulate.flops import flops_per_sequence
 from bert.simulate.load_balance import named_lengths, simulate_balance
+from bert.simulate.settings import PerformanceSpec
 from bert.simulate.static_shapes import epoch_shapes
-from bert.system import System
+from bert.system import Descriptor
 
 BACKWARD_SHARE = 2 / 3  # backward does twice the forward's matmul work
 CALIBRATION_TOLERANCE = 0.05  # the model must reproduce each of its calibration points this closely
@@ -88,7 +62,7 @@ class Throughput:
     estimate: bool
 
 
-def gpu_throughput(system: System, lengths: np.ndarray) -> Throughput:
+def gpu_throughput(system: Descriptor, lengths: np.ndarray) -> Throughput:
     """The declared per-GPU throughput, or the estimate from a stated model FLOP utilisation of the peak."""
     perf = system.run.performance
     if perf.gpu_samples_per_s is not None:
@@ -138,10 +112,10 @@ class Prediction:
         return self.train_s + self.evals * self.eval_s
 
 
-def allreduce_seconds(nbytes: float, nodes: int, gpus_per_node: int, system: System, messages: int = 1) -> float:
+def allreduce_seconds(nbytes: float, nodes: int, gpus_per_node: int, perf: PerformanceSpec,
+                      messages: int = 1) -> float:
     """Hierarchical allreduce of `nbytes` per GPU in `messages` equal parts: a ring inside each node, then
     across nodes per shard."""
-    perf = system.run.performance
     latency = perf.link_latency_us * 1e-6 * messages
     seconds = 0.0
     if gpus_per_node > 1:
@@ -156,7 +130,7 @@ def allreduce_seconds(nbytes: float, nodes: int, gpus_per_node: int, system: Sys
     return seconds
 
 
-def step_breakdown(system: System, parameters: int, balance_ratio: float, samples_per_s: float,
+def step_breakdown(system: Descriptor, parameters: int, balance_ratio: float, samples_per_s: float,
                    token_cost: float = 1.0) -> StepBreakdown:
     run, perf = system.run, system.run.performance
     micro_s = system.per_process_batch / samples_per_s * balance_ratio * token_cost
@@ -166,7 +140,7 @@ def step_breakdown(system: System, parameters: int, balance_ratio: float, sample
     allreduce = 0.0
     if system.world_size > 1:
         allreduce = allreduce_seconds(parameters * COMM_DTYPES[run.grad_comm_dtype].itemsize, system.nodes,
-                                      run.processes_per_node, system, messages)
+                                      run.processes_per_node, perf, messages)
     hbm = perf.hbm_gb_s * 1e9
     norm = 0.0
     if run.clip == "before_allreduce":
@@ -181,9 +155,10 @@ def step_breakdown(system: System, parameters: int, balance_ratio: float, sample
                          token_cost)
 
 
-def token_cost(system: System, lengths: np.ndarray, batch: int, seed: int = 0) -> float:
-    """The encoder's tokens per real token of batches of `batch` when run.token_sizes rounds them (1: off)."""
-    sizes = token_sizes(system.run.token_sizes, batch, system.run.max_seq_length)
+def token_cost(count: int, max_len: int, lengths: np.ndarray, batch: int, seed: int = 0) -> float:
+    """The encoder's tokens per real token of batches of `batch` when `count` token sizes (run.token_sizes) round
+    them, for sequences of up to `max_len` tokens (1: off)."""
+    sizes = token_sizes(count, batch, max_len)
     if sizes is None:
         return 1.0
     return epoch_shapes(lengths, batch * ROUNDED_BATCHES, batch, [sizes], seed)[0].cost
@@ -213,7 +188,7 @@ class _Costs:
     evals: int
 
 
-def _costs(system: System, samples_to_converge: int, lengths: np.ndarray, balance_steps: int, seed: int) -> _Costs:
+def _costs(system: Descriptor, samples_to_converge: int, lengths: np.ndarray, balance_steps: int, seed: int) -> _Costs:
     run = system.run
     ratio = 1.0
     if system.world_size > 1:
@@ -223,12 +198,12 @@ def _costs(system: System, samples_to_converge: int, lengths: np.ndarray, balanc
                                  attention_width=attention_width(system.model_config().hidden_size),
                                  deal_how=run.presort_deal, lookahead=run.balance_lookahead).step_time_ratio
     steps, evals = converging_eval(samples_to_converge, run.global_batch_size, system.eval_interval_samples)
-    return _Costs(ratio, parameter_count(system.model_config()), token_cost(system, lengths, system.per_process_batch,
-                                                                           seed),
-                  token_cost(system, lengths, run.eval.batch_size, seed), steps, evals)
+    costs = [token_cost(run.token_sizes, run.max_seq_length, lengths, batch, seed)
+             for batch in (system.per_process_batch, run.eval.batch_size)]
+    return _Costs(ratio, parameter_count(system.model_config()), *costs, steps, evals)
 
 
-def _prediction(system: System, costs: _Costs, throughput: Throughput, samples_to_converge: int) -> Prediction:
+def _prediction(system: Descriptor, costs: _Costs, throughput: Throughput, samples_to_converge: int) -> Prediction:
     run = system.run
     step = step_breakdown(system, costs.parameters, costs.balance_ratio, throughput.samples_per_s,
                           costs.train_token_cost)
@@ -238,7 +213,7 @@ def _prediction(system: System, costs: _Costs, throughput: Throughput, samples_t
                       costs.steps * run.global_batch_size, costs.evals, eval_s, samples_to_converge)
 
 
-def _lengths(system: System, lengths: np.ndarray | None, seed: int) -> np.ndarray:
+def _lengths(system: Descriptor, lengths: np.ndarray | None, seed: int) -> np.ndarray:
     if system.run.performance is None:
         raise ValueError(f"{system.path}: run.performance is not set; declare the system's figures to simulate it")
     if lengths is not None:
@@ -246,7 +221,7 @@ def _lengths(system: System, lengths: np.ndarray | None, seed: int) -> np.ndarra
     return named_lengths("mlperf-wiki", count=50_000, seed=seed, max_len=system.run.max_seq_length)
 
 
-def predict(system: System, samples_to_converge: int, lengths: np.ndarray | None = None,
+def predict(system: Descriptor, samples_to_converge: int, lengths: np.ndarray | None = None,
             balance_steps: int = 32, seed: int = 0) -> Prediction:
     """The prediction for `system` (which must have run.performance); `lengths`: the sequence lengths the
     load-balance simulator draws from (default: the MLPerf Wikipedia shape)."""
@@ -255,7 +230,7 @@ def predict(system: System, samples_to_converge: int, lengths: np.ndarray | None
     return _prediction(system, costs, gpu_throughput(system, lengths), samples_to_converge)
 
 
-def calibrated_samples_per_s(system: System, seconds: float, samples_to_converge: int,
+def calibrated_samples_per_s(system: Descriptor, seconds: float, samples_to_converge: int,
                              lengths: np.ndarray | None = None, balance_steps: int = 32, seed: int = 0) -> float:
     """The accelerator's training rate (run.performance.gpu_samples_per_s) with which the prediction of `system`
     is `seconds`, a published or measured time to train of this very system: the rate of its compute alone, once

@@ -7,7 +7,7 @@ import pytest
 
 from bert.distributed.launch import DistContext
 from bert.mlperf_rules import DEFAULT_RULESET
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 from bert.train import loader_balance
 from bert.typed_config import ConfigError
 from compliance.checkers import compliance_check
@@ -15,8 +15,8 @@ from compliance.result_log import read_result_log
 from tests.helpers.runs import run_training
 
 
-def _short(balance: str, processes: int, **changes) -> System:
-    return load_system("cpu_micro").variant(
+def _short(balance: str, processes: int, **changes) -> Descriptor:
+    return load_descriptor("cpu_micro").variant(
         {"processes_per_node": processes, "balance": balance, "log_weights_initialization": False, **changes,
          "eval.target_accuracy": 0.03, "eval.interval_samples": 512},  # one or two evals
         name="micro_balance")
@@ -24,9 +24,11 @@ def _short(balance: str, processes: int, **changes) -> System:
 
 def test_descriptor_selects_the_strategy():
     balance = loader_balance(_short("packed", 1, length_bins=[16, 64]), DistContext(0, 1, 0, 1, None))
-    assert (balance.strategy, balance.length_bins, balance.row_len, balance.exchange) == ("packed", [16, 64], 64, None)
+    assert (balance.strategy.name, balance.length_bins, balance.strategy.row_len, balance.exchange) == (
+        "packed", [16, 64], 64, None)
+    assert (balance.strategy.draws, balance.strategy.exchange) == ("random", "rows")
     assert (balance.lookahead, balance.attention_width) == (1, 6 * 64)  # run.balance_lookahead; micro's hidden size
-    micro = load_system("cpu_micro")
+    micro = load_descriptor("cpu_micro")
     assert micro.run.balance == "none"
     with pytest.raises(ConfigError, match="run.balance: expected one of"):
         micro.variant({"balance": "sorted"})

@@ -19,7 +19,7 @@ from bert.checkpoint import (
 from bert.model.config import named_config
 from bert.model.pretraining import BertForPreTraining
 from bert.model.tf_names import hf_name, tensor_names, to_hf_state_dict
-from bert.system import load_system
+from bert.system import load_descriptor
 from tests.helpers.tfrecords import write_tf_index_stub
 
 # An odd vocabulary so that the padding rows (4093 -> 4096) are exercised.
@@ -184,7 +184,7 @@ def test_inspect_lists_tensors_missing_and_unexpected(tmp_path, reference):
     del hf["cls.seq_relationship.bias"]
     hf["bert.extra.weight"] = torch.zeros(3)
     torch.save({"model": hf}, tmp_path / "ckpt.pt")
-    micro = load_system("cpu_micro").variant({"model_overrides.vocab_size": CONFIG.vocab_size}, name="micro")
+    micro = load_descriptor("cpu_micro").variant({"model_overrides.vocab_size": CONFIG.vocab_size}, name="micro")
     micro = micro.write(tmp_path).path
     result = CliRunner().invoke(main, ["checkpoint", "inspect", str(tmp_path / "ckpt.pt"), "--system", str(micro)])
     assert result.exit_code == 1

@@ -16,7 +16,7 @@ from bert.descriptor_files import (
     find_descriptor,
     notes_from_elsewhere,
 )
-from bert.system import load_system
+from bert.system import load_descriptor
 from bert.typed_config import ConfigError
 
 EIGHT_NODES = {"number_of_nodes": "8", "system_name": "Site DGX H100 (8 nodes)"}
@@ -42,9 +42,9 @@ def site(tmp_path, monkeypatch):
 
 def test_a_site_descriptor_is_found_by_name_and_inherits_a_published_one_by_name(site):
     first, second = site
-    system = load_system("site_h100_8x8")
+    system = load_descriptor("site_h100_8x8")
     assert system.path == (first / "site_h100_8x8.json").resolve() and system.nodes == 8
-    assert system.run.optimizer.training_steps == load_system("dgxh100_1x8").run.optimizer.training_steps
+    assert system.run.optimizer.training_steps == load_descriptor("dgxh100_1x8").run.optimizer.training_steps
     assert available_descriptors()["site_h100_8x8"] == first / "site_h100_8x8.json"
     assert available_descriptors()["cpu_tiny"] == PUBLISHED_SYSTEMS / "cpu_tiny.json"
     # The published notes that describe the base's own system are named, the site's own topic is not.
@@ -69,9 +69,9 @@ def test_a_base_is_found_beside_then_in_the_site_folders_and_a_file_may_refine_i
     _write(second, "cpu_tiny", {"base": "cpu_tiny", "run": {"seed": 17}})
     beside = _write(tmp_path / "elsewhere", "beside", {"base": "local_base"})
     _write(tmp_path / "elsewhere", "local_base", {"base": "cpu_tiny", "run": {"print_interval_steps": 3}})
-    system = load_system(beside)
+    system = load_descriptor(beside)
     assert (system.run.seed, system.run.print_interval_steps) == (17, 3)
-    assert load_system("cpu_tiny").path == (second / "cpu_tiny.json").resolve()
+    assert load_descriptor("cpu_tiny").path == (second / "cpu_tiny.json").resolve()
 
 
 def test_an_unknown_name_a_missing_base_and_a_bad_search_path_are_one_line(site, tmp_path, monkeypatch):
@@ -81,7 +81,7 @@ def test_an_unknown_name_a_missing_base_and_a_bad_search_path_are_one_line(site,
     orphan = _write(tmp_path, "orphan", {"base": "nowhere"})
     with pytest.raises(ConfigError, match=rf"orphan\.json: base: no descriptor nowhere\.json beside this one .* "
                                           rf"add its folder to {SEARCH_PATH_ENV}"):
-        load_system(orphan)
+        load_descriptor(orphan)
     monkeypatch.setenv(SEARCH_PATH_ENV, str(tmp_path / "no_such_folder"))
     result = CliRunner().invoke(main, ["system", "check", "cpu_tiny"])
     assert result.exit_code == 1 and len(result.output.splitlines()) == 1
@@ -107,7 +107,7 @@ def test_a_chain_of_3000_bases_resolves_in_linear_time(tmp_path):
     for i in range(1, links):
         _write(tmp_path, f"link{i}", {"base": f"link{i - 1}", "run": {"seed": i}})
     started = time.perf_counter()
-    system = load_system(tmp_path / f"link{links - 1}.json")
+    system = load_descriptor(tmp_path / f"link{links - 1}.json")
     took = time.perf_counter() - started
     assert system.run.seed == links - 1
     # Well under a second per hundred links even on a loaded machine; each link used to re-check the earlier ones

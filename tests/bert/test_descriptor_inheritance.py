@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from bert.descriptor_files import merged_descriptor, resolved_descriptor
-from bert.system import load_system
+from bert.system import load_descriptor
 from bert.typed_config import ConfigError
 from tests.helpers.repo import REPO
 
@@ -36,7 +36,7 @@ def test_objects_merge_key_by_key_and_other_values_replace():
 def test_a_child_resolves_to_its_base_with_its_own_values_laid_over(tmp_path, base):
     _write(tmp_path, "child", {"base": "micro_base", "system": {"system_name": "child system"},
                                "run": {"optimizer": {"beta_1": 0.8}, "global_batch_size": 16}})
-    child, parent = load_system(tmp_path / "child.json"), load_system(tmp_path / "micro_base.json")
+    child, parent = load_descriptor(tmp_path / "child.json"), load_descriptor(tmp_path / "micro_base.json")
     assert child.name == "child" and child.description["system_name"] == "child system"
     assert child.run.optimizer.beta_1 == 0.8 and child.run.global_batch_size == 16
     assert child.run.optimizer.beta_2 == parent.run.optimizer.beta_2
@@ -47,7 +47,7 @@ def test_a_child_resolves_to_its_base_with_its_own_values_laid_over(tmp_path, ba
 def test_bases_chain_and_a_grandchild_takes_the_nearest_value(tmp_path, base):
     _write(tmp_path, "middle", {"base": "micro_base", "run": {"seed": 5, "print_interval_steps": 3}})
     _write(tmp_path, "leaf", {"base": "middle", "run": {"seed": 7}})
-    leaf = load_system(tmp_path / "leaf.json")
+    leaf = load_descriptor(tmp_path / "leaf.json")
     assert (leaf.run.seed, leaf.run.print_interval_steps) == (7, 3)
 
 
@@ -55,16 +55,16 @@ def test_a_cycle_is_refused_naming_the_files(tmp_path):
     _write(tmp_path, "a", {"base": "b", "run": {}})
     _write(tmp_path, "b", {"base": "a", "run": {}})
     with pytest.raises(ConfigError, match=r"a\.json: base: the bases form a cycle \(a -> b -> a\)"):
-        load_system(tmp_path / "a.json")
+        load_descriptor(tmp_path / "a.json")
 
 
 def test_a_missing_or_malformed_base_is_named(tmp_path):
     _write(tmp_path, "orphan", {"base": "nosuch", "run": {}})
     with pytest.raises(ConfigError, match=r"orphan\.json: base: no descriptor nosuch\.json beside this one"):
-        load_system(tmp_path / "orphan.json")
+        load_descriptor(tmp_path / "orphan.json")
     _write(tmp_path, "escape", {"base": "../systems/cpu_tiny", "run": {}})
     with pytest.raises(ConfigError, match=r"escape\.json: base: .* must name a descriptor by its file stem"):
-        load_system(tmp_path / "escape.json")
+        load_descriptor(tmp_path / "escape.json")
 
 
 def test_an_inherited_value_that_breaks_a_rule_names_the_base(tmp_path, base):
@@ -72,12 +72,12 @@ def test_an_inherited_value_that_breaks_a_rule_names_the_base(tmp_path, base):
     nodes = int(base["system"]["number_of_nodes"]) * 3
     _write(tmp_path, "wide", {"base": "micro_base", "system": {"number_of_nodes": str(nodes)}})
     with pytest.raises(ConfigError) as info:
-        load_system(tmp_path / "wide.json")
+        load_descriptor(tmp_path / "wide.json")
     assert info.value.field == "run.global_batch_size"
     assert "the value comes from the base micro_base.json" in str(info.value)
     _write(tmp_path, "own_bad", {"base": "micro_base", "run": {"optimizer": {"beta_1": 1.5}}})
     with pytest.raises(ConfigError) as info:
-        load_system(tmp_path / "own_bad.json")
+        load_descriptor(tmp_path / "own_bad.json")
     assert info.value.field == "run.optimizer.beta_1" and "comes from the base" not in str(info.value)
 
 

@@ -13,7 +13,7 @@ import optuna
 import pytest
 
 from bert.hpo import StudyError, StudyRequest, open_study, run_study, single_process, trial_objective
-from bert.system import load_system
+from bert.system import load_descriptor
 from compliance.checkers import compliance_check
 from compliance.result_log import read_result_log
 from tests.helpers.runs import train_command
@@ -26,7 +26,7 @@ SEARCH = {
 
 
 def _search_system(tmp_path: Path, target: float = 0.045) -> Path:
-    return load_system("cpu_micro").variant(
+    return load_descriptor("cpu_micro").variant(
         {"max_samples": 3072, "log_weights_initialization": False, "search": SEARCH,
          "eval.target_accuracy": target, "eval.interval_samples": 1024}, name="micro_search").write(tmp_path).path
 
@@ -77,7 +77,7 @@ def test_study_is_interrupted_resumed_and_its_best_descriptor_trains_and_passes(
     assert shown.returncode == 0, shown.stderr[-3000:]
     assert "best trials (training samples to 0.045; 3072 = the cap, not reached):" in shown.stdout
     best = optuna.load_study(study_name="micro_search", storage=storage).best_trial
-    tuned = load_system(out)
+    tuned = load_descriptor(out)
     assert tuned.run.optimizer.name == best.params["optimizer.name"]
     assert tuned.run.optimizer.base_learning_rate == best.params["optimizer.base_learning_rate"]
     assert f"trial {best.number}" in tuned.notes_text
@@ -94,7 +94,7 @@ def test_study_is_interrupted_resumed_and_its_best_descriptor_trains_and_passes(
 
 
 def test_one_process_keeps_the_global_batch_and_micro_batch(tmp_path):
-    system = load_system("cpu_micro").variant({"processes_per_node": 2, "gradient_accumulation_steps": 2,
+    system = load_descriptor("cpu_micro").variant({"processes_per_node": 2, "gradient_accumulation_steps": 2,
                                                "global_batch_size": 32})
     one = single_process(system)
     assert (one.run.processes_per_node, one.run.gradient_accumulation_steps) == (1, 4)
@@ -104,10 +104,10 @@ def test_one_process_keeps_the_global_batch_and_micro_batch(tmp_path):
 
 def test_empty_space_and_foreign_study_are_refused(tmp_path):
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    plain = load_system("cpu_micro")
+    plain = load_descriptor("cpu_micro")
     with pytest.raises(StudyError, match="run.search is empty"):
         run_study(StudyRequest(plain, storage, "shared", seed=1), trials=1)
-    searching = load_system("cpu_micro").variant({"search": SEARCH}, name="searching")
+    searching = load_descriptor("cpu_micro").variant({"search": SEARCH}, name="searching")
     open_study(StudyRequest(searching, storage, "shared", seed=1))
     with pytest.raises(StudyError, match="searches system 'searching', not 'other'"):
         other = searching.variant(name="other")
@@ -115,7 +115,7 @@ def test_empty_space_and_foreign_study_are_refused(tmp_path):
 
 
 def test_a_pruned_trial_stops_its_run_after_the_eval(tmp_path, small_dataset):
-    system = load_system(_search_system(tmp_path, target=0.9))  # far off: the first eval does not end the run
+    system = load_descriptor(_search_system(tmp_path, target=0.9))  # far off: the first eval does not end the run
     request = StudyRequest(system, "sqlite:///:memory:", "pruned", seed=1, data_dir=small_dataset, log_dir=tmp_path)
     study = optuna.create_study(pruner=optuna.pruners.ThresholdPruner(upper=0.5))  # any error above 0.5 prunes
     study.optimize(lambda trial: trial_objective(request, 1, trial), n_trials=1)
@@ -130,7 +130,7 @@ def test_a_study_keeps_the_seed_it_was_created_with(tmp_path):
     from bert.hpo import study_seed
 
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    searching = load_system("cpu_micro").variant({"search": SEARCH, "seed": None}, name="searching")
+    searching = load_descriptor("cpu_micro").variant({"search": SEARCH, "seed": None}, name="searching")
     seed = study_seed(open_study(StudyRequest(searching, storage, "kept")))  # drawn: no --seed, no run.seed
     assert study_seed(open_study(StudyRequest(searching, storage, "kept"))) == seed  # a resumed worker
     assert study_seed(open_study(StudyRequest(searching, storage, "kept", seed=seed))) == seed

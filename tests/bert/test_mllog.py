@@ -2,12 +2,12 @@
 import pytest
 
 from bert.mllog import ADAM_KEYS_NOTE, hyperparameters
-from bert.system import load_system
+from bert.system import load_descriptor
 from tests.helpers.repo import REPO
 
 
 def test_open_division_adam_logs_under_the_lamb_key_names():
-    adam = load_system("cpu_micro").variant({"optimizer.name": "adam", "optimizer.beta_1": 0.8004,
+    adam = load_descriptor("cpu_micro").variant({"optimizer.name": "adam", "optimizer.beta_1": 0.8004,
                                              "optimizer.beta_2": 0.8175, "optimizer.epsilon": 1e-9,
                                              "optimizer.weight_decay_rate": 0.00289})
     logged = hyperparameters(adam)
@@ -17,5 +17,5 @@ def test_open_division_adam_logs_under_the_lamb_key_names():
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "systems").glob("*.json")))
 def test_adam_descriptors_say_how_their_optimizer_is_logged(name):
-    system = load_system(REPO / "systems" / f"{name}.json")
+    system = load_descriptor(REPO / "systems" / f"{name}.json")
     assert (ADAM_KEYS_NOTE in system.notes_text) == (system.run.optimizer.name == "adam")

@@ -5,13 +5,13 @@ from click.testing import CliRunner
 
 from bert.cli import main
 from bert.search_space import check_search_space
-from bert.system import load_system
+from bert.system import load_descriptor
 from bert.typed_config import ConfigError
 
 
 def test_search_space_is_validated():
     def search_error(search: dict, run: dict | None = None, description: dict | None = None) -> str:
-        system = load_system("cpu_micro").variant({**(run or {}), "search": search}, description=description)
+        system = load_descriptor("cpu_micro").variant({**(run or {}), "search": search}, description=description)
         with pytest.raises(ConfigError) as info:
             check_search_space(system)
         return str(info.value)
@@ -32,7 +32,7 @@ def test_search_space_is_validated():
            "run.optimizer.warmup_steps: must be 0 or more" in message
     assert "run.search.optimizer.name: the value 'adam' makes the descriptor invalid: run.optimizer.name" in \
         search_error({"optimizer.name": {"choices": ["lamb", "adam"]}}, description={"division": "closed"})
-    ok = load_system("cpu_micro").variant({"search": {
+    ok = load_descriptor("cpu_micro").variant({"search": {
         "optimizer.name": {"choices": ["lamb", "adam"]},
         "optimizer.base_learning_rate": {"low": 1e-4, "high": 1e-2, "log": True},
         "optimizer.warmup_steps": {"low": 0, "high": 100, "step": 10},
@@ -44,7 +44,7 @@ def test_search_space_is_validated():
 def test_system_check_and_hpo_refuse_a_bad_search_space(tmp_path):
     from bert.hpo import StudyRequest, run_study
 
-    bad = load_system("cpu_micro").variant({"search": {"max_samples": {"low": 1, "high": 2}}}, name="bad")
+    bad = load_descriptor("cpu_micro").variant({"search": {"max_samples": {"low": 1, "high": 2}}}, name="bad")
     result = CliRunner().invoke(main, ["system", "check", str(bad.write(tmp_path).path)])
     assert result.exit_code == 1 and "run.search.max_samples: not a searchable run field" in result.output
     with pytest.raises(ConfigError, match="run.search.max_samples: not a searchable run field"):

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from bert.mlperf_rules import SYSTEM_DESCRIPTION_FIELDS, mlperf_eval_interval
-from bert.system import load_system
+from bert.system import load_descriptor
 from bert.typed_config import ConfigError
 from tests.helpers.repo import REPO
 from tests.helpers.systems import unchecked_descriptor, write_unchecked
@@ -12,13 +12,13 @@ from tests.helpers.systems import unchecked_descriptor, write_unchecked
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "systems").glob("*.json")))
 def test_every_descriptor_in_systems_loads(name):
-    system = load_system(REPO / "systems" / f"{name}.json")
+    system = load_descriptor(REPO / "systems" / f"{name}.json")
     assert set(system.description) == set(SYSTEM_DESCRIPTION_FIELDS)
     assert system.run.global_batch_size % system.world_size == 0
 
 
 def test_bare_name_finds_the_descriptor_and_derives_the_shape():
-    system = load_system("cpu_tiny")
+    system = load_descriptor("cpu_tiny")
     assert system.name == "cpu_tiny" and system.world_size == 2
     assert system.per_process_batch * 2 * system.run.gradient_accumulation_steps == system.run.global_batch_size
     assert system.dataset_dir() == REPO / "data" / "cpu_tiny"
@@ -33,7 +33,7 @@ def test_mlperf_eval_interval_formula():
 
 def _error(tmp_path, data) -> str:
     with pytest.raises(ConfigError) as info:
-        load_system(write_unchecked(tmp_path, "bad", data))
+        load_descriptor(write_unchecked(tmp_path, "bad", data))
     return str(info.value)
 
 
@@ -59,7 +59,7 @@ def test_system_description_values_as_the_official_tools_read_them(tmp_path):
     data = unchecked_descriptor()
     data["system"]["other_software_stack"] = {"cuda_version": "12.4", "nccl_version": "2.22.3-1+cuda12.6"}
     data["system"]["number_of_nodes"] = 1
-    assert load_system(write_unchecked(tmp_path, "published", data)).nodes == 1
+    assert load_descriptor(write_unchecked(tmp_path, "published", data)).nodes == 1
 
 
 def test_missing_description_field_and_wrong_division(tmp_path):
@@ -88,9 +88,9 @@ def test_invalid_json_and_missing_file(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text("{")
     with pytest.raises(ConfigError, match="broken.json: not valid JSON"):
-        load_system(path)
+        load_descriptor(path)
     with pytest.raises(ConfigError, match="no such descriptor"):
-        load_system(tmp_path / "absent.json")
+        load_descriptor(tmp_path / "absent.json")
     assert json.loads((REPO / "systems" / "cpu_tiny.json").read_text())["run"]["model"] == "tiny"
 
 
@@ -117,9 +117,9 @@ def test_clip_mode_typo_is_named(tmp_path):
 
 
 def test_variant_sets_dotted_and_typed_fields_and_validates():
-    from bert.system import SyntheticDataSpec
+    from bert.data.settings import SyntheticDataSpec
 
-    base = load_system("cpu_micro")
+    base = load_descriptor("cpu_micro")
     spec = SyntheticDataSpec(train_samples=512, eval_samples=64, shards=2)
     v = base.variant({"optimizer.beta_1": 0.8, "processes_per_node": 2, "dataset.synthetic": spec},
                      name="micro_v", description={"submitter": "Someone"})
@@ -135,7 +135,7 @@ def test_variant_sets_dotted_and_typed_fields_and_validates():
 
 
 def test_written_variant_keeps_meaning_elsewhere_and_never_replaces_another_file(tmp_path):
-    base = load_system("cpu_micro")
+    base = load_descriptor("cpu_micro")
     written = base.variant({"max_samples": 4096}, name="capped").write(tmp_path)
     assert written.path == (tmp_path / "capped.json").resolve() and written.run.max_samples == 4096
     assert written.dataset_dir() == base.dataset_dir()  # made absolute: another repository root
@@ -145,7 +145,7 @@ def test_written_variant_keeps_meaning_elsewhere_and_never_replaces_another_file
 
 
 def test_fp16_runs_on_a_cpu_only_as_a_rehearsal_of_the_cuda_run(tmp_path):
-    base = load_system("cpu_micro")
+    base = load_descriptor("cpu_micro")
     with pytest.raises(ConfigError, match="run.precision: fp16 needs device cuda"):
         base.variant({"precision": "fp16"})
     cuda = base.variant({"device": "cuda", "precision": "fp16"}, name="fp16_micro")
@@ -164,14 +164,14 @@ def test_fp16_runs_on_a_cpu_only_as_a_rehearsal_of_the_cuda_run(tmp_path):
 
 
 def test_a_cpu_variant_in_fp16_is_the_cuda_run_rehearsed_and_otherwise_a_plain_variant():
-    micro = load_system("cpu_micro")
+    micro = load_descriptor("cpu_micro")
     bf16 = micro.cpu_variant({"precision": "bf16", "gradient_accumulation_steps": 2})
     assert (bf16.run.device, bf16.run.precision, bf16.rehearsal) == ("cpu", "bf16", False)
     assert bf16 == micro.variant({"precision": "bf16", "gradient_accumulation_steps": 2})
     fp16 = micro.cpu_variant({"precision": "fp16"}, name="fp16_micro", description={"number_of_nodes": "1"})
     assert (fp16.name, fp16.run.device, fp16.run.precision, fp16.rehearsal) == ("fp16_micro", "cpu", "fp16", True)
     assert fp16.run == micro.variant({"device": "cuda", "precision": "fp16"}).cpu_rehearsal().run
-    cuda = load_system("h200_1x1").cpu_variant({"init_checkpoint": None, "performance": None})  # a CUDA descriptor
+    cuda = load_descriptor("h200_1x1").cpu_variant({"init_checkpoint": None, "performance": None})  # a CUDA descriptor
     assert (cuda.run.device, cuda.rehearsal) == ("cpu", False)
     again = fp16.cpu_variant({"gradient_accumulation_steps": 2})  # fp16 still: still the rehearsal
     assert (again.run.device, again.run.gradient_accumulation_steps, again.rehearsal) == ("cpu", 2, True)
@@ -184,7 +184,7 @@ def test_length_bins_have_one_rule_for_the_descriptor_and_every_bins_option(tmp_
 
     with pytest.raises(ConfigError, match=r"run.length_bins: the last edge 100 must reach the maximum sequence "
                                           r"length"):
-        load_system("cpu_micro").variant({"length_bins": [50, 100], "max_seq_length": 128})
+        load_descriptor("cpu_micro").variant({"length_bins": [50, 100], "max_seq_length": 128})
     for command in (["simulate-balance", "--steps", "1", "--max-len", "128"],
                     ["data", "stratify", "--input", str(tmp_path), "--out", str(tmp_path / "o"), "--shards", "1",
                      "--max-seq-length", "128"]):
@@ -196,7 +196,7 @@ def test_length_bins_have_one_rule_for_the_descriptor_and_every_bins_option(tmp_
 
 
 def test_one_seed_policy_given_then_descriptor_then_a_fresh_draw():
-    fixed = load_system("cpu_micro").variant({"seed": 42})
+    fixed = load_descriptor("cpu_micro").variant({"seed": 42})
     drawing = fixed.variant({"seed": None})
     assert (fixed.run_seed(7), fixed.run_seed(), drawing.run_seed(7)) == (7, 42, 7)
     draws = {drawing.run_seed() for _ in range(8)}
@@ -204,10 +204,10 @@ def test_one_seed_policy_given_then_descriptor_then_a_fresh_draw():
 
 
 def test_token_sizes_and_cuda_graphs_are_refused_where_they_cannot_work_naming_the_field_and_the_fix():
-    cuda = load_system("h200_1x1")
+    cuda = load_descriptor("h200_1x1")
     ok = cuda.variant({"token_sizes": 16, "compile": True, "cuda_graphs": True})
     assert (ok.run.token_sizes, ok.run.cuda_graphs) == (16, True)
-    cpu = load_system("cpu_micro")
+    cpu = load_descriptor("cpu_micro")
     assert cpu.variant({"token_sizes": 4, "compile": True}).run.token_sizes == 4  # static shapes on CPU: fine
     refused = {
         "run.token_sizes: must be 0 or more and at most 64, got 65": (cuda, {"token_sizes": 65}),
@@ -225,3 +225,19 @@ def test_token_sizes_and_cuda_graphs_are_refused_where_they_cannot_work_naming_t
     for message, (base, changes) in refused.items():
         with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
             base.variant(changes)
+
+
+def test_each_components_own_rules_run_as_its_block_is_read_and_name_its_field():
+    from bert.step_settings import StepSpec
+    from bert.typed_config import rule_problems
+
+    adam = load_descriptor("cpu_tiny_adam")
+    with pytest.raises(ConfigError, match=r"run.optimizer.implementation: \"compiled\" compiles LAMB's update"):
+        adam.variant({"optimizer.implementation": "compiled"})
+    figures = {"hbm_gb_s": 1.0, "intra_node_gb_s": 1.0}
+    for performance in ({**figures, "gpu_samples_per_s": 1.0, "peak_tflops": 1.0}, figures):
+        with pytest.raises(ConfigError, match="run.performance.gpu_samples_per_s: give either gpu_samples_per_s"):
+            adam.variant({"performance": performance})
+    # A settings type composed of others runs each one's rules: the step's and the compile settings'.
+    step = StepSpec(token_sizes=4, unpadded=False, cuda_graphs=True)
+    assert [field for field, _ in rule_problems(step)] == ["token_sizes", "cuda_graphs"]

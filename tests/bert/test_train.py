@@ -11,7 +11,7 @@ from bert.mlperf_rules import RULESETS
 from bert.model.config import named_config
 from bert.model.tf_names import tensor_names
 from bert.provenance import running_code
-from bert.system import load_system
+from bert.system import load_descriptor
 from compliance.checkers import compliance_check
 from compliance.result_log import read_result_log
 from tests.helpers.datasets import copy_dataset, edit_unseen
@@ -20,7 +20,7 @@ from tests.helpers.systems import unchecked_descriptor, write_unchecked
 
 
 def test_two_process_gloo_run_converges_and_passes_the_checker(tmp_path, small_dataset, cpu_env):
-    system = load_system("cpu_micro").variant({"processes_per_node": 2}, name="micro2").write(tmp_path).path
+    system = load_descriptor("cpu_micro").variant({"processes_per_node": 2}, name="micro2").write(tmp_path).path
     proc, log = run_training(tmp_path, system, small_dataset, 2, cpu_env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = read_result_log(log)
@@ -51,7 +51,7 @@ def test_corrupt_shard_after_start_ends_with_an_aborted_run_stop(tmp_path, small
         ids[0, 1] = 9999
         f["input_ids"][...] = ids
     edit_unseen(data, corrupt)
-    system = load_system("cpu_micro").path
+    system = load_descriptor("cpu_micro").path
     proc, log = run_training(tmp_path, system, data, 1, cpu_env)
     assert proc.returncode != 0
     events = read_result_log(log).events
@@ -65,7 +65,7 @@ def test_bad_dataset_stops_before_run_start_with_one_line(tmp_path, small_datase
     data = copy_dataset(small_dataset, tmp_path / "data")
     with h5py.File(data / "eval.hdf5", "r+") as f:
         del f["next_sentence_labels"]
-    system = load_system("cpu_micro").path
+    system = load_descriptor("cpu_micro").path
     proc, log = run_training(tmp_path, system, data, 1, cpu_env)
     assert proc.returncode != 0
     assert "eval.hdf5: missing key(s) next_sentence_labels" in proc.stderr
@@ -73,14 +73,14 @@ def test_bad_dataset_stops_before_run_start_with_one_line(tmp_path, small_datase
 
 
 def test_too_few_eval_samples_is_named(tmp_path, small_dataset, cpu_env):
-    system = load_system("cpu_micro").variant({"eval.samples": 10_000}, name="micro").write(tmp_path).path
+    system = load_descriptor("cpu_micro").variant({"eval.samples": 10_000}, name="micro").write(tmp_path).path
     proc, _ = run_training(tmp_path, system, small_dataset, 1, cpu_env)
     assert proc.returncode != 0
     assert "has 256 eval samples, fewer than run.eval.samples = 10000" in proc.stderr
 
 
 def test_missing_dataset_and_missing_shards_are_named(tmp_path, cpu_env):
-    system = load_system("cpu_micro").path
+    system = load_descriptor("cpu_micro").path
     proc, _ = run_training(tmp_path, system, tmp_path / "nowhere", 1, cpu_env)
     assert proc.returncode != 0 and "nowhere: dataset directory does not exist" in proc.stderr
     assert "name the folder that holds it with DATADIR (run_and_time.sh) or --data-dir" in proc.stderr
@@ -117,14 +117,14 @@ def test_the_rate_printed_is_of_training_alone_not_of_the_evals_between(monkeypa
 
     clock = _Clock()
     monkeypatch.setattr(trainer.time, "perf_counter", clock)
-    system = load_system("cpu_micro").variant({"print_interval_steps": 4, "eval.interval_samples": 96,
+    system = load_descriptor("cpu_micro").variant({"print_interval_steps": 4, "eval.interval_samples": 96,
                                                "eval.target_accuracy": 0.5})  # 3 steps of 32 to an eval
 
     class Step:
         def __call__(self, loader, step):
             clock.now += 1.0
 
-        def take_window(self):
+        def pop_loss_and_tokens(self):
             return 1.0, 320  # tokens
 
         check_numerics = staticmethod(lambda: None)

@@ -1,4 +1,4 @@
-"""Compiled before the clock (bert.warmup): the warm-up runs every shape of the run through the step, touches no
+"""Compiled before the clock (bert.compile_warmup): the warm-up runs every shape of the run through the step, touches no
 data, and leaves the run exactly as it was, so that a run with it and one without end with the same weights
 (with dropout, token sizes, gradient accumulation, and fp16 loss scaling); a run.compile run logs how long it took,
 before run_start. A compiled part that fails there (a code generator that raises, a recompile over Dynamo's limit)
@@ -16,14 +16,14 @@ import pytest
 import torch
 import torch._inductor.compile_fx
 
+from bert.compile_warmup import LAYERS, UPDATE, compile_every_shape, shape_batches
 from bert.data.batch import collate
 from bert.distributed.launch import DistContext
 from bert.model.pretraining import BertForPreTraining
 from bert.model.token_rounding import token_sizes
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
-from bert.system import System, load_system
-from bert.warmup import LAYERS, UPDATE, warm_up, warm_up_batches
+from bert.system import Descriptor, load_descriptor
 from compliance.checkers import compliance_check
 from compliance.result_log import read_result_log
 from tests.helpers.samples import make_samples
@@ -31,10 +31,10 @@ from tests.helpers.samples import make_samples
 STEPS = 3
 DROPOUT = {"hidden_dropout": 0.1, "attention_dropout": 0.1}
 SYSTEMS = {
-    "bf16, dropout, 3 token sizes, 2 micro-batches": lambda: load_system("cpu_micro").variant(
+    "bf16, dropout, 3 token sizes, 2 micro-batches": lambda: load_descriptor("cpu_micro").variant(
         {"model_overrides": DROPOUT, "precision": "bf16", "token_sizes": 3, "global_batch_size": 16,
          "gradient_accumulation_steps": 2, "eval.batch_size": 8}),
-    "fp16 loss scaling (the CUDA run rehearsed), dynamic shapes": lambda: load_system("h200_1x1").variant(
+    "fp16 loss scaling (the CUDA run rehearsed), dynamic shapes": lambda: load_descriptor("h200_1x1").variant(
         {"model": "micro", "model_overrides": DROPOUT, "precision": "fp16", "global_batch_size": 16,
          "compile": False, "optimizer.implementation": "eager",  # what the warm-up does, not what a compiler does
          "gradient_accumulation_steps": 2, "max_seq_length": 64, "max_predictions_per_seq": 10,
@@ -42,18 +42,18 @@ SYSTEMS = {
 }
 
 
-def _trained(system: System, warm: bool) -> dict:
+def _trained(system: Descriptor, warm: bool) -> dict:
     """STEPS updates of a fresh model on fixed batches, after a warm-up or not; what they leave behind."""
     run = system.run
     torch.manual_seed(0)
     model = BertForPreTraining(system.model_config())
-    step = TrainStep(system, DistContext(0, 1, 0, 1, torch.device("cpu")), model,
+    step = TrainStep(system.run, DistContext(0, 1, 0, 1, torch.device("cpu")), model,
                      build_optimizer(model, run.optimizer), build_schedule(run.optimizer))
     torch.manual_seed(1)  # the dropout stream both runs draw from
     streams = (torch.get_rng_state(), np.random.get_state()[1].copy(), random.getstate())
     calls = []
     model.bert.encoder[0].register_forward_hook(lambda *args: calls.append(torch.is_grad_enabled()))
-    warmed = warm_up(step, system, warm_up_batches(system)) if warm else None
+    warmed = compile_every_shape(step, system.run, shape_batches(system)) if warm else None
     assert torch.equal(torch.get_rng_state(), streams[0]) and np.array_equal(np.random.get_state()[1], streams[1])
     assert random.getstate() == streams[2]
     sizes = token_sizes(run.token_sizes, system.per_process_batch, run.max_seq_length)
@@ -92,7 +92,7 @@ def _stand_in_triton_error(graph, example_inputs, **options):
     raise RuntimeError("stand-in for inductor's code generation: no kernel image is available for this GPU")
 
 
-def _run_in_process(tmp_path, system: System, data) -> tuple[int, list]:
+def _run_in_process(tmp_path, system: Descriptor, data) -> tuple[int, list]:
     """One run of `system` in this process (bert.train.run, as `mlperf-bert train` calls it); its exit code and
     log events."""
     from bert.train import RunRequest, run
@@ -113,7 +113,7 @@ def test_a_compiled_run_logs_its_warm_up_before_run_start(tmp_path, small_datase
     # Dynamo for real, its graphs run as traced: inductor's CPU code generation (a minute here) is tested by
     # tests/bert/model/test_regional_compile.py and tests/bert/optim/test_lamb.py.
     with compile_without_gpu_code([], [], "eager"):
-        code, log = _run_in_process(tmp_path, load_system("cpu_micro").variant(FALLBACK_SYSTEM), small_dataset)
+        code, log = _run_in_process(tmp_path, load_descriptor("cpu_micro").variant(FALLBACK_SYSTEM), small_dataset)
     result = read_result_log(log)
     keys = [x.key for x in result.events]
     assert "compile_warmup_seconds" in keys and "compile_fallback" not in keys, keys
@@ -130,7 +130,7 @@ def test_a_part_that_fails_to_compile_runs_eager_and_the_log_and_stderr_say_so(f
                                                                                capsys):
     from tests.cuda_path.traced_compile import compile_without_gpu_code
 
-    system = load_system("cpu_micro").variant(FALLBACK_SYSTEM)
+    system = load_descriptor("cpu_micro").variant(FALLBACK_SYSTEM)
     with contextlib.ExitStack() as stack:
         if failure == "a backend that raises":  # the real torch.compile; inductor's code generation raises
             stack.enter_context(mock.patch.object(torch._inductor.compile_fx, "compile_fx", _stand_in_triton_error))
@@ -156,7 +156,7 @@ def test_a_part_that_fails_to_compile_runs_eager_and_the_log_and_stderr_say_so(f
 
 
 def test_with_compile_required_a_failure_to_compile_ends_the_run_with_status_2(tmp_path, small_dataset, capsys):
-    system = load_system("cpu_micro").variant({**FALLBACK_SYSTEM, "compile": "required"})
+    system = load_descriptor("cpu_micro").variant({**FALLBACK_SYSTEM, "compile": "required"})
     with mock.patch.object(torch._inductor.compile_fx, "compile_fx", _stand_in_triton_error):
         code, log = _run_in_process(tmp_path, system, small_dataset)
     stop = read_result_log(log).first("run_stop")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.common.ranks import free_port
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 from tests.cluster.netns import Host, HostNetwork
 from tests.helpers.faults import descendants, wait_bounded
 from tests.helpers.repo import REPO
@@ -25,17 +25,17 @@ _RANK_REPORT = re.compile(r"rank (\d+) of (\d+): node (\d+), local rank (\d+) of
                           r"training shards read \(indices in sorted name order\): (.*)")
 
 
-def micro_system(folder: Path, name: str, nodes: int, per_node: int, **run: object) -> System:
+def micro_system(folder: Path, name: str, nodes: int, per_node: int, **run: object) -> Descriptor:
     """cpu_micro on `nodes` x `per_node` gloo ranks, presorting within each node, its rendezvous on a free port
     (tests run side by side on this host), written to folder/<name>.json. Its target, 0.04 (above the 0.036 of
     always guessing the most frequent piece), takes about 3,000 samples, half of cpu_micro's, so that runs of
     several ranks on a 2-core CI machine stay short."""
     values = {"processes_per_node": per_node, "balance": "stratified+local_presort",
               "launch.master_port": free_port(), "eval.target_accuracy": 0.04, **run}
-    return load_system(MICRO).variant(values, name=name, description={"number_of_nodes": str(nodes)}).write(folder)
+    return load_descriptor(MICRO).variant(values, name=name, description={"number_of_nodes": str(nodes)}).write(folder)
 
 
-def start_node(system: System, node: int, logdir: Path, data: Path, env: dict, out: Path, seed: int = 5,
+def start_node(system: Descriptor, node: int, logdir: Path, data: Path, env: dict, out: Path, seed: int = 5,
                host: Host | None = None, master_addr: str = "127.0.0.1", dry_run: bool = False,
                repo: Path = REPO) -> subprocess.Popen:
     """`repo`/run_and_time.sh as one host of a torchrun launch runs it (on `host`, else on this one); stdout and
@@ -48,7 +48,7 @@ def start_node(system: System, node: int, logdir: Path, data: Path, env: dict, o
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def start_on_hosts(network: HostNetwork, system: System, logdir: Path, data: Path, env: dict,
+def start_on_hosts(network: HostNetwork, system: Descriptor, logdir: Path, data: Path, env: dict,
                    outs: Path, node_env: list[dict] | None = None) -> list[subprocess.Popen]:
     """run_and_time.sh on every host of `network`, host k as node k (with node_env[k] laid over `env`), MASTER_ADDR
     the first host's address; node k's output to outs/node<k>.out."""
@@ -81,7 +81,7 @@ class RankPlace:
     epoch0_shards: tuple[int, ...]
 
 
-def planned_places(system: System, seed: int, data: Path) -> dict[int, RankPlace]:
+def planned_places(system: Descriptor, seed: int, data: Path) -> dict[int, RankPlace]:
     """Every rank's place as `mlperf-bert system plan` prints it."""
     done = subprocess.run([sys.executable, "-m", "bert.cli", "system", "plan", str(system.path),
                            "--seed", str(seed), "--data-dir", str(data), "--launcher", "torchrun"],
@@ -109,7 +109,7 @@ def reported_places(output: str) -> dict[int, RankPlace]:
     return places
 
 
-def assert_ranks_follow_the_plan(output: str, system: System, seed: int, data: Path) -> None:
+def assert_ranks_follow_the_plan(output: str, system: Descriptor, seed: int, data: Path) -> None:
     reported = reported_places(output)
     assert sorted(reported) == list(range(system.world_size)), output[-3000:]
     assert reported == planned_places(system, seed, data)

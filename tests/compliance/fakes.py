@@ -12,7 +12,7 @@ from unittest import mock
 
 from bert.mllog import RunLog
 from bert.provenance import CodeVersion, committed_code
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 
 INTERVAL = 1024
 STEP_MS = 1000  # between two lines of a fake run, plus a few ms that differ from run to run, as genuine runs differ
@@ -38,14 +38,14 @@ class _Clock:
         return self.now
 
 
-def micro_system(division: str = "open", batch_size: int = 32) -> System:
+def micro_system(division: str = "open", batch_size: int = 32) -> Descriptor:
     """cpu_micro in `division` at `batch_size` (its sample cap raised to one step where the batch is larger)."""
-    base = load_system("cpu_micro")
+    base = load_descriptor("cpu_micro")
     return base.variant({"global_batch_size": batch_size, "max_samples": max(batch_size, base.run.max_samples)},
                         description={"division": division})
 
 
-def write_run(path: Path, seed: int, system: System | None = None, accuracies=(0.04, 0.05, 0.07),
+def write_run(path: Path, seed: int, system: Descriptor | None = None, accuracies=(0.04, 0.05, 0.07),
               status: str = "success", interval: int = INTERVAL) -> Path:
     """One run's log: init, the hyperparameters, an eval every `interval` samples, run_stop with `status`."""
     system = system or micro_system()
@@ -57,7 +57,7 @@ def write_run(path: Path, seed: int, system: System | None = None, accuracies=(0
         log.submission(system)
         log.seed(seed)
         log.hyperparameters(system)
-        log.target(system)
+        log.target(system.run.eval.target_accuracy)
         log.code_version(head_code())
         log.init_stop()
         log.run_start()
@@ -71,7 +71,7 @@ def write_run(path: Path, seed: int, system: System | None = None, accuracies=(0
     return path
 
 
-def write_runs(folder: Path, count: int = 10, system: System | None = None, first_seed: int = 1, **run) -> Path:
+def write_runs(folder: Path, count: int = 10, system: Descriptor | None = None, first_seed: int = 1, **run) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(count):
         write_run(folder / f"result_{i}.txt", first_seed + i, system, **run)
@@ -83,7 +83,7 @@ def write_runs(folder: Path, count: int = 10, system: System | None = None, firs
 CLOSED_RUN = {"accuracies": (0.4, 0.5, 0.6, 0.65, 0.68, 0.70, 0.71, 0.73), "interval": 300_000}
 
 
-def write_package(root: Path, system: System | None = None, name: str = "cpu_micro", **run) -> Path:
+def write_package(root: Path, system: Descriptor | None = None, name: str = "cpu_micro", **run) -> Path:
     """ORG/systems/<name>.json and ORG/results/<name>/bert/result_0..9.txt (no implementation folder)."""
     system = system or micro_system()
     (root / "systems").mkdir(parents=True)

@@ -163,7 +163,7 @@ def _ddp_without_host_reads() -> None:
 
 
 def _stand_in_for_the_cuda_generator() -> None:
-    """Dynamo (around each frame it traces) and bert.warmup save the CUDA generator's state and restore it; fake
+    """Dynamo (around each frame it traces) and bert.compile_warmup save the CUDA generator's state and restore it; fake
     CUDA has no generator, so its state is stored bytes (fake tensors draw no random numbers), read and written as
     a host tensor outside any fake mode."""
     _state["cuda_rng_state"] = bytes(16)
@@ -360,7 +360,7 @@ class StepSetup:
     compiled_lamb: bool = False  # LAMB's update compiled (run.optimizer.implementation "compiled")
     backend: str = "aot_eager"  # what compiles Dynamo's graphs (tests/cuda_path/traced_compile.py)
     apex: bool = False  # apex importable (tests/helpers/stand_in_apex.py), as in NVIDIA's containers
-    warm_up: bool = False  # bert.warmup compiles before the steps, as bert.train does before the clock
+    compile_warmup: bool = False  # bert.compile_warmup compiles before the steps, as bert.train does before the clock
 
 
 @dataclass
@@ -373,7 +373,7 @@ class StepRecord:
     longest: list[int] = field(default_factory=list)  # the longest real sequence of each training batch
     compiles: list[dict] = field(default_factory=list)  # what torch.compile was asked for
     graphs: list[TracedGraph] = field(default_factory=list)  # what Dynamo traced, in order
-    graphs_in_warm_up: int = 0  # how many of them the warm-up traced (the first ones)
+    graphs_in_compile_warmup: int = 0  # how many of them the warm-up traced (the first ones)
     token_counts: list[int] = field(default_factory=list)  # the encoder's tokens of each training batch
     grads_kept: bool = False  # every parameter's .grad was there before the first step and is the same after
     layer_dtypes: list[tuple[str, str]] = field(default_factory=list)  # (input, output) of each encoder layer
@@ -385,7 +385,7 @@ class StepRecord:
 
 
 def step_system(setup: StepSetup):
-    from bert.system import load_system
+    from bert.system import load_descriptor
 
     changes = {"model_overrides": {"num_layers": setup.layers}, "precision": setup.precision,
                "processes_per_node": setup.world_size, "gradient_accumulation_steps": setup.accumulate,
@@ -395,7 +395,7 @@ def step_system(setup: StepSetup):
                "compile": setup.compile or setup.cuda_graphs, "cuda_graphs": setup.cuda_graphs,
                "optimizer.implementation": "compiled" if setup.compiled_lamb else "eager",
                "init_checkpoint": None, "performance": None}  # the simulator's figures are of one GPU
-    return load_system("h200_1x1").variant(changes, description={"accelerators_per_node": str(setup.world_size)})
+    return load_descriptor("h200_1x1").variant(changes, description={"accelerators_per_node": str(setup.world_size)})
 
 
 def _batches(fake: FakeCuda, setup: StepSetup, count: int, record: StepRecord) -> list:
@@ -423,11 +423,11 @@ def train_step_record(setup: StepSetup) -> StepRecord:
 
 
 def _train_step_record(setup: StepSetup) -> StepRecord:
+    from bert.compile_warmup import ShapeBatches, compile_every_shape, shape_batches
     from bert.distributed.launch import DistContext
     from bert.model.pretraining import BertForPreTraining
     from bert.optim.factory import build_optimizer, build_schedule
     from bert.step import TrainStep
-    from bert.warmup import WarmUpBatches, warm_up, warm_up_batches
 
     system = step_system(setup)
     record = StepRecord(data_parallel=setup.world_size > 1)
@@ -444,15 +444,15 @@ def _train_step_record(setup: StepSetup) -> StepRecord:
     ctx = DistContext(0, setup.world_size, 0, setup.world_size, CUDA)
     recorder = Recorder()
     batches = _batches(fake, setup, setup.steps * setup.accumulate, record)  # on the host, as the loader does
-    made_up = warm_up_batches(system)
-    warmed = WarmUpBatches(*([b._map(fake.tensor) for b in part] for part in (made_up.train, made_up.evals)))
+    made_up = shape_batches(system)
+    warmed = ShapeBatches(*([b._map(fake.tensor) for b in part] for part in (made_up.train, made_up.evals)))
     with compile_without_gpu_code(record.compiles, record.graphs, setup.backend), fake.mode:
-        step = TrainStep(system, ctx, model, build_optimizer(model, system.run.optimizer),
+        step = TrainStep(system.run, ctx, model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
-        if setup.warm_up:  # unrecorded, under the recorder's torch-function mode: guards see the same mode stack
+        if setup.compile_warmup:  # unrecorded, under the recorder's torch-function mode: guards see the same mode stack
             with recorder.sdpa_calls:
-                warm_up(step, system, warmed)
-            record.graphs_in_warm_up = len(record.graphs)
+                compile_every_shape(step, system.run, warmed)
+            record.graphs_in_compile_warmup = len(record.graphs)
         record.optimizer = type(step.optimizer).__name__
         record.apex_modules = [name for name, m in model.named_modules() if type(m).__module__.startswith(
             ("apex", "tests.helpers.stand_in_apex"))]

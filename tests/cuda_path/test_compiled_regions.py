@@ -6,7 +6,7 @@ query or a data-dependent op in it is a graph break, an error here), every graph
 only, the layer's graph must hold the variable-length flash kernel (with dropout in training, without in eval),
 and the recompilations must stay within what the run allows: one graph per token size with run.token_sizes,
 one without (dynamic shapes), one LAMB graph per parameter group, all of them before the clock where the
-warm-up (bert.warmup) ran. Only inductor's code generation and
+warm-up (bert.compile_warmup) ran. Only inductor's code generation and
 CUDA graph recording are left out: they need a GPU (acceptance/gpu_check.sh)."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ REGIONS = {
     "dynamic shapes, bf16, Dynamo's graphs run as traced": StepSetup(layers=1, compile=True, compiled_lamb=True,
                                                                      accumulate=2, backend="eager"),
     "dynamic shapes, fp16, AOTAutograd, warmed up": StepSetup(layers=1, precision="fp16", compile=True,
-                                                              compiled_lamb=True, accumulate=2, warm_up=True),
+                                                              compiled_lamb=True, accumulate=2, compile_warmup=True),
     # LAMB's update eager here: the update apex's FusedLAMB would replace where apex is importable.
     "token sizes, fp16, AOTAutograd, apex importable, warmed up": StepSetup(
-        layers=1, precision="fp16", compile=True, token_sizes=4, accumulate=2, apex=True, warm_up=True),
+        layers=1, precision="fp16", compile=True, token_sizes=4, accumulate=2, apex=True, compile_warmup=True),
 }
 
 
@@ -57,8 +57,9 @@ def test_recompilations_stay_within_what_the_run_allows(traced):
     training = [g for g in record.graphs if g.kind == "layer" and g.grad_enabled]
     lamb = [g for g in record.graphs if g.kind == "lamb"]
     assert len(lamb) == 2 * setup.compiled_lamb, (name, record.graphs)  # one per parameter group (their lists differ)
-    if setup.warm_up:  # bert.warmup compiled every shape the steps and the eval meet, before them
-        assert record.graphs_in_warm_up == len(record.graphs), (name, record.graphs[record.graphs_in_warm_up:])
+    if setup.compile_warmup:  # bert.compile_warmup compiled every shape the steps and the eval meet, before them
+        warmed = record.graphs_in_compile_warmup
+        assert warmed == len(record.graphs), (name, record.graphs[warmed:])
         assert len(training) == (setup.token_sizes or 1), (name, training)
     elif setup.token_sizes:  # one graph per size met
         assert len(training) == len(set(record.token_counts)) > 1, (name, record.token_counts)

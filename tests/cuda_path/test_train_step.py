@@ -19,7 +19,7 @@ SETUPS = {
     "ddp bucket-wise clip": StepSetup(precision="bf16", world_size=2, clip="bucketwise_before_allreduce", steps=1),
     "ddp bf16 gradient": StepSetup(precision="bf16", world_size=2, grad_comm_dtype="bf16", steps=1),
     "static shapes, CUDA graphs": StepSetup(precision="bf16", token_sizes=4, cuda_graphs=True, accumulate=2,
-                                            warm_up=True),
+                                            compile_warmup=True),
 }
 
 

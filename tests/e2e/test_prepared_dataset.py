@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from bert.cli import main
 from bert.mlperf_rules import DEFAULT_RULESET
-from bert.system import load_system
+from bert.system import load_descriptor
 from compliance.checkers import compliance_check
 from tests.helpers.repo import REPO
 
@@ -30,7 +30,7 @@ def test_text_to_verified_shards_to_a_compliant_run(tmp_path, text_corpus):
     _data("eval-set", "--input", tmp_path / "eval_shards", "--out", data / "eval.hdf5", "--samples", 256, *SHAPE)
     (data / "train" / "prepare.json").unlink()  # the dataset holds shards, the eval file and the vocabulary
     _data("verify", data, "--max-seq-length", 64, "--max-predictions", 10)
-    system = load_system("cpu_micro").variant(
+    system = load_descriptor("cpu_micro").variant(
         {"dataset": {"dir": str(data)}, "notes": "cpu_micro's shape on a text corpus prepared by the data pipeline."},
         name="prepared_micro").write(tmp_path / "systems").path
     env = dict(os.environ, NEXP="1", SEED="5", LOGDIR=str(tmp_path / "logs"))

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from bert.data.manifest import MANIFEST_FILE
-from bert.data.shards import read_shard, write_shard
+from bert.data.shards import read_shard
 from bert.data.vocab import Vocab, load_vocab
+from bert.prep.shard_writer import write_shard
 from bert.prep.verify import verify_dataset
-from bert.system import load_system
+from bert.system import load_descriptor
 from bert.train import RunRequest, run
 from tests.helpers.datasets import edit_unseen
 from tests.helpers.faults import assert_log_aborted
@@ -24,7 +25,7 @@ ROW = 17  # the sample corrupted in every training shard, whichever the loader r
 
 
 def _run(tmp_path, data, **run_changes) -> tuple[int, str]:
-    system = load_system("cpu_micro").variant(run_changes, name="micro")
+    system = load_descriptor("cpu_micro").variant(run_changes, name="micro")
     log = tmp_path / "result_0.txt"
     return run(RunRequest(system, 1, log, data)), log
 

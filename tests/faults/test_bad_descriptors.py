@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from bert.cli import main
-from bert.system import RunSpec, load_system
+from bert.system import RunSpec, load_descriptor
 from bert.typed_config import CHECK
 from tests.helpers.runs import train_command
 from tests.helpers.systems import unchecked_descriptor, write_unchecked
@@ -64,7 +64,7 @@ def test_a_bad_value_stops_a_run_before_its_log_is_opened(tmp_path):
 
 def test_a_batch_the_data_cannot_fill_stops_the_run_before_run_start(tmp_path, small_dataset):
     """2,048 training samples cannot fill a step of 4,096: the loader would wait for ever after run_start."""
-    system = load_system("cpu_micro").variant({"global_batch_size": 4096, "max_samples": 8192},
+    system = load_descriptor("cpu_micro").variant({"global_batch_size": 4096, "max_samples": 8192},
                                               name="big_batch").write(tmp_path).path
     log = tmp_path / "result_0.txt"
     proc = subprocess.run(train_command(system, small_dataset, log), capture_output=True, text=True, timeout=120)
@@ -121,7 +121,7 @@ def test_a_pipe_or_a_device_given_as_a_descriptor_is_named_as_such(tmp_path):
 
 
 def test_valid_descriptors_keep_loading(tmp_path):
-    variant = load_system("cpu_micro").variant(
+    variant = load_descriptor("cpu_micro").variant(
         {"optimizer.start_warmup_step": -100,  # negative on purpose (published)
          "launch.env": {"NCCL_SOCKET_IFNAME": "ib0", "_X1": "y"}}, name="ok")
     system = variant.write(tmp_path).path

@@ -7,11 +7,11 @@ import pytest
 from click.testing import CliRunner
 
 from bert.cli import main
-from bert.system import load_system
+from bert.system import load_descriptor
 
 
 def _hpo(tmp_path, small_dataset, *args: str):
-    system = load_system("cpu_micro").variant(
+    system = load_descriptor("cpu_micro").variant(
         {"max_samples": 64, "log_weights_initialization": False,
          "search": {"optimizer.base_learning_rate": {"low": 0.01, "high": 0.02}}},
         name="micro_search").write(tmp_path / "systems").path

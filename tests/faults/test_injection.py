@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bert.system import load_system
+from bert.system import load_descriptor
 from bert.typed_config import ConfigError
 from tests.helpers.faults import single_line_error, wrapper
 from tests.helpers.systems import unchecked_descriptor, write_unchecked
@@ -41,7 +41,7 @@ def test_a_descriptor_named_dots_cannot_put_results_outside_logdir(tmp_path, cpu
     assert system.name == "...json"
     with pytest.raises(ConfigError, match=r"'\.\.' cannot name a system: .* use only letters, digits, '\.', '_' "
                                           "and '-', starting with a letter or a digit; rename the file"):
-        load_system(system)
+        load_descriptor(system)
     logdir = tmp_path / "systems" / "logs"
     env = dict(cpu_env, NEXP="1", SEED="1", LOGDIR=str(logdir), DATADIR=str(tmp_path / "data"))
     proc = wrapper(system, env)

@@ -17,7 +17,7 @@ from bert.mllog import LOG_FREE_BYTES, LogError, RunLog, seal_log
 from bert.model.config import named_config
 from bert.model.pretraining import BertForPreTraining
 from bert.prep.verify import verify_dataset
-from bert.system import load_system
+from bert.system import load_descriptor
 from bert.train import RunRequest, run
 from tests.helpers.compliance import cli
 from tests.helpers.faults import assert_log_aborted, assert_stdout_aborted, fault_descriptor, finish, torchrun
@@ -49,7 +49,7 @@ def test_too_little_free_disk_for_the_log_is_one_line_before_anything_runs(tmp_p
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**9, 10**9 - 1000, LOG_FREE_BYTES // 2))
     log = tmp_path / "result_0.txt"
-    system = load_system(fault_descriptor(tmp_path, processes_per_node=1))
+    system = load_descriptor(fault_descriptor(tmp_path, processes_per_node=1))
     assert run(RunRequest(system, 1, log)) == 1
     assert f"{tmp_path}: only 32.0 MiB free, a run needs 64 MiB for its log" in capsys.readouterr().err
     assert not log.exists()

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from bert.cli import main
 from bert.ownership import RECORD_FILE
 from bert.prep.synthetic.hdf5_corpus import COMPLETE_MARKER, LEGACY_OWNER_MARKER, is_complete, synthesize
-from bert.system import load_system
+from bert.system import load_descriptor
 from tests.compliance.fakes import write_package
 from tests.helpers.datasets import SMALL_SYNTH
 from tests.helpers.faults import single_line_error, wrapper
@@ -57,7 +57,7 @@ def test_synth_never_touches_a_foreign_folder_even_with_overwrite(tmp_path):
 
 
 def test_its_own_interrupted_corpus_is_completed_and_its_own_complete_one_replaced(tmp_path):
-    system = load_system("cpu_micro").variant({"dataset": {"dir": str(tmp_path / "data"), "synthetic": {
+    system = load_descriptor("cpu_micro").variant({"dataset": {"dir": str(tmp_path / "data"), "synthetic": {
         "train_samples": 512, "eval_samples": 256, "shards": 2, "max_seq_length": 64, "max_predictions": 10}}},
         name="small").write(tmp_path / "systems").path
     data = tmp_path / "data"

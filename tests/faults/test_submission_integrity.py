@@ -12,7 +12,7 @@ import pytest
 import compliance.check as check_module
 from bert.mllog import CODE_VERSION
 from bert.mlperf_rules import DEFAULT_RULESET
-from bert.system import load_system
+from bert.system import load_descriptor
 from compliance import plots
 from compliance.checkers import CheckResult
 from compliance.package import _refusals
@@ -25,7 +25,7 @@ from tests.helpers.compliance import cli
 
 def _other_system():
     """cpu_micro run on another machine with another learning rate (the descriptor's name is the same)."""
-    return load_system("cpu_micro").variant({"optimizer.base_learning_rate": 0.02},
+    return load_descriptor("cpu_micro").variant({"optimizer.base_learning_rate": 0.02},
                                             description={"system_name": "another machine"})
 
 
@@ -36,7 +36,7 @@ def test_check_and_package_refuse_the_runs_of_two_systems_mixed(tmp_path):
     checked = cli("check", logs)
     assert checked.exit_code == 1 and "VERDICT: FAIL" in checked.output
     said = " ".join(checked.output.split())
-    platform = load_system("cpu_micro").description["system_name"]
+    platform = load_descriptor("cpu_micro").description["system_name"]
     assert f"the runs state different systems or configurations (submission_platform: {platform!r} in " \
            "result_0.txt, result_1.txt, result_2.txt, result_3.txt, result_4.txt; 'another machine' in result_5.txt" \
            in said
@@ -55,7 +55,7 @@ def test_package_refuses_logs_that_are_not_its_descriptors_runs(tmp_path):
     packaged = cli("package", "--system", "cpu_micro", "--logs", logs, "--out", out)
     assert packaged.exit_code == 1 and not out.exists()
     said = " ".join(packaged.output.split())
-    assert f"the logs are not runs of {load_system('cpu_micro').path} (submission_platform is" in said
+    assert f"the logs are not runs of {load_descriptor('cpu_micro').path} (submission_platform is" in said
     assert "opt_base_learning_rate is 0.01 in the descriptor, but 0.02 in result_0.txt" in said
 
 

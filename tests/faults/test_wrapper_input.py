@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bert.system import load_system
+from bert.system import load_descriptor
 from tests.helpers.faults import fake_launcher, single_line_error, wrapper
 from tests.helpers.logs import mllog_line
 from tests.helpers.repo import REPO
@@ -61,7 +61,7 @@ def test_a_results_folder_that_takes_no_file_fails_at_once(tmp_path, cpu_env, sm
     there, before a result file is claimed."""
     if not Path("/sys/kernel").is_dir():
         pytest.skip("no /sys/kernel here")
-    system = load_system("cpu_micro").variant(name="kernel").write(tmp_path / "systems").path
+    system = load_descriptor("cpu_micro").variant(name="kernel").write(tmp_path / "systems").path
     env = dict(cpu_env, NEXP="1", SEED="1", LOGDIR="/sys", DATADIR=str(small_dataset))
     proc = wrapper(system, env, timeout=60)
     assert proc.returncode == 2
@@ -88,7 +88,7 @@ def test_of_two_wrappers_started_together_with_refuse_only_one_runs(tmp_path, cp
 
 def _cpu_micro_from(tmp_path, small_dataset, **run) -> Path:
     """cpu_micro reading the small dataset as a prepared one (no synthetic corpus to write), with `run` changes."""
-    return load_system("cpu_micro").variant({"dataset.dir": str(small_dataset), "dataset.synthetic": None, **run},
+    return load_descriptor("cpu_micro").variant({"dataset.dir": str(small_dataset), "dataset.synthetic": None, **run},
                                             name="prepared").write(tmp_path / "systems").path
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import h5py
 
 from bert.data.manifest import MANIFEST_FILE
-from bert.system import SyntheticDataSpec
+from bert.data.settings import SyntheticDataSpec
 
 SMALL_SYNTH = SyntheticDataSpec(train_samples=2048, eval_samples=256, shards=4, vocab_size=4096,
                                 max_seq_length=64, max_predictions=10, seed=7)

@@ -17,7 +17,7 @@ from mlperf_logging.compliance_checker.mlp_parser.ruleset_500 import parse_gener
 
 from benchmarks.common.ranks import free_port
 from bert.mlperf_rules import DEFAULT_RULESET
-from bert.system import load_system
+from bert.system import load_descriptor
 from tests.helpers.repo import REPO
 from tests.helpers.runs import torchrun_command, train_command
 
@@ -32,7 +32,7 @@ def fault_descriptor(folder: Path, **run_changes) -> Path:
     process-group timeout of seconds and the numerics checked every 2 steps."""
     changes = {"processes_per_node": RANKS, "dist_timeout_s": DIST_TIMEOUT_S, "max_samples": 10**7,
                "print_interval_steps": 2, "eval.target_accuracy": 0.99, "eval.interval_samples": 4096}
-    return load_system("cpu_micro").variant({**changes, **run_changes}, name="faulty_micro").write(folder).path
+    return load_descriptor("cpu_micro").variant({**changes, **run_changes}, name="faulty_micro").write(folder).path
 
 
 def torchrun(system: Path, data: Path, log: Path, env: dict, seed: int = 1) -> subprocess.Popen:

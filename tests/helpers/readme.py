@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bert.descriptor_files import SEARCH_PATH_ENV
-from bert.system import load_system
+from bert.system import load_descriptor
 from tests.helpers.compliance import MICRO_EVAL
 from tests.helpers.repo import REPO, fresh_copy, this_python_env
 
@@ -35,7 +35,7 @@ class ReadmeCheckout:
     def make(cls, folder: Path) -> ReadmeCheckout:
         root, sites = fresh_copy(folder / "checkout"), folder / "site_systems"
         for name in ("cpu_micro", "cpu_tiny"):
-            load_system("cpu_micro").variant({"eval": MICRO_EVAL, "dataset.dir": str(root / "data" / name)},
+            load_descriptor("cpu_micro").variant({"eval": MICRO_EVAL, "dataset.dir": str(root / "data" / name)},
                                              name=name).write(sites)
         return cls(root, sites)
 

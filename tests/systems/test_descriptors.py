@@ -10,7 +10,7 @@ import re
 import pytest
 
 from bert.mlperf_rules import DEFAULT_RULESET
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 from compliance.checkers import system_desc_check
 from tests.helpers.repo import REPO
 
@@ -20,7 +20,7 @@ DESCRIPTORS = sorted(PUBLISHED_VALUES)
 
 @pytest.mark.parametrize("name", DESCRIPTORS)
 def test_descriptor_validates_and_passes_the_system_description_checker(name, tmp_path):
-    system = load_system(REPO / "systems" / f"{name}.json")
+    system = load_descriptor(REPO / "systems" / f"{name}.json")
     part = tmp_path / f"{name}.json"
     part.write_text(json.dumps(system.description))
     result = system_desc_check(part, DEFAULT_RULESET)
@@ -40,7 +40,7 @@ def test_the_published_systems_are_all_there():
     ("dgxa100_128x8_adam", 1024, 16384, 3.93e-4, 179, 325_000),
 ])
 def test_published_configurations(name, gpus, gbs, lr, steps, interval):
-    system = load_system(name)
+    system = load_descriptor(name)
     run = system.run
     assert (system.world_size, run.global_batch_size, run.optimizer.base_learning_rate) == (gpus, gbs, lr)
     assert run.optimizer.training_steps == steps and system.eval_interval_samples == interval
@@ -48,14 +48,14 @@ def test_published_configurations(name, gpus, gbs, lr, steps, interval):
 
 
 def test_the_seed_papers_configuration():
-    system = load_system("dgxa100_128x8_adam")
+    system = load_descriptor("dgxa100_128x8_adam")
     run, opt = system.run, system.run.optimizer
     assert system.division == "open" and system.per_process_batch == 16
     assert (opt.name, opt.epsilon, opt.beta_1, opt.beta_2, opt.weight_decay_rate) == ("adam", 1e-9, 0.8004, 0.8175,
                                                                                       0.00289)
     assert (opt.warmup_steps, opt.start_warmup_step, opt.end_learning_rate) == (82, -16, 4.95e-5)
     assert run.balance == "stratified+local_presort" and run.clip == "bucketwise_before_allreduce"
-    assert load_system("dgxa100_512x8_packed").run.balance == "packed"
+    assert load_descriptor("dgxa100_512x8_packed").run.balance == "packed"
 
 
 BASES = {"dgxa100_8x8": "dgxa100_1x8", "dgxa100_512x8_packed": "dgxa100_8x8", "dgxa100_128x8_adam": "dgxa100_8x8",
@@ -73,7 +73,7 @@ def _flat(data: dict, prefix: str = "") -> dict:
     return values
 
 
-def _values(system: System) -> dict:
+def _values(system: Descriptor) -> dict:
     run = json.loads(json.dumps(dataclasses.asdict(system.run)))
     run.pop("notes")
     return _flat({"system": system.description, "run": run})
@@ -89,7 +89,7 @@ def test_each_descriptor_resolves_to_its_recorded_values(name):
     """Every value each descriptor stood for when it stated them all, field by field. A deliberate change to a
     published descriptor changes its record in tests/systems/fixtures/published_values.json in the same commit;
     a change to a base shows here as the change of every descriptor that inherits it."""
-    expected, actual = PUBLISHED_VALUES[name], _values(load_system(name))
+    expected, actual = PUBLISHED_VALUES[name], _values(load_descriptor(name))
     differ = {key: (expected.get(key), actual.get(key)) for key in expected.keys() | actual.keys()
               if expected.get(key, KeyError) != actual.get(key, KeyError)}
     assert not differ, f"{name}: field: (recorded, resolved): {differ}"

@@ -21,13 +21,14 @@ from pathlib import Path
 import numpy as np
 
 from bert.data.manifest import MANIFEST_FILE
-from bert.data.shards import Samples, write_shard
+from bert.data.settings import SyntheticDataSpec
+from bert.data.shards import Samples
 from bert.ownership import OwnedFolder, claim_folder
 from bert.prep.fast_instances import build_samples, plan_instances
 from bert.prep.instances import Documents, SampleSpec, SpecialIds
+from bert.prep.shard_writer import write_shard
 from bert.prep.synthetic.grammar import DocumentWriter, Lexicon, build_lexicon
 from bert.prep.verify import verify_dataset
-from bert.system import SyntheticDataSpec
 
 TRAIN_DIR, EVAL_FILE, VOCAB_FILE = "train", "eval.hdf5", "vocab.txt"
 WRITER = "data synth"

@@ -4,7 +4,7 @@ import h5py
 import numpy as np
 import pytest
 
-from bert.data.shard_chunks import ChunkedColumn, create_fixed_column, shuffle_deflate
+from bert.prep.shard_chunks import ChunkedColumn, create_fixed_column, shuffle_deflate
 
 
 def _write(path, blocks, dtype, width):

@@ -2,7 +2,8 @@ import h5py
 import numpy as np
 import pytest
 
-from bert.data.shards import Samples, ShardError, read_shard, write_shard
+from bert.data.shards import Samples, ShardError, read_shard
+from bert.prep.shard_writer import write_shard
 
 
 def _samples(n: int = 20, seed: int = 0) -> Samples:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from bert.data.balance import balance_strategy
 from bert.data.balance_plans import bin_counts, bin_of, sequence_cost, snake_deal
 from bert.data.loader import LoaderBalance, TrainLoader
 from bert.data.lookahead import MAX_WAIT
@@ -90,12 +91,12 @@ def _first_batches(dataset, balance: LoaderBalance, count: int = 3):
 
 
 def test_the_strategy_picks_the_loaders_batches(small_dataset):
-    batches, paths = _first_batches(small_dataset, LoaderBalance("stratified", [16, 32, 48, 64], 64))
+    batches, paths = _first_batches(small_dataset, LoaderBalance(balance_strategy("stratified", 64), [16, 32, 48, 64]))
     plan = plan_from_shard(paths[0], [16, 32, 48, 64], 16, 64, WIDTH, 0)
     for batch in batches:
         lengths = (batch.layout.cu_seqlens[1:] - batch.layout.cu_seqlens[:-1]).numpy()
         assert np.bincount(bin_of(lengths, plan.edges), minlength=len(plan.edges)).tolist() == list(plan.counts)
-    packed, _ = _first_batches(small_dataset, LoaderBalance("packed", None, 64))
+    packed, _ = _first_batches(small_dataset, LoaderBalance(balance_strategy("packed", 64)))
     assert all(b.layout.packed and b.num_samples == 16 and b.input_ids.shape[1] == 64 for b in packed)
     plain, _ = _first_batches(small_dataset, LoaderBalance())
     assert not plain[0].layout.packed and plain[0].num_samples == 16
@@ -136,8 +137,10 @@ def test_stratify_writes_each_sample_once_into_its_bin_and_the_loader_reads_ever
     assert again.exit_code != 0 and "--overwrite" in again.output
 
     paths = sorted(out.glob("len-*/*.hdf5"))
+    with pytest.raises(ValueError, match="read by a stratified strategy, not 'none'"):
+        TrainLoader(paths, 0, 1, 5, 16, torch.device("cpu"), bins=binned_shards(paths))
     loader = TrainLoader(paths, 0, 1, 5, 16, torch.device("cpu"), prefetch=2,
-                         balance=LoaderBalance("stratified", None, 64))
+                         balance=LoaderBalance(balance_strategy("stratified", 64)), bins=binned_shards(paths))
     try:
         batch = next(loader)
     finally:

@@ -38,16 +38,16 @@ def buckets_worker(rank: int, world_size: int, data_dir: Path) -> None:
     model = BertForPreTraining(system.model_config())
     events: list[str] = []
     model.bert.embeddings.register_forward_pre_hook(lambda module, args: events.append("forward"))
-    step = TrainStep(system, ctx, model, torch.optim.SGD(model.parameters(), lr=0.1),
+    step = TrainStep(system.run, ctx, model, torch.optim.SGD(model.parameters(), lr=0.1),
                      LrSchedule(base_lr=0.1, decay_steps=10**9))
-    step.trained.reducer = _CountingReducer(step.trained.reducer, events)
+    step.ddp.reducer = _CountingReducer(step.ddp.reducer, events)
     for s in range(3):
         step(iter([micro_batch(samples, system, s, rank, k) for k in range(2)]), s)
     # Once before the first forward, once before the forward after DDP rebuilt its buckets; never again.
     assert events[:4] == ["count", "forward", "count", "forward"] and events.count("count") == 2, events
     assert step.clipping.num_buckets > 1
 
-    out = step.trained(**micro_batch(samples, system, 3, rank, 0).model_inputs(unpadded=True))
+    out = step.ddp(**micro_batch(samples, system, 3, rank, 0).model_inputs(unpadded=True))
     out.loss.backward()
     storages = {p.grad.untyped_storage().data_ptr() for p in model.parameters()}
     assert len(storages) == step.clipping.num_buckets < len(list(model.parameters())), len(storages)

@@ -24,13 +24,13 @@ from bert.distributed.launch import DistContext
 from bert.model.pretraining import BertForPreTraining
 from bert.optim.schedule import LrSchedule
 from bert.step import TrainStep
-from bert.system import System
+from bert.system import Descriptor
 from tests.helpers.clipping import CLIP_NORM, clipping_system, micro_batch
 
 STEPS = 2
 
 
-def local_grads(model: torch.nn.Module, system: System, batch: Batch, scale: float) -> list[torch.Tensor]:
+def local_grads(model: torch.nn.Module, system: Descriptor, batch: Batch, scale: float) -> list[torch.Tensor]:
     """The gradient of one micro-batch as the step computes it: loss / accumulate, times the loss scale."""
     model.zero_grad(set_to_none=True)
     precision = system.run.precision
@@ -66,7 +66,7 @@ def expected_update(mode: str, local: list[list[list[torch.Tensor]]], buckets: l
     return [sum(p[i] for p in per_rank) / world for i in range(len(per_rank[0]))]
 
 
-def run_mode(rank: int, samples: Samples, system: System) -> list[list[torch.Tensor]]:
+def run_mode(rank: int, samples: Samples, system: Descriptor) -> list[list[torch.Tensor]]:
     """Runs STEPS steps; checks each update against the expectation; returns all modes' expectations."""
     ctx = DistContext(rank, system.world_size, rank, system.world_size, torch.device("cpu"))
     torch.manual_seed(0)
@@ -83,7 +83,7 @@ def run_mode(rank: int, samples: Samples, system: System) -> list[list[torch.Ten
         return original(self, state, bucket)
 
     with mock.patch.object(BucketwiseBeforeAllreduce, "_clip_and_reduce", spy):
-        step = TrainStep(system, ctx, model, torch.optim.SGD(model.parameters(), lr=1.0),
+        step = TrainStep(system.run, ctx, model, torch.optim.SGD(model.parameters(), lr=1.0),
                          LrSchedule(base_lr=1.0, decay_steps=10**9))
     accumulate, world = system.run.gradient_accumulation_steps, system.world_size
     for s in range(STEPS):
@@ -106,7 +106,7 @@ def run_mode(rank: int, samples: Samples, system: System) -> list[list[torch.Ten
     return list(expected.values())
 
 
-def check_update(system: System, step: int, names: list[str], actual: list[torch.Tensor],
+def check_update(system: Descriptor, step: int, names: list[str], actual: list[torch.Tensor],
                  expected: list[torch.Tensor], shares: list[torch.Tensor]) -> None:
     """fp32 communication: the expectation to float tolerance. bf16: each rank's share (at most `shares` of
     each tensor) is rounded to bf16 (8 significant bits) before the sum and the sum again, so the update is

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from bert.distributed.cpu_binding import BindingError, Topology, describe_binding, parse_cpu_list, rank_binding
-from bert.system import CpuBindingSpec, load_system
+from bert.distributed.launch_settings import CpuBindingSpec
+from bert.system import load_descriptor
 from bert.typed_config import ConfigError
 from tests.helpers.repo import REPO
 
@@ -68,7 +69,7 @@ def test_a_binding_that_does_not_fit_the_host_is_one_line_naming_the_field(two_s
 
 
 def test_the_descriptor_checks_the_binding_beside_its_fields():
-    base = load_system("dgxa100_1x8")
+    base = load_descriptor("dgxa100_1x8")
     with pytest.raises(ConfigError, match=r"run.launch.cpu_binding.numa_nodes: lists 2 node\(s\) for 8 process"):
         base.variant({"launch.cpu_binding.numa_nodes": [0, 1]})
     with pytest.raises(ConfigError, match=r"run.launch.cpu_binding.mode: expected one of"):
@@ -80,10 +81,11 @@ def test_the_descriptor_checks_the_binding_beside_its_fields():
 def test_a_rank_binds_itself_and_its_threads_at_start(tmp_path, cpu_env):
     # bert.train applies the binding before the model and the loader exist; here a process binds itself to its
     # node of this host with one thread, and reports both.
-    system = load_system("cpu_micro").variant({"launch.cpu_binding": {"mode": "node", "numa_nodes": [0],
+    system = load_descriptor("cpu_micro").variant({"launch.cpu_binding": {"mode": "node", "numa_nodes": [0],
                                                                       "omp_num_threads": 1}}, name="bound")
     code = ("import os, sys, torch; from bert.distributed.cpu_binding import bind_rank; "
-            "from bert.system import load_system; b = bind_rank(load_system(sys.argv[1]), 0, 1); "
+            "from bert.system import load_descriptor; "
+            "b = bind_rank(load_descriptor(sys.argv[1]).run.launch.cpu_binding, 0, 1); "
             "print(sorted(os.sched_getaffinity(0)) == list(b.cpus), torch.get_num_threads(), "
             "os.environ['OMP_NUM_THREADS'], b.describe())")
     proc = subprocess.run([sys.executable, "-c", code, str(system.write(tmp_path).path)], capture_output=True,
@@ -95,13 +97,13 @@ def test_a_rank_binds_itself_and_its_threads_at_start(tmp_path, cpu_env):
 
 
 def test_the_dry_run_prints_each_local_ranks_binding(tmp_path, cpu_env):
-    system = load_system("cpu_micro").variant({"processes_per_node": 2, "launch.cpu_binding.mode": "exclusive"},
+    system = load_descriptor("cpu_micro").variant({"processes_per_node": 2, "launch.cpu_binding.mode": "exclusive"},
                                               name="bound2").write(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "bert.cli", "system", "plan", str(system.path)], capture_output=True,
                           text=True, env=cpu_env, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    expected = describe_binding(system, Topology.read())  # this host's own topology
+    expected = describe_binding(system.run.launch.cpu_binding, 2, Topology.read())  # this host's own topology
     assert expected[0].startswith("cpu binding (run.launch.cpu_binding): exclusive, shown on this host (")
     assert [line.split(":")[0] for line in expected[1:]] == ["  local rank 0", "  local rank 1"] or \
         "does not fit this host" in expected[1]  # a one-core host has no core for the second rank

@@ -8,7 +8,7 @@ import torch
 
 from bert.distributed.launch import LaunchError, cuda_device_index, init_distributed
 from bert.distributed.plan import TrainArgs, build_plan, describe
-from bert.system import load_system
+from bert.system import load_descriptor
 
 
 def _slurm_task(monkeypatch, local_id: int, gpus: int) -> list[torch.device]:
@@ -36,7 +36,7 @@ def test_a_rank_that_sees_no_gpu_is_told_so():
 
 
 def test_the_plan_names_each_ranks_device(tmp_path):
-    system = load_system("dgxa100_1x8")
+    system = load_descriptor("dgxa100_1x8")
     plan = build_plan(system, TrainArgs(5, tmp_path / "log.txt", tmp_path), "torchrun", 0)
     assert [slot.device for slot in plan.ranks] == [f"cuda:{k}" for k in range(8)]
     lines = describe(plan, system, 0)
@@ -45,6 +45,6 @@ def test_the_plan_names_each_ranks_device(tmp_path):
     one_gpu = system.variant(description={"accelerators_per_node": "1"})  # one GPU bound per task
     assert {slot.device for slot in build_plan(one_gpu, TrainArgs(5, tmp_path / "l", tmp_path), "torchrun", 0).ranks} \
         == {"cuda:0"}
-    cpu = load_system("cpu_micro")
+    cpu = load_descriptor("cpu_micro")
     assert [slot.device for slot in build_plan(cpu, TrainArgs(5, tmp_path / "l", tmp_path), "torchrun", 0).ranks] \
         == ["cpu"]

@@ -40,7 +40,7 @@ def overflow_worker(rank: int, world_size: int, data_dir: Path) -> None:
         ctx = DistContext(rank, world_size, rank, world_size, torch.device("cpu"))
         torch.manual_seed(0)
         model = BertForPreTraining(system.model_config())
-        step = TrainStep(system, ctx, model, torch.optim.SGD(model.parameters(), lr=1.0),
+        step = TrainStep(system.run, ctx, model, torch.optim.SGD(model.parameters(), lr=1.0),
                          LrSchedule(base_lr=1.0, decay_steps=10**9))
         scale = step.scaler.get_scale()
         start = flat_params(model)

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from bert.cli import main
 from bert.distributed.plan import Container, TrainArgs, build_plan, launch_command, missing_mounts, run_mounts
-from bert.system import load_system
+from bert.system import load_descriptor
 from tests.helpers.repo import REPO
 
 
@@ -50,7 +50,7 @@ def test_plain_hosts_need_the_node_rank_and_each_node_gets_its_command(tmp_path)
                              env=dict(os.environ, LOGDIR=str(tmp_path)), timeout=300)
     assert refused.returncode == 2 and "NODE_RANK" in refused.stderr and "MASTER_ADDR" in refused.stderr
     assert not list(tmp_path.iterdir())
-    system = load_system("dgxa100_8x8")
+    system = load_descriptor("dgxa100_8x8")
     plan = build_plan(system, TrainArgs(5, tmp_path / "log.txt", tmp_path), "torchrun", 0, master_addr="host0")
     assert len(plan.commands) == 8 and len(plan.ranks) == 64
     assert "--nnodes=8 --node_rank=3 --master_addr=host0 --master_port=29500 --nproc_per_node=8" in " ".join(
@@ -59,7 +59,7 @@ def test_plain_hosts_need_the_node_rank_and_each_node_gets_its_command(tmp_path)
 
 
 def test_every_shard_goes_to_exactly_one_rank(tmp_path, small_dataset):
-    system = load_system("cpu_micro").variant({"processes_per_node": 2})
+    system = load_descriptor("cpu_micro").variant({"processes_per_node": 2})
     plan = build_plan(system, TrainArgs(9, tmp_path / "log.txt", small_dataset), "torchrun", num_shards=4)
     assert [(s.rank, s.node, s.local_rank, s.group) for s in plan.ranks] == [(0, 0, 0, 0), (1, 0, 1, 0)]
     dealt = sorted(i for slot in plan.ranks for i in slot.shards)
@@ -70,7 +70,7 @@ def test_every_shard_goes_to_exactly_one_rank(tmp_path, small_dataset):
 
 
 def test_one_process_starts_without_the_torchrun_agent(tmp_path, small_dataset):
-    system = load_system("cpu_micro").variant({"processes_per_node": 1})
+    system = load_descriptor("cpu_micro").variant({"processes_per_node": 1})
     command = launch_command(system, TrainArgs(9, tmp_path / "log.txt", small_dataset), "torchrun")
     assert command[:4] == ["python", "-m", "bert.cli", "train"] and "torch.distributed.run" not in command
 
@@ -111,7 +111,8 @@ def test_a_site_descriptor_outside_the_repository_in_a_slurm_dry_run(tmp_path):
            "(SBATCH_TIMELIMIT): Slurm would end the job after about " in time_line
     assert proc.stderr.splitlines() == ["run_and_time: pre-flight not run: no Slurm allocation here; run the dry run "
                                         "inside one (salloc) to check its nodes"]
-    missing = Container("image", run_mounts(load_system(site / "site_h100_8x8.json"),
+    site_system = load_descriptor(site / "site_h100_8x8.json")
+    missing = Container("image", run_mounts(site_system.path, site_system.init_checkpoint_path(checkpoints),
                                             TrainArgs(5, tmp_path / "logs" / "r.txt", data, checkpoint_dir=checkpoints),
                                             "/scratch:/scratch"))
     assert missing_mounts(missing) == ["/scratch"]

@@ -12,7 +12,7 @@ import pytest
 from benchmarks.common.ranks import free_port
 from bert.distributed import preflight as pf
 from bert.distributed.plan import launch_env
-from bert.system import load_system
+from bert.system import load_descriptor
 from bert.typed_config import ConfigError
 from tests.helpers.systems import unchecked_descriptor, write_unchecked
 
@@ -77,7 +77,7 @@ def _connect_when_listening(port: int) -> socket.socket:
 
 def test_two_hosts_as_one_node_a_stray_and_a_silent_node_are_named(tmp_path, small_dataset):
     """Three nodes on this host: node 1 started twice, a program that is no pre-flight on the port, no node 2."""
-    system = load_system("cpu_micro").variant(
+    system = load_descriptor("cpu_micro").variant(
         {"launch.master_port": free_port(), "launch.preflight_timeout_s": 3, "dataset.dir": str(small_dataset),
          "global_batch_size": 48},
         name="micro_3x1", description={"number_of_nodes": "3"})
@@ -103,7 +103,7 @@ def test_two_hosts_as_one_node_a_stray_and_a_silent_node_are_named(tmp_path, sma
 
 
 def test_a_ready_start_says_what_the_nodes_agree_on(tmp_path, small_dataset):
-    system = load_system("cpu_micro").variant(
+    system = load_descriptor("cpu_micro").variant(
         {"launch.master_port": free_port(), "launch.preflight_timeout_s": 10, "dataset.dir": str(small_dataset)},
         name="micro_2x1", description={"number_of_nodes": "2"})
     results = {}
@@ -117,15 +117,16 @@ def test_a_ready_start_says_what_the_nodes_agree_on(tmp_path, small_dataset):
 
 
 def test_the_interface_setting_reaches_gloo_and_nccl_and_is_checked(tmp_path):
-    system = load_system("cpu_micro").variant({"launch.socket_ifname": "ib0,ib1"})
-    assert launch_env(system, "torchrun", "h0") == {"GLOO_SOCKET_IFNAME": "ib0,ib1", "NCCL_SOCKET_IFNAME": "ib0,ib1"}
+    system = load_descriptor("cpu_micro").variant({"launch.socket_ifname": "ib0,ib1"})
+    assert launch_env(system.run.launch, "torchrun", "h0") == {"GLOO_SOCKET_IFNAME": "ib0,ib1",
+                                                                "NCCL_SOCKET_IFNAME": "ib0,ib1"}
     bad = write_unchecked(tmp_path, "bad", unchecked_descriptor({"launch.socket_ifname": "^docker"}))
     with pytest.raises(ConfigError, match=r"run.launch.socket_ifname: '\^docker' is not a network interface name"):
-        load_system(bad)
+        load_descriptor(bad)
     twice = write_unchecked(tmp_path, "twice", unchecked_descriptor(
         {"launch.socket_ifname": "eth0", "launch.env": {"NCCL_SOCKET_IFNAME": "eth1"}}))
     with pytest.raises(ConfigError, match="run.launch.env: sets NCCL_SOCKET_IFNAME beside run.launch.socket_ifname"):
-        load_system(twice)
+        load_descriptor(twice)
 
 
 def _drip(port: int, stop: threading.Event, first: bytes = b"{") -> None:

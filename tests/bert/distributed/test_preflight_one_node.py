@@ -8,18 +8,18 @@ import pytest
 import torch
 
 from bert.distributed import preflight as pf
-from bert.system import load_system
+from bert.system import load_descriptor
 
 
 @pytest.fixture
 def micro(tmp_path, small_dataset):
-    return load_system("cpu_micro").variant({"dataset.dir": str(small_dataset), "dataset.synthetic": None},
+    return load_descriptor("cpu_micro").variant({"dataset.dir": str(small_dataset), "dataset.synthetic": None},
                                             name="micro").write(tmp_path / "systems")
 
 
 def test_a_cuda_run_needs_a_cuda_build_that_sees_a_gpu_per_process(monkeypatch):
-    h100 = load_system("dgxh100_1x8")
-    assert pf.device_problems(load_system("cpu_micro"), 1) == []
+    h100 = load_descriptor("dgxh100_1x8")
+    assert pf.device_problems(load_descriptor("cpu_micro"), 1) == []
     if torch.version.cuda is None:  # this machine's build: the line a user gets here
         (line,) = pf.device_problems(h100, 8)
         assert line.startswith(f"dgxh100_1x8 runs on CUDA (run.device) but torch {torch.__version__} here is a "

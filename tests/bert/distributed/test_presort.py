@@ -8,6 +8,7 @@ from datetime import timedelta
 import numpy as np
 import torch.distributed as dist
 
+from bert.data.balance import balance_strategy
 from bert.distributed.presort import build_exchange, decode, encode, presort_groups
 from tests.helpers.samples import make_samples
 
@@ -21,8 +22,9 @@ def _my_samples(rank: int):
     return samples
 
 
-def presort_worker(rank: int, world_size: int, ranks_per_node: int, strategy: str) -> None:
-    exchange = build_exchange(rank, world_size, ranks_per_node, strategy, ROW_LEN, PREDICTIONS, timeout_s=30)
+def presort_worker(rank: int, world_size: int, ranks_per_node: int, name: str) -> None:
+    strategy = balance_strategy(name, ROW_LEN)
+    exchange = build_exchange(rank, world_size, ranks_per_node, strategy, PREDICTIONS, timeout_s=30)
     sent = _my_samples(rank)
     got = exchange.share(sent)
     assert len(exchange.share(sent)) == BATCH
@@ -54,9 +56,10 @@ def test_local_presort_on_a_two_node_split_of_four_processes_and_global_presort(
 
 
 def test_groups_follow_the_launch_shape():
-    assert presort_groups(8, 4, "stratified+local_presort") == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    assert presort_groups(4, 2, "global_presort") == [[0, 1, 2, 3]]
-    assert presort_groups(4, 2, "stratified") == []
+    assert presort_groups(8, 4, balance_strategy("stratified+local_presort", ROW_LEN)) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert presort_groups(4, 2, balance_strategy("global_presort", ROW_LEN)) == [[0, 1, 2, 3]]
+    assert presort_groups(4, 2, balance_strategy("stratified", ROW_LEN)) == []
+    assert presort_groups(4, 2, balance_strategy("packed", ROW_LEN)) == []  # packing agrees on rows, not a presort
 
 
 def test_encode_decode_round_trip():
@@ -69,7 +72,7 @@ def test_encode_decode_round_trip():
 def test_presort_groups_wait_the_descriptors_timeout_not_torchs(monkeypatch):
     created = []
     monkeypatch.setattr(dist, "new_group", lambda members, **kwargs: created.append((members, kwargs)))
-    build_exchange(5, 8, 4, "stratified+local_presort", ROW_LEN, PREDICTIONS, timeout_s=7.5)
+    build_exchange(5, 8, 4, balance_strategy("stratified+local_presort", ROW_LEN), PREDICTIONS, timeout_s=7.5)
     assert [members for members, _ in created] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert all(kwargs == {"backend": "gloo", "timeout": timedelta(seconds=7.5)} for _, kwargs in created)
 

@@ -19,14 +19,14 @@ from bert.distributed.slurm import (
     time_limit_seconds,
     time_option,
 )
-from bert.system import load_system
+from bert.system import load_descriptor
 from tests.helpers.repo import REPO
 
 
 def test_the_shape_to_ask_for_follows_the_descriptor():
-    assert sbatch_options(load_system("dgxa100_128x8_adam")) == ["--nodes=128", "--ntasks-per-node=8",
+    assert sbatch_options(load_descriptor("dgxa100_128x8_adam")) == ["--nodes=128", "--ntasks-per-node=8",
                                                                  "--gpus-per-node=8"]
-    assert sbatch_options(load_system("cpu_micro")) == ["--nodes=1", "--ntasks-per-node=1"]  # no GPU to refuse
+    assert sbatch_options(load_descriptor("cpu_micro")) == ["--nodes=1", "--ntasks-per-node=1"]  # no GPU to refuse
 
 
 def test_slurms_per_node_lists():
@@ -49,7 +49,7 @@ def _allocation(**env) -> Allocation:
     ({"SLURM_JOB_NUM_NODES": "128", "SLURM_GPUS_ON_NODE": "4"}, "4 GPU(s) per node, too few for the 8 process(es)"),
 ])
 def test_an_allocation_that_cannot_run_the_descriptor_is_named_with_the_fix(env, found):
-    problem = allocation_problem(load_system("dgxa100_128x8_adam"), _allocation(**env))
+    problem = allocation_problem(load_descriptor("dgxa100_128x8_adam"), _allocation(**env))
     assert problem.startswith(f"the allocation has {found}")
     assert problem.endswith("submit with ./run_and_time.sbatch dgxa100_128x8_adam (or: sbatch --nodes=128 "
                             "--ntasks-per-node=8 --gpus-per-node=8 run_and_time.sbatch dgxa100_128x8_adam)")
@@ -57,12 +57,12 @@ def test_an_allocation_that_cannot_run_the_descriptor_is_named_with_the_fix(env,
 
 
 def test_an_allocation_that_fits_or_says_nothing_passes():
-    system = load_system("dgxa100_128x8_adam")
+    system = load_descriptor("dgxa100_128x8_adam")
     assert allocation_problem(system, _allocation(SLURM_JOB_NUM_NODES="128", SLURM_NTASKS_PER_NODE="8",
                                                   SLURM_JOB_CPUS_PER_NODE="256(x128)", SLURM_GPUS_ON_NODE="8")) is None
     assert allocation_problem(system, _allocation()) is None  # a dry run's SLURM_JOB_ID=0
     # GPUs are counted only for CUDA descriptors: a CPU one runs on a node that has none to give.
-    assert allocation_problem(load_system("cpu_micro"), _allocation(SLURM_GPUS_ON_NODE="0")) is None
+    assert allocation_problem(load_descriptor("cpu_micro"), _allocation(SLURM_GPUS_ON_NODE="0")) is None
 
 
 def test_the_rendezvous_is_the_first_nodes_address():

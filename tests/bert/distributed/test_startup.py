@@ -1,6 +1,6 @@
 """The start of a run on 2 gloo ranks (bert.train._run): the ranks start the clock together, each rank draws
 its own dropout stream while the data order stays the run seed's, and the log names the run seed once. Each
-rank is handed a seed of its own, as when every process draws one (System.run_seed): the run's is rank 0's."""
+rank is handed a seed of its own, as when every process draws one (Descriptor.run_seed): the run's is rank 0's."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from bert.data.dataset import dataset_files
 from bert.data.loader import TrainLoader
 from bert.distributed.launch import DistContext
 from bert.mllog import RunLog
-from bert.system import load_system
+from bert.system import load_descriptor
 from compliance.result_log import read_result_log
 
 SEED, LATE_S = 4242, 1.5
@@ -46,7 +46,7 @@ def _watch(rank: int, seen: dict) -> None:
 
 
 def startup_worker(rank: int, world_size: int, system_path: Path, data_dir: Path, log_path: Path) -> None:
-    system = load_system(system_path)
+    system = load_descriptor(system_path)
     ctx = DistContext(rank, world_size, rank, world_size, torch.device("cpu"))
     seen: dict = {}
     _watch(rank, seen)
@@ -75,7 +75,7 @@ def startup_worker(rank: int, world_size: int, system_path: Path, data_dir: Path
 
 def test_ranks_start_together_with_their_own_dropout_streams_and_the_run_seeds_data_order(
         spawn_ranks, small_dataset, tmp_path):
-    system = load_system("cpu_micro").variant(
+    system = load_descriptor("cpu_micro").variant(
         {"processes_per_node": 2, "max_samples": 32,  # one step of 32, then the sample cap
          "eval.samples": 64, "eval.interval_samples": 32, "eval.batch_size": 64}, name="startup_micro").write(tmp_path)
     spawn_ranks(startup_worker, 2, system.path, small_dataset, tmp_path / "result_0.txt")

@@ -18,7 +18,7 @@ from bert.model.pretraining import BertForPreTraining
 from bert.model.tf_names import hf_name, tensor_names
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
-from bert.system import load_system
+from bert.system import load_descriptor
 from bert.typed_config import ConfigError
 from tests.helpers.compile import skip_unless_compile_works
 
@@ -92,10 +92,10 @@ def test_bf16_autocast_keeps_the_residual_stream_in_bf16_and_weights_in_fp32(sma
 
 
 def _step(precision: str, **run_changes) -> tuple[TrainStep, BertForPreTraining]:
-    system = load_system("cpu_micro").cpu_variant({"precision": precision, "processes_per_node": 1, **run_changes})
+    system = load_descriptor("cpu_micro").cpu_variant({"precision": precision, "processes_per_node": 1, **run_changes})
     model = BertForPreTraining(system.model_config())
     run = system.run
-    step = TrainStep(system, CPU, model, build_optimizer(model, run.optimizer), build_schedule(run.optimizer))
+    step = TrainStep(system.run, CPU, model, build_optimizer(model, run.optimizer), build_schedule(run.optimizer))
     return step, model
 
 
@@ -106,7 +106,7 @@ def test_bf16_autocast_step_trains_on_cpu(small_dataset):
     before = [p.detach().clone() for p in model.parameters()]
     for i in range(6):
         step(batches, i + 10)  # past the warm-up, so the learning rate is not zero
-    loss, tokens = step.take_window()
+    loss, tokens = step.pop_loss_and_tokens()
     assert np.isfinite(loss) and tokens > 0
     assert all(p.dtype == torch.float32 for p in model.parameters())  # the master weights stay fp32
     assert sum(not torch.equal(a, b) for a, b in zip(before, model.parameters())) == len(before)
@@ -146,7 +146,7 @@ def test_fp16_loss_scaling_starts_at_the_descriptors_scale():
     assert _step("fp16")[0].scaler.get_scale() == 1024.0  # run.initial_loss_scale's default, NVIDIA's start
     assert _step("fp16", initial_loss_scale=32.0)[0].scaler.get_scale() == 32.0
     with pytest.raises(ConfigError, match="run.initial_loss_scale: must be positive"):
-        load_system("cpu_micro").variant({"initial_loss_scale": 0})
+        load_descriptor("cpu_micro").variant({"initial_loss_scale": 0})
 
 
 def test_cpu_attention_under_autocast_runs_in_fp32_without_dropout():
@@ -173,7 +173,7 @@ def test_gather_rows_gradient_equals_index_select():
 
 def test_compile_switch_compiles_the_encoder_and_matches_eager(small_dataset):
     skip_unless_compile_works()
-    assert load_system("cpu_micro").variant({"compile": True}).run.compile
+    assert load_descriptor("cpu_micro").variant({"compile": True}).run.compile
     losses = []
     for compile_encoder in (False, True):
         torch.manual_seed(0)
@@ -181,7 +181,7 @@ def test_compile_switch_compiles_the_encoder_and_matches_eager(small_dataset):
         batches = iter(_batches(small_dataset, 16, 3))
         for i in range(3):
             step(batches, i + 10)
-        losses.append(step.take_window()[0])
+        losses.append(step.pop_loss_and_tokens()[0])
     assert model.bert.encoder[0]._compiled_call_impl is not None
     assert losses[1] == pytest.approx(losses[0], rel=1e-4)
 
@@ -193,17 +193,17 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
 @needs_cuda
 def test_cuda_step_does_not_synchronise_with_the_host(small_dataset):
     cuda = DistContext(0, 1, 0, 1, torch.device("cuda"))
-    system = load_system("cpu_micro").variant({"device": "cuda", "precision": "bf16", "processes_per_node": 1})
+    system = load_descriptor("cpu_micro").variant({"device": "cuda", "precision": "bf16", "processes_per_node": 1})
     run = system.run
     torch.manual_seed(0)
     model = BertForPreTraining(system.model_config()).cuda()
-    step = TrainStep(system, cuda, model, build_optimizer(model, run.optimizer), build_schedule(run.optimizer))
+    step = TrainStep(system.run, cuda, model, build_optimizer(model, run.optimizer), build_schedule(run.optimizer))
     batches = [b.to(cuda.device) for b in _batches(small_dataset, 16, 4)]
     step(iter(batches[:1]), 10)  # the first step may allocate and set up kernels
     with host_reads_fail(cuda.device):
         step(iter(batches[1:]), 11)
         step(iter(batches[2:]), 12)
-    loss, _ = step.take_window()
+    loss, _ = step.pop_loss_and_tokens()
     assert np.isfinite(loss)
 
 
@@ -244,5 +244,5 @@ def test_the_step_reads_nothing_back_from_the_device(small_dataset):
     with host_reads_fail(torch.device("cpu")):
         step(batches, 10)
         step(batches, 11)
-    loss, _ = step.take_window()  # the only read, at the print interval
+    loss, _ = step.pop_loss_and_tokens()  # the only read, at the print interval
     assert np.isfinite(loss)

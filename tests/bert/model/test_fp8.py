@@ -19,7 +19,7 @@ from bert.model.fp8 import TORCHAO, TRANSFORMER_ENGINE, encoder_to_fp8, fp8_back
 from bert.model.pretraining import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.step import TrainStep
-from bert.system import load_system
+from bert.system import load_descriptor
 from tests.helpers import stand_in_transformer_engine as stand_in
 from tests.helpers.samples import make_samples
 
@@ -31,7 +31,7 @@ LOSS_TOLERANCE, GRADIENT_TOLERANCE, TENSOR_TOLERANCE = 1e-3, 0.03, 0.25
 
 
 def _fp8_system():
-    return load_system("cpu_micro").variant({"precision": "fp8"})
+    return load_descriptor("cpu_micro").variant({"precision": "fp8"})
 
 
 def test_the_step_makes_the_encoders_linear_layers_fp8_and_keeps_every_parameter_and_name():
@@ -41,7 +41,7 @@ def test_the_step_makes_the_encoders_linear_layers_fp8_and_keeps_every_parameter
     names = {n: (p, p.dtype) for n, p in model.named_parameters()}
     keys = list(model.state_dict())
     optimizer = build_optimizer(model, system.run.optimizer)  # before the step converts, as bert.train builds it
-    step = TrainStep(system, DistContext(0, 1, 0, 1, CPU), model, optimizer, build_schedule(system.run.optimizer))
+    step = TrainStep(system.run, DistContext(0, 1, 0, 1, CPU), model, optimizer, build_schedule(system.run.optimizer))
     assert step.fp8 == TORCHAO == fp8_backend()
     fp8 = {n for n, m in model.named_modules() if type(m).__name__ == "Float8Linear"}
     assert fp8 == {f"bert.encoder.0.{part}" for part in ("attention.qkv", "attention.output", "intermediate", "output")}
@@ -86,7 +86,7 @@ def test_a_micro_model_trained_in_emulated_fp8_reaches_bf16s_accuracy_in_the_sam
 
     runs = {}
     for precision in ("bf16", "fp8"):
-        system = load_system("cpu_micro").variant({"precision": precision, "max_samples": 4096})
+        system = load_descriptor("cpu_micro").variant({"precision": precision, "max_samples": 4096})
         log = tmp_path / f"{precision}.txt"
         code = run(RunRequest(system, seed=3, log_path=log, data_dir=small_dataset))
         losses = [float(x) for x in re.findall(r"^step \d+ samples \d+ loss ([0-9.]+)", capsys.readouterr().out, re.M)]
@@ -105,7 +105,7 @@ def test_transformer_engine_is_chosen_where_importable_and_its_context_wraps_eve
         torch.manual_seed(0)
         model = BertForPreTraining(system.model_config())
         names = {n: p for n, p in model.named_parameters()}
-        step = TrainStep(system, DistContext(0, 1, 0, 1, CPU), model, build_optimizer(model, system.run.optimizer),
+        step = TrainStep(system.run, DistContext(0, 1, 0, 1, CPU), model, build_optimizer(model, system.run.optimizer),
                          build_schedule(system.run.optimizer))
         assert step.fp8 == TRANSFORMER_ENGINE == fp8_backend()
         layers = [m for m in model.modules() if isinstance(m, stand_in.Linear)]

@@ -12,7 +12,7 @@ from bert.model.config import named_config
 from bert.model.pretraining import BertForPreTraining
 from bert.model.token_rounding import TokenSizes, token_sizes
 from bert.model.varlen_attention import varlen_attention
-from bert.system import load_system
+from bert.system import load_descriptor
 from compliance.result_log import read_result_log
 from tests.helpers.samples import make_samples
 
@@ -127,7 +127,7 @@ def test_a_run_with_token_sizes_rounds_every_batch_and_trains_as_the_run_without
         return step(self, batches(), step_index)
 
     monkeypatch.setattr(TrainStep, "__call__", watched)
-    base = load_system("cpu_micro").variant({"max_samples": 1024, "eval.interval_samples": 512, "seed": 5,
+    base = load_descriptor("cpu_micro").variant({"max_samples": 1024, "eval.interval_samples": 512, "seed": 5,
                                             "eval.target_accuracy": 0.99})
     accuracies = {}
     for count in (0, 3):

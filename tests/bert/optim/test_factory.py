@@ -5,7 +5,7 @@ import torch
 
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.optim.lamb import Lamb
-from bert.system import OptimizerSpec
+from bert.optim.settings import OptimizerSpec
 
 GRADS = [[0.1, -0.2, 0.3], [-0.05, 0.4, 0.1], [0.3, 0.3, -0.3]]
 
@@ -68,11 +68,11 @@ def test_compiled_lamb_is_ours_compiled():
 
 
 def test_compiled_adam_is_refused_in_the_descriptor():
-    from bert.system import load_system
+    from bert.system import load_descriptor
     from bert.typed_config import ConfigError
 
     with pytest.raises(ConfigError, match="run.optimizer.implementation"):
-        load_system("cpu_tiny_adam").variant({"optimizer.implementation": "compiled"})
+        load_descriptor("cpu_tiny_adam").variant({"optimizer.implementation": "compiled"})
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="torch's fused AdamW needs a CUDA device")

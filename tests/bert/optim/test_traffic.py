@@ -3,8 +3,8 @@ bandwidth: the counter against operators whose traffic is known, and the LAMB up
 
 import torch
 
+from bert.optim.settings import OptimizerSpec
 from bert.optim.traffic import _TrafficCounter, eager_lamb_bytes_per_parameter, optimizer_bytes_per_parameter
-from bert.system import OptimizerSpec
 
 N = 1 << 12
 

@@ -10,9 +10,10 @@ from click.testing import CliRunner
 
 import bert.prep.duplicates as duplicates
 from bert.cli import main
-from bert.data.shards import Samples, read_shard, write_shard
+from bert.data.shards import Samples, read_shard
 from bert.prep.duplicates import SampleSet, content_digest
 from bert.prep.sample_hashes import sample_hashes
+from bert.prep.shard_writer import write_shard
 from tests.helpers.datasets import copy_dataset
 
 SHARD = "train/part-{:05d}-of-00004.hdf5"

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 from bert.data.dataset import check_dataset, dataset_files
-from bert.data.shards import Samples, ShardError, read_shard, write_shard
+from bert.data.shards import Samples, ShardError, read_shard
+from bert.prep.shard_writer import write_shard
 from bert.prep.verify import verify_dataset
-from bert.system import load_system
+from bert.system import load_descriptor
 from tests.helpers.datasets import copy_dataset
 
 SHARD = "train/part-00002-of-00004.hdf5"
@@ -27,7 +28,7 @@ def test_eval_samples_in_training_fail_verify_and_stop_training_at_start_up(data
                f"is also in {dataset / SHARD}: accuracy on them would be measured on training data; make the eval set "
                "from text kept out of training (`mlperf-bert data eval-set`)")
     assert report.problems == [problem]
-    system = load_system("cpu_micro")
+    system = load_descriptor("cpu_micro")
     with pytest.raises(ShardError) as refused:
         check_dataset(dataset_files(system, dataset), system)
     assert str(refused.value) == (f"{dataset / 'manifest.json'}: `data verify` found this dataset unfit: {problem}; "

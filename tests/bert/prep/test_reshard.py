@@ -3,8 +3,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from bert.data.shards import Samples, ShardError, read_shard, write_shard
+from bert.data.shards import Samples, ShardError, read_shard
 from bert.prep.reshard import Buckets, OutputShape, deal, near_equal_sizes, pick_eval_set, reshard
+from bert.prep.shard_writer import write_shard
 from tests.helpers.processes import gone_pid
 
 SHAPE = OutputShape(max_seq_length=64, max_predictions=10)

@@ -11,10 +11,11 @@ import pytest
 
 from bert.data.dataset import check_dataset, dataset_files
 from bert.data.manifest import MANIFEST_FILE
-from bert.data.shards import ShardError, read_shard, write_shard
+from bert.data.shards import ShardError, read_shard
 from bert.data.vocab import Vocab, load_vocab
+from bert.prep.shard_writer import write_shard
 from bert.prep.verify import Limits, summary_lines, verify_dataset
-from bert.system import load_system
+from bert.system import load_descriptor
 from tests.helpers.datasets import copy_dataset
 
 SHARD = "train/part-00001-of-00004.hdf5"
@@ -180,7 +181,7 @@ def test_the_descriptor_limits_and_an_empty_shard(dataset):
 
 
 def _check(dataset, tmp_path):
-    system = load_system("cpu_micro")
+    system = load_descriptor("cpu_micro")
     check_dataset(dataset_files(system, dataset), system)
 
 
@@ -236,7 +237,7 @@ def test_training_refuses_a_manifest_without_the_checks_or_with_problems(dataset
 
 def test_training_needs_its_eval_file_and_vocabulary_checked(dataset, tmp_path):
     shutil.copy(dataset / "eval.hdf5", tmp_path / "eval_copy.hdf5")
-    system = load_system("cpu_micro").variant({"dataset": {"dir": str(dataset), "eval_file": "../eval_copy.hdf5"}},
+    system = load_descriptor("cpu_micro").variant({"dataset": {"dir": str(dataset), "eval_file": "../eval_copy.hdf5"}},
                                               name="other_eval")
     with pytest.raises(ShardError, match=r"eval_copy\.hdf5: `data verify` did not check it as the eval set \(against "
                                          r"the training shards\); run `mlperf-bert data verify .*data --eval "):

@@ -25,13 +25,14 @@ import torch
 
 from bert.checkpoint import convert, load_into
 from bert.data.batch import Batch, collate
-from bert.data.shards import Samples, samples_from_arrays, write_shard
+from bert.data.shards import Samples, samples_from_arrays
 from bert.distributed.launch import DistContext
 from bert.eval import EvalSet
 from bert.model.pretraining import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
+from bert.prep.shard_writer import write_shard
 from bert.step import TrainStep
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 from tests.helpers.tfrecords import write_tf_index_stub
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -81,7 +82,7 @@ def samples(first: int, stop: int) -> Samples:
     return samples_from_arrays(FIXTURES / "reference_run.npz", "fixed", arrays)
 
 
-def system(weight_decay: float, **changes: object) -> System:
+def system(weight_decay: float, **changes: object) -> Descriptor:
     """cpu_micro with the reference run's model (its tanh GELU), batch and LAMB settings; `changes` are run
     fields by their dotted paths."""
     config, flags = RUN["config"], RUN["flags"]
@@ -97,7 +98,7 @@ def system(weight_decay: float, **changes: object) -> System:
     run = {"model_overrides": overrides, "optimizer": optimizer, "global_batch_size": RUN["batch"],
            "max_seq_length": 128, "max_predictions_per_seq": 20, "precision": "fp32", "init_checkpoint": None,
            **changes}
-    return load_system("cpu_micro").variant(run)
+    return load_descriptor("cpu_micro").variant(run)
 
 
 @dataclass
@@ -113,7 +114,7 @@ class ProjectRun:
         return {name: p.detach() for name, p in self.model.named_parameters()}
 
 
-def converted_model(checkpoint: Path, spec: System, folder: Path) -> BertForPreTraining:
+def converted_model(checkpoint: Path, spec: Descriptor, folder: Path) -> BertForPreTraining:
     """The reference's checkpoint converted by `mlperf-bert checkpoint convert`'s function, loaded into the
     model as bert/train.py builds it."""
     config = spec.model_config()
@@ -123,7 +124,7 @@ def converted_model(checkpoint: Path, spec: System, folder: Path) -> BertForPreT
     return model
 
 
-def train(model: BertForPreTraining, spec: System, steps: int, dtype: torch.dtype = torch.float32,
+def train(model: BertForPreTraining, spec: Descriptor, steps: int, dtype: torch.dtype = torch.float32,
           edit_optimizer: Callable[[torch.optim.Optimizer], None] | None = None) -> ProjectRun:
     """`steps` TrainStep updates on the reference's training batches, in order. `dtype`: float64 measures the
     float32 floor of the same math; `edit_optimizer` lets a negative test break the optimizer."""
@@ -131,7 +132,7 @@ def train(model: BertForPreTraining, spec: System, steps: int, dtype: torch.dtyp
     optimizer = build_optimizer(model, spec.run.optimizer)
     if edit_optimizer is not None:
         edit_optimizer(optimizer)
-    step = TrainStep(spec, CPU, model, optimizer, build_schedule(spec.run.optimizer))
+    step = TrainStep(spec.run, CPU, model, optimizer, build_schedule(spec.run.optimizer))
     run = ProjectRun(model)
     finish = step.clipping.finish
 
@@ -145,12 +146,12 @@ def train(model: BertForPreTraining, spec: System, steps: int, dtype: torch.dtyp
     batches: Iterator[Batch] = iter(collate(samples(i * batch, (i + 1) * batch)) for i in range(steps))
     for i in range(steps):
         step(batches, i)
-        run.loss.append(step.take_window()[0])
+        run.loss.append(step.pop_loss_and_tokens()[0])
         run.learning_rate.append(optimizer.param_groups[0]["lr"])
     return run
 
 
-def eval_counts(model: BertForPreTraining, spec: System, folder: Path) -> dict[str, int]:
+def eval_counts(model: BertForPreTraining, spec: Descriptor, folder: Path) -> dict[str, int]:
     """EvalSet.accuracy over the reference's eval samples (written as a shard), as masked-token counts."""
     count = RUN["eval_samples"]
     total_rows = len(ARRAYS["samples/input_ids"])

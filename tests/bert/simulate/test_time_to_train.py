@@ -21,15 +21,15 @@ from bert.simulate.time_to_train import (
     converging_eval,
     predict,
 )
-from bert.system import System, load_system
+from bert.system import Descriptor, load_descriptor
 from compliance.checkers import rcp_reference
 
 PERFORMANCE = {"gpu_samples_per_s": 100.0, "hbm_gb_s": 100.0, "intra_node_gb_s": 10.0, "inter_node_gb_s": 4.0,
                "link_latency_us": 5.0, "allreduce": "ring", "samples_to_converge": 1000}
 
 
-def _small_cluster(clip: str, run: dict | None = None) -> System:
-    return load_system("cpu_micro").variant(
+def _small_cluster(clip: str, run: dict | None = None) -> Descriptor:
+    return load_descriptor("cpu_micro").variant(
         {"processes_per_node": 2, "global_batch_size": 64, "clip": clip, "performance": PERFORMANCE,
          "bucket_cap_mb": 0.25, **(run or {}),
          "eval": {"target_accuracy": 0.72, "samples": 256, "interval_samples": 256, "batch_size": 64}},
@@ -106,7 +106,7 @@ def test_token_sizes_cost_the_compute_of_their_filler_tokens():
 
 def test_an_estimated_throughput_comes_from_the_model_flops_and_says_so():
     performance = {**PERFORMANCE, "gpu_samples_per_s": None, "model_flops_utilization": 0.4, "peak_tflops": 2.0}
-    system = load_system("cpu_micro").variant({"performance": performance})
+    system = load_descriptor("cpu_micro").variant({"performance": performance})
     lengths = np.full(1000, 48)
     p = predict(system, 1000, lengths)
     expected = 0.4 * 2e12 / flops_per_sequence(system.model_config(), lengths, system.run.max_predictions_per_seq)
@@ -141,7 +141,7 @@ def test_simulate_command_prints_the_breakdown_and_the_prediction_last(tmp_path)
 def test_simulate_reproduces_each_figure_it_was_calibrated_on(point):
     """Published and CPU systems alike: the declared rate, through the whole model (load balance, allreduce,
     optimizer, evals), gives back the time it was calibrated on; and calibrating on it gives back the rate."""
-    system = load_system(point.system)
+    system = load_descriptor(point.system)
     seconds, why_not = predicted_run_seconds(system)
     assert why_not == "" and abs(seconds / point.seconds - 1) <= CALIBRATION_TOLERANCE, (seconds, point)
     samples = system.run.performance.samples_to_converge or round(rcp_reference(system.run.global_batch_size)

@@ -4,10 +4,10 @@ import sys
 
 import numpy as np
 
+from bert.data.settings import SyntheticDataSpec
 from bert.data.shards import read_shard
 from bert.data.vocab import load_vocab
 from bert.prep.synthetic.hdf5_corpus import is_complete, synthesize, synthesize_if_missing
-from bert.system import SyntheticDataSpec
 from tests.helpers.datasets import SMALL_SYNTH
 
 
@@ -58,7 +58,7 @@ _WRITE_SLOWLY = """
 import sys, time
 from bert.ownership import claim_folder
 from bert.prep.synthetic.hdf5_corpus import WRITER, _write
-from bert.system import SyntheticDataSpec
+from bert.data.settings import SyntheticDataSpec
 with claim_folder(sys.argv[1], WRITER, mode="resume") as folder:
     print("writing", flush=True)
     time.sleep(1)

@@ -1,24 +1,15 @@
-"""Compiled before the clock: every shape a run with compiled regions will meet is compiled between init_start and
-init_stop, on batches made in memory, so that no compilation lands inside the timed region.
+"""The compile warm-up: every shape a run's compiled regions will meet (run.compile's encoder layers, each recorded
+as a CUDA graph under run.cuda_graphs; LAMB's update under run.optimizer.implementation "compiled") is compiled
+between init_start and init_stop, on made-up batches, so that no compilation lands inside the timed region.
 
-With run.compile (run.cuda_graphs: each recorded as a CUDA graph too) or LAMB's update compiled
-(run.optimizer.implementation), `warm_up` runs, through the run's own TrainStep: one training micro-batch of
-each token size (run.token_sizes; without them, two batches of different shapes, which the dynamic graph takes
-both), the update (the compiled LAMB), and one eval forward of each eval size. Under CUDA graphs each shape runs
-three times: torch.compile runs a function once before it records it, and replays it from the third call.
-
-Nothing the run's numbers depend on changes: the batches touch no training or eval data (the loader and the eval
-set are read after run_start, the data order comes from the seed alone), the forward and backward run through
-the model itself (not DDP's wrapper: no gradient is communicated and DDP's first-iteration state is untouched),
-and afterwards the weights, the gradients, the optimizer state, the loss scaler and every random stream
-(Python's, numpy's, torch's CPU and CUDA generators) are put back as they were. tests/bert/test_warmup.py holds
-a run with the warm-up to one without, weight for weight.
-
-Never fatal: a compiled part that fails here (an inductor or Triton error, a recompile over Dynamo's limit, a
-kernel the GPU lacks) runs eager from then on, before the clock starts: the encoder layers (run.compile) or LAMB's
-update (run.optimizer.implementation). `WarmUp.fallbacks` says which and why, in one line each, for the log and
-stderr. With run.compile "required" such a failure raises CompileFailed instead, which ends the run with exit
-status 2.
+`shape_batches(descriptor)`: a training micro-batch of each token size (run.token_sizes; without them, two of
+different shapes) and an eval batch of each eval size, on the host. `compile_every_shape(step, run, batches)`
+(run: the run block's compile settings) runs them through the run's TrainStep (the model itself, not DDP's
+wrapper; the update; the eval forwards; each shape three times under CUDA graphs), puts back the weights,
+gradients, optimizer state, loss scaler and every random stream, and returns a `CompileWarmup`: the seconds, the
+shapes, and the `fallbacks`, the compiled parts that failed and run eager from then on. With run.compile
+"required" a failure raises CompileFailed (exit status 2) instead. Why the run is the one it would have been
+without: docs/performance.md, "The compile warm-up".
 """
 
 from __future__ import annotations
@@ -37,8 +28,10 @@ from bert.data.random_samples import random_samples
 from bert.interrupts import RunInterrupted
 from bert.model.pretraining import uncompile_encoder
 from bert.model.token_rounding import TokenSizes, token_sizes
+from bert.optim.settings import OptimizerSpec
 from bert.step import TrainStep
-from bert.system import System
+from bert.step_settings import CompileSpec
+from bert.system import Descriptor
 
 MIN_LENGTH = 8  # the shortest made-up sequence: [CLS] A [SEP] B [SEP] and masked positions to spare
 
@@ -60,7 +53,7 @@ class Fallback:
 
 
 @dataclass(frozen=True)
-class WarmUp:
+class CompileWarmup:
     seconds: float
     train_shapes: int  # training micro-batches of distinct shapes
     eval_shapes: int
@@ -77,8 +70,8 @@ class CompileFailed(RuntimeError):
                          "set run.compile to true to run such a part eager instead")
 
 
-def compiles_anything(system: System) -> bool:
-    return bool(system.run.compile) or system.run.optimizer.implementation == "compiled"
+def compiles_anything(compiling: CompileSpec, optimizer: OptimizerSpec) -> bool:
+    return bool(compiling.compile) or optimizer.implementation == "compiled"
 
 
 def describe_failure(error: BaseException) -> str:
@@ -117,7 +110,7 @@ def _dynamic_lengths(count: int, max_len: int) -> list[np.ndarray]:
     return [rng.integers(low, max_len + 1, count) for _ in range(2)]
 
 
-def _batches(system: System, count: int, sizes: TokenSizes | None, packed: bool, seed: int) -> list[Batch]:
+def _batches(system: Descriptor, count: int, sizes: TokenSizes | None, packed: bool, seed: int) -> list[Batch]:
     """Batches of `count` made-up sequences in the layout the run makes (rounded to `sizes`, or in packed rows),
     one per shape to compile."""
     run, config = system.run, system.model_config()
@@ -161,27 +154,27 @@ class _Saved:
 
 
 @dataclass(frozen=True)
-class WarmUpBatches:
+class ShapeBatches:
     train: list[Batch]  # a per-rank micro-batch of each shape training meets
     evals: list[Batch]  # an eval batch of each shape the eval meets
 
 
-def warm_up_batches(system: System) -> WarmUpBatches:
+def shape_batches(system: Descriptor) -> ShapeBatches:
     """The made-up batches of every shape the run's compiled regions will meet, on the host."""
     run, batch, eval_batch = system.run, system.per_process_batch, system.run.eval.batch_size
     train = _batches(system, batch, token_sizes(run.token_sizes, batch, run.max_seq_length),
-                     packed=run.balance == "packed", seed=1)
+                     packed=system.balance.packed, seed=1)
     evals = _batches(system, eval_batch, token_sizes(run.token_sizes, eval_batch, run.max_seq_length),
                      packed=False, seed=2)  # the eval set is never packed (bert.eval)
-    return WarmUpBatches(train, evals)
+    return ShapeBatches(train, evals)
 
 
-def warm_up(step: TrainStep, system: System, batches: WarmUpBatches) -> WarmUp:
+def compile_every_shape(step: TrainStep, run: CompileSpec, batches: ShapeBatches) -> CompileWarmup:
     """Compiles (and records under CUDA graphs) every shape of the run's compiled regions through `step`, on
-    `batches` (warm_up_batches), then puts back everything it changed; a compiled part that fails runs eager from
-    then on (WarmUp.fallbacks), unless run.compile is "required" (CompileFailed). Call it before the clock starts,
-    on every rank (it communicates only what the update does without DDP, and all ranks compile the same)."""
-    run, model = system.run, step.model
+    `batches` (shape_batches), then puts back everything it changed; a compiled part that fails runs eager from
+    then on (CompileWarmup.fallbacks), unless run.compile is "required" (CompileFailed). Call it before the clock
+    starts, on every rank (it communicates only what the update does without DDP, and all ranks compile the same)."""
+    model = step.model
     start = time.perf_counter()
     saved = _Saved.take(step)
     repeats = 3 if run.cuda_graphs else 1
@@ -237,4 +230,4 @@ def warm_up(step: TrainStep, system: System, batches: WarmUpBatches) -> WarmUp:
     saved.put_back(step)
     if step.ctx.device.type == "cuda":
         torch.cuda.synchronize(step.ctx.device)
-    return WarmUp(time.perf_counter() - start, len(train), len(evals), tuple(fallbacks))
+    return CompileWarmup(time.perf_counter() - start, len(train), len(evals), tuple(fallbacks))

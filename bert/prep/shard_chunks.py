@@ -1,16 +1,10 @@
 """The fixed form's columns, written a whole HDF5 chunk at a time and filtered here instead of by HDF5.
 
-A fixed-form column is stored with HDF5's byte-shuffle filter, then gzip (deflate). Deflate turns on how it
-searches for repeats: HDF5's filter calls zlib's default search, which at level 1 costs about 16 ns a byte of
-shuffled token ids (the low byte of an id is close to random, so the search finds little); zlib's run-length
-search finds what there is to find in shuffled ids (the runs of zero high bytes and of padding) at about
-half that cost, and gives a slightly smaller file. HDF5 does not let a writer choose the search, so each
-chunk is shuffled and deflated here and handed to HDF5 as it would store it (`write_direct_chunk`). Any HDF5
-reader inflates a deflate stream whatever search made it: the file has the same filters, chunks and
-contents as one HDF5 would have written.
-
-Rows arrive in blocks of any size; a column keeps the rows short of a whole chunk until more come or it is
-closed, when the last chunk is padded with zeros (HDF5's fill value, as HDF5 stores an edge chunk).
+`create_fixed_column(file, key, dtype, width)` makes an empty column (chunks of about 256 KiB, HDF5's byte-shuffle
+and gzip filters); `ChunkedColumn(dataset)` appends rows in blocks of any size, storing each whole chunk as
+`shuffle_deflate` compresses it (`write_direct_chunk`), and pads the last chunk with zeros on `close`, as HDF5
+stores an edge chunk. Any HDF5 reader reads the file as one HDF5 would have written. Why the chunks are
+compressed here: docs/data.md, "How `prepare` replays the reference".
 """
 
 from __future__ import annotations

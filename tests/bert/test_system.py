@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from bert.mlperf_rules import SYSTEM_DESCRIPTION_FIELDS, mlperf_eval_interval
+from bert.mlperf_rules import SYSTEM_DESCRIPTION_FIELDS
 from bert.system import load_descriptor
 from bert.typed_config import ConfigError
 from tests.helpers.repo import REPO
@@ -23,12 +23,6 @@ def test_bare_name_finds_the_descriptor_and_derives_the_shape():
     assert system.per_process_batch * 2 * system.run.gradient_accumulation_steps == system.run.global_batch_size
     assert system.dataset_dir() == REPO / "data" / "cpu_tiny"
     assert system.submission_status == "research"
-
-
-def test_mlperf_eval_interval_formula():
-    assert mlperf_eval_interval(448) == 150_000
-    assert mlperf_eval_interval(3072) == 175_000
-    assert mlperf_eval_interval(16384) == 325_000
 
 
 def _error(tmp_path, data) -> str:

@@ -171,24 +171,6 @@ def test_a_cpu_variant_in_fp16_is_the_cuda_run_rehearsed_and_otherwise_a_plain_v
     assert (again.run.device, again.run.gradient_accumulation_steps, again.rehearsal) == ("cpu", 2, True)
 
 
-def test_length_bins_have_one_rule_for_the_descriptor_and_every_bins_option(tmp_path):
-    from click.testing import CliRunner
-
-    from bert.cli import main
-
-    with pytest.raises(ConfigError, match=r"run.length_bins: the last edge 100 must reach the maximum sequence "
-                                          r"length"):
-        load_descriptor("cpu_micro").variant({"length_bins": [50, 100], "max_seq_length": 128})
-    for command in (["simulate-balance", "--steps", "1", "--max-len", "128"],
-                    ["data", "stratify", "--input", str(tmp_path), "--out", str(tmp_path / "o"), "--shards", "1",
-                     "--max-seq-length", "128"]):
-        result = CliRunner().invoke(main, [*command, "--bins", "50,100"])
-        assert result.exit_code == 2 and "--bins: the last edge 100 must reach the maximum sequence length 128" \
-            in result.output, result.output
-        result = CliRunner().invoke(main, [*command, "--bins", "64,x"])
-        assert "'64,x': expected whole numbers separated by commas" in result.output, result.output
-
-
 def test_one_seed_policy_given_then_descriptor_then_a_fresh_draw():
     fixed = load_descriptor("cpu_micro").variant({"seed": 42})
     drawing = fixed.variant({"seed": None})

@@ -19,7 +19,7 @@ from bert.checkpoint import (
 from bert.model.config import named_config
 from bert.model.pretraining import BertForPreTraining
 from bert.model.tf_names import hf_name, tensor_names, to_hf_state_dict
-from bert.system import load_descriptor
+from tests.helpers.checkpoints import hf_checkpoint_state
 from tests.helpers.tfrecords import write_tf_index_stub
 
 # An odd vocabulary so that the padding rows (4093 -> 4096) are exercised.
@@ -52,12 +52,6 @@ def write_safetensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
     path.write_bytes(struct.pack("<Q", len(blob)) + blob + b"".join(chunks))
 
 
-def _hf_state(reference: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    hf = {k: v.clone() for k, v in to_hf_state_dict(reference, CONFIG).items()}
-    hf["bert.embeddings.position_ids"] = torch.arange(CONFIG.max_position_embeddings)[None]
-    return hf
-
-
 def _write_source(kind: str, folder: Path, reference: dict[str, torch.Tensor]) -> Path:
     if kind == "own":
         torch.save(reference, folder / "own.pt")
@@ -78,10 +72,10 @@ def _write_source(kind: str, folder: Path, reference: dict[str, torch.Tensor]) -
         torch.save(tf, folder / "tf_names.pt")
         return folder / "tf_names.pt"
     if kind == "hf_bin":
-        torch.save(_hf_state(reference), folder / "pytorch_model.bin")
+        torch.save(hf_checkpoint_state(reference, CONFIG), folder / "pytorch_model.bin")
         return folder / "pytorch_model.bin"
     if kind == "hf_safetensors":
-        write_safetensors(folder / "model.safetensors", _hf_state(reference))
+        write_safetensors(folder / "model.safetensors", hf_checkpoint_state(reference, CONFIG))
         return folder / "model.safetensors"
     raise AssertionError(kind)
 
@@ -173,27 +167,3 @@ def test_safetensors_reader_rejects_a_truncated_file(tmp_path, reference):
     path.write_bytes(path.read_bytes()[:-4])
     with pytest.raises(CheckpointError, match="x.safetensors: tensor a: data offsets"):
         read_safetensors(path)
-
-
-def test_inspect_lists_tensors_missing_and_unexpected(tmp_path, reference):
-    from click.testing import CliRunner
-
-    from bert.cli import main
-
-    hf = _hf_state(reference)
-    del hf["cls.seq_relationship.bias"]
-    hf["bert.extra.weight"] = torch.zeros(3)
-    torch.save({"model": hf}, tmp_path / "ckpt.pt")
-    micro = load_descriptor("cpu_micro").variant({"model_overrides.vocab_size": CONFIG.vocab_size}, name="micro")
-    micro = micro.write(tmp_path).path
-    result = CliRunner().invoke(main, ["checkpoint", "inspect", str(tmp_path / "ckpt.pt"), "--system", str(micro)])
-    assert result.exit_code == 1
-    lines = result.output.splitlines()
-    assert "pytorch {'model': ...}" in lines[0] and "huggingface names" in lines[0]
-    assert any(line.split()[:3] == ["bert.embeddings.word_embeddings.weight", "float32", "[4093,"] for line in lines)
-    section = {title: lines.index(title) for title in ("missing: 1", "unexpected: 1", "ignored (not parameters): 3")}
-    assert lines[section["missing: 1"] + 1].strip() == "nsp.bias"
-    assert lines[section["unexpected: 1"] + 1].strip() == "bert.extra.weight"
-    converted = CliRunner().invoke(main, ["checkpoint", "convert", str(tmp_path / "ckpt.pt"), str(tmp_path / "o.pt"),
-                                          "--system", str(micro)])
-    assert converted.exit_code == 1 and "nsp.bias" in converted.output and not (tmp_path / "o.pt").exists()

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from bert.mlperf_rules import SYSTEM_DESCRIPTION_FIELDS, mlperf_eval_interval
+from bert.mlperf_rules import SYSTEM_DESCRIPTION_FIELDS
 from bert.system import load_descriptor
 from bert.typed_config import ConfigError
 from tests.helpers.repo import REPO
@@ -23,12 +23,6 @@ def test_bare_name_finds_the_descriptor_and_derives_the_shape():
     assert system.per_process_batch * 2 * system.run.gradient_accumulation_steps == system.run.global_batch_size
     assert system.dataset_dir() == REPO / "data" / "cpu_tiny"
     assert system.submission_status == "research"
-
-
-def test_mlperf_eval_interval_formula():
-    assert mlperf_eval_interval(448) == 150_000
-    assert mlperf_eval_interval(3072) == 175_000
-    assert mlperf_eval_interval(16384) == 325_000
 
 
 def _error(tmp_path, data) -> str:
@@ -177,24 +171,6 @@ def test_a_cpu_variant_in_fp16_is_the_cuda_run_rehearsed_and_otherwise_a_plain_v
     assert (again.run.device, again.run.gradient_accumulation_steps, again.rehearsal) == ("cpu", 2, True)
 
 
-def test_length_bins_have_one_rule_for_the_descriptor_and_every_bins_option(tmp_path):
-    from click.testing import CliRunner
-
-    from bert.cli import main
-
-    with pytest.raises(ConfigError, match=r"run.length_bins: the last edge 100 must reach the maximum sequence "
-                                          r"length"):
-        load_descriptor("cpu_micro").variant({"length_bins": [50, 100], "max_seq_length": 128})
-    for command in (["simulate-balance", "--steps", "1", "--max-len", "128"],
-                    ["data", "stratify", "--input", str(tmp_path), "--out", str(tmp_path / "o"), "--shards", "1",
-                     "--max-seq-length", "128"]):
-        result = CliRunner().invoke(main, [*command, "--bins", "50,100"])
-        assert result.exit_code == 2 and "--bins: the last edge 100 must reach the maximum sequence length 128" \
-            in result.output, result.output
-        result = CliRunner().invoke(main, [*command, "--bins", "64,x"])
-        assert "'64,x': expected whole numbers separated by commas" in result.output, result.output
-
-
 def test_one_seed_policy_given_then_descriptor_then_a_fresh_draw():
     fixed = load_descriptor("cpu_micro").variant({"seed": 42})
     drawing = fixed.variant({"seed": None})
@@ -228,9 +204,6 @@ def test_token_sizes_and_cuda_graphs_are_refused_where_they_cannot_work_naming_t
 
 
 def test_each_components_own_rules_run_as_its_block_is_read_and_name_its_field():
-    from bert.step_settings import StepSpec
-    from bert.typed_config import rule_problems
-
     adam = load_descriptor("cpu_tiny_adam")
     with pytest.raises(ConfigError, match=r"run.optimizer.implementation: \"compiled\" compiles LAMB's update"):
         adam.variant({"optimizer.implementation": "compiled"})
@@ -238,6 +211,3 @@ def test_each_components_own_rules_run_as_its_block_is_read_and_name_its_field()
     for performance in ({**figures, "gpu_samples_per_s": 1.0, "peak_tflops": 1.0}, figures):
         with pytest.raises(ConfigError, match="run.performance.gpu_samples_per_s: give either gpu_samples_per_s"):
             adam.variant({"performance": performance})
-    # A settings type composed of others runs each one's rules: the step's and the compile settings'.
-    step = StepSpec(token_sizes=4, unpadded=False, cuda_graphs=True)
-    assert [field for field, _ in rule_problems(step)] == ["token_sizes", "cuda_graphs"]

@@ -51,7 +51,7 @@ def both_worker(rank: int, world_size: int) -> None:
 
 
 def test_local_presort_on_a_two_node_split_of_four_processes_and_global_presort(spawn_ranks):
-    # One spawn for both (starting processes dominates the time); 2 ranks exchange in tests/bert/test_balance_runs.
+    # One spawn for both (starting processes dominates the time); 2 ranks exchange in tests/bert/test_train.py.
     spawn_ranks(both_worker, 4)
 
 

@@ -1,12 +1,10 @@
-"""The load-balance simulator against figures worked out by hand, and its command line."""
+"""The load-balance simulator against figures worked out by hand (its command line: tests/bert/cli/test_simulate.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from bert.cli import main
 from bert.data.balance_plans import PAPER_BINS
 from bert.simulate.load_balance import named_lengths, shard_lengths, simulate_balance
 
@@ -84,13 +82,3 @@ def test_bad_strategy_and_lengths_are_one_line_errors():
 def test_reads_lengths_from_shards(small_dataset):
     lengths = shard_lengths(small_dataset / "train", limit=300)
     assert len(lengths) == 300 and lengths.min() >= 1 and lengths.max() <= 64
-
-
-def test_command_prints_one_strategy_ending_with_its_ratio():
-    result = CliRunner().invoke(main, ["simulate-balance", "--nodes", "4", "--ranks-per-node", "2",
-                                       "--steps", "4", "--strategy", "stratified+local_presort"])
-    assert result.exit_code == 0, result.output
-    last = result.output.strip().splitlines()[-1]
-    assert last.startswith("max_over_mean=") and float(last.split("=")[1]) >= 1.0
-    bad = CliRunner().invoke(main, ["simulate-balance", "--lengths", "nowhere"])
-    assert bad.exit_code != 0 and "unknown length distribution" in bad.output

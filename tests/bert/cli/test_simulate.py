@@ -1,0 +1,33 @@
+"""`mlperf-bert simulate-balance` and `simulate` (bert.cli.simulate): the balance simulator's command line, and where
+the time-to-train prediction takes its samples to converge from. The prediction the `simulate` command prints is
+tested with the model, in tests/bert/simulate/test_time_to_train.py."""
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from bert.cli import main
+from bert.cli.simulate import _samples_to_converge
+from bert.system import load_descriptor
+
+
+def test_command_prints_one_strategy_ending_with_its_ratio():
+    result = CliRunner().invoke(main, ["simulate-balance", "--nodes", "4", "--ranks-per-node", "2",
+                                       "--steps", "4", "--strategy", "stratified+local_presort"])
+    assert result.exit_code == 0, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("max_over_mean=") and float(last.split("=")[1]) >= 1.0
+    bad = CliRunner().invoke(main, ["simulate-balance", "--lengths", "nowhere"])
+    assert bad.exit_code != 0 and "unknown length distribution" in bad.output
+
+
+def test_samples_to_converge_come_from_the_option_the_descriptor_then_the_reference_point():
+    declared = load_descriptor("cpu_micro")  # run.performance.samples_to_converge: 5120
+    assert _samples_to_converge(declared, 777) == (777, "--samples-to-converge")
+    assert _samples_to_converge(declared, None) == (5120, "run.performance.samples_to_converge")
+    published = load_descriptor("h200_1x1")  # none declared: the RCP checker's point for its batch of 448
+    assert _samples_to_converge(published, None) == (2414421, "reference convergence point (reference, GBS 448)")
+    beyond = published.variant({"global_batch_size": 131072, "processes_per_node": 1})
+    with pytest.raises(click.ClickException, match="no reference convergence point for global batch 131072; declare "
+                                                   "run.performance.samples_to_converge or pass --samples-to-converge"):
+        _samples_to_converge(beyond, None)

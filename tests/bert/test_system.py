@@ -105,11 +105,6 @@ def test_a_gpu_is_device_cuda(tmp_path):
         _error(tmp_path, data)
 
 
-def test_clip_mode_typo_is_named(tmp_path):
-    assert "run.clip: expected one of 'after_allreduce', 'before_allreduce', 'bucketwise_before_allreduce'" in \
-        _error(tmp_path, unchecked_descriptor({"clip": "bucketwise"}))
-
-
 def test_variant_sets_dotted_and_typed_fields_and_validates():
     from bert.data.settings import SyntheticDataSpec
 

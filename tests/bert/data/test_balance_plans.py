@@ -1,4 +1,4 @@
-"""The shared plans: quantile bins, the cost of a sequence, the balanced deal and the lookahead steering."""
+"""The shared plans: quantile bins, the cost of a sequence, the counts drawn from each bin and the balanced deal."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import pytest
 
 from bert.data.balance_plans import (
     balanced_deal,
+    bin_counts,
     deal,
     length_histogram,
     quantile_bins,
     sequence_cost,
     snake_deal,
 )
-from bert.data.lookahead import MAX_WAIT, Window, steer
 from bert.simulate.load_balance import named_lengths
 
 
@@ -64,12 +64,16 @@ def test_balanced_deal_of_a_known_case_and_its_errors():
         deal(costs, 2, "round_robin")
 
 
-def test_steer_keeps_the_counts_and_never_passes_over_a_pinned_sample():
-    window = Window((2, 1), lookahead=1)  # bin 0: columns 0-3, bin 1: columns 4-5
-    costs = np.array([[50, 50, 10, 12, 7, 9], [50, 50, 10, 12, 7, 9]])
-    waited = np.array([[0, 0, 0, 0, 0, 0], [MAX_WAIT, MAX_WAIT, 0, 0, 0, 0]])
-    taken = steer(costs, waited, window, target=30.0)
-    assert taken[:, :4].sum(1).tolist() == [2, 2] and taken[:, 4:].sum(1).tolist() == [1, 1]
-    assert (costs[0] * taken[0]).sum() == 29  # 10 + 12 + 7: the closest to 30
-    assert taken[1, :2].all()  # the pinned ones stay, whatever the target
-    assert steer(costs[:, :3], waited[:, :3], Window((2, 1), 0), 30.0).all()  # no lookahead: all, in order
+def test_counts_follow_the_mix_and_the_paper_figure():
+    assert bin_counts(np.array([6, 3, 2, 5]) / 16, 16).tolist() == [6, 3, 2, 5]
+    assert bin_counts(np.array([0.37, 0.19, 0.13, 0.31]), 16).tolist() == [6, 3, 2, 5]
+    counts = bin_counts(np.array([0.5, 0.3, 0.2]), 7)
+    assert counts.sum() == 7 and counts.tolist() == [4, 2, 1]
+
+
+def test_snake_deal_gives_equal_counts_and_near_equal_tokens():
+    lengths = np.random.default_rng(0).integers(1, 512, 128)
+    seats = snake_deal(lengths, 8)
+    assert np.bincount(seats).tolist() == [16] * 8
+    totals = np.bincount(seats, lengths)
+    assert totals.max() - totals.min() <= 512

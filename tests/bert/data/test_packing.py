@@ -1,5 +1,5 @@
-"""Packed rows: each sequence keeps its own positions, [CLS] and attention span, and the model computes on
-them what it computes on the same samples padded or unpadded."""
+"""The model on packed rows: it computes on them what it computes on the same samples padded or unpadded, and
+never attends across the sequences of a row (the rows themselves: tests/bert/data/test_batch.py)."""
 
 from __future__ import annotations
 
@@ -10,23 +10,6 @@ from bert.data.batch import collate, collate_packed
 from bert.model.config import named_config
 from bert.model.pretraining import BertForPreTraining
 from tests.helpers.samples import LENGTHS, make_samples
-
-
-def test_packed_rows_hold_each_sequence_once_with_restarting_positions():
-    samples = make_samples(LENGTHS)
-    batch = collate_packed(samples, 48)
-    layout = batch.layout
-    assert batch.num_samples == len(LENGTHS) and layout.batch_size < len(LENGTHS)
-    assert ((layout.sequence_ids.max(1).values + 1) <= 3).all()  # at most 3 sequences a row
-    assert layout.num_tokens == sum(LENGTHS) and (batch.input_ids > 0).sum() == sum(LENGTHS)
-    flat_ids, flat_pos = batch.input_ids.flatten(), layout.positions.flatten()
-    for b in range(len(LENGTHS)):
-        rows = layout.indices[layout.cu_seqlens[b]:layout.cu_seqlens[b + 1]]
-        assert flat_pos[rows].tolist() == list(range(len(rows)))  # positions restart in every sequence
-    original = sorted(samples.tokens[samples.offsets[i]:samples.offsets[i + 1]].tolist() for i in range(8))
-    packed = sorted(flat_ids[layout.indices[layout.cu_seqlens[b]:layout.cu_seqlens[b + 1]]].tolist()
-                    for b in range(8))
-    assert original == packed
 
 
 @pytest.mark.parametrize("unpadded", [False, True])

@@ -75,12 +75,3 @@ def test_presort_groups_wait_the_descriptors_timeout_not_torchs(monkeypatch):
     build_exchange(5, 8, 4, balance_strategy("stratified+local_presort", ROW_LEN), PREDICTIONS, timeout_s=7.5)
     assert [members for members, _ in created] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert all(kwargs == {"backend": "gloo", "timeout": timedelta(seconds=7.5)} for _, kwargs in created)
-
-
-def test_the_packing_group_waits_the_descriptors_timeout_too(monkeypatch):
-    from bert.distributed.row_exchange import build_row_exchange
-
-    created = []
-    monkeypatch.setattr(dist, "new_group", lambda members, **kwargs: created.append((members, kwargs)))
-    build_row_exchange(4, timeout_s=7.5)
-    assert created == [([0, 1, 2, 3], {"backend": "gloo", "timeout": timedelta(seconds=7.5)})]

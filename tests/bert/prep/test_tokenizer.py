@@ -39,21 +39,6 @@ def test_learning_from_an_empty_part_is_refused(tmp_path):
         train_vocab([tmp_path / "empty.txt"], 500, show_progress=False)
 
 
-@pytest.mark.parametrize("missing", ["[CLS]", "[SEP]", "[MASK]", "[UNK]"])
-def test_a_vocabulary_without_a_special_token_is_refused(tmp_path, missing):
-    path = tmp_path / "vocab.txt"
-    path.write_text("".join(p + "\n" for p in PIECES if p != missing))
-    with pytest.raises(VocabError, match=rf"vocab\.txt: has no \{missing[:-1]}\] line; a BERT vocabulary needs"):
-        load_vocab(path)
-
-
-def test_a_vocabulary_without_pad_first_is_refused(tmp_path):
-    path = tmp_path / "vocab.txt"
-    path.write_text("".join(p + "\n" for p in (*PIECES[1:3], "[PAD]", *PIECES[3:])))
-    with pytest.raises(VocabError, match=r"\[PAD\] is on line 3; MLPerf shards pad with id 0"):
-        load_vocab(path)
-
-
 def test_tokenisation_equals_the_reference_on_tricky_text_and_a_code_point_sweep():
     from bert.prep.text_parts import read_lines
     from tests.bert.prep.fixtures.make_reference_fixtures import HERE, sweep_probes

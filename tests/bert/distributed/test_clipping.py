@@ -1,5 +1,7 @@
-"""Each clipping mode of the step, on 2 gloo ranks, against a direct computation on the same gradients, with the
-gradient sent in fp32 and in bf16 (run.grad_comm_dtype: equal within bf16's rounding).
+"""Gradient clipping (bert.distributed.clipping): clipping a set of tensors to a norm, each clipping mode of the
+step on 2 gloo ranks against a direct computation on the same gradients, with the gradient sent in fp32 and in
+bf16 (run.grad_comm_dtype: equal within bf16's rounding), and fp16 loss scaling with every mode (an overflow on
+one rank skips the step on all ranks).
 
 Every rank runs TrainStep with SGD at learning rate 1, so the update is minus the final gradient, and also
 computes every rank's local micro-batch gradients on its own copy of the model; the expected update of each
@@ -14,12 +16,14 @@ import math
 from pathlib import Path
 from unittest import mock
 
+import pytest
 import torch
+import torch.distributed as dist
 
 from bert.data.batch import Batch
 from bert.data.shards import Samples, read_shard
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
-from bert.distributed.clipping import CLIP_MODES
+from bert.distributed.clipping import CLIP_MODES, clip_to_norm_
 from bert.distributed.launch import DistContext
 from bert.model.pretraining import BertForPreTraining
 from bert.optim.schedule import LrSchedule
@@ -28,6 +32,27 @@ from bert.system import Descriptor
 from tests.helpers.clipping import CLIP_NORM, clipping_system, micro_batch
 
 STEPS = 2
+
+
+def test_scales_down_to_the_bound_and_leaves_small_gradients_alone():
+    a, b = torch.tensor([3.0, 0.0]), torch.tensor([[4.0]])
+    norm = clip_to_norm_([a, b], 1.0)
+    assert norm.item() == pytest.approx(5.0)
+    assert a.tolist() == pytest.approx([0.6, 0.0]) and b.item() == pytest.approx(0.8)
+    small = torch.tensor([0.3, 0.4])
+    clip_to_norm_([small], torch.tensor(1.0))
+    assert small.tolist() == pytest.approx([0.3, 0.4])
+    zero = torch.zeros(3)
+    clip_to_norm_([zero], 1.0)
+    assert torch.equal(zero, torch.zeros(3))
+
+
+@pytest.mark.parametrize("values", [[math.inf, 1.0], [math.nan, 1.0], [3e38, 3e38]])
+def test_a_non_finite_norm_leaves_the_gradient_non_finite(values):
+    # The last case has finite entries whose squares overflow: scaling by bound / inf would zero them.
+    g = torch.tensor(values)
+    clip_to_norm_([g], 1.0)
+    assert not torch.isfinite(g).all()
 
 
 def local_grads(model: torch.nn.Module, system: Descriptor, batch: Batch, scale: float) -> list[torch.Tensor]:
@@ -141,3 +166,48 @@ def modes_worker(rank: int, world_size: int, data_dir: Path) -> None:
 
 def test_each_clipping_mode_equals_a_direct_computation(spawn_ranks, small_dataset):
     spawn_ranks(modes_worker, 2, small_dataset)
+
+
+def flat_params(model: torch.nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def overflow_once():
+    fired = []
+
+    def hook(grad: torch.Tensor) -> torch.Tensor:
+        if fired:
+            return grad
+        fired.append(True)
+        return grad * math.inf
+
+    return hook
+
+
+def overflow_worker(rank: int, world_size: int, data_dir: Path) -> None:
+    samples = read_shard(sorted((data_dir / "train").glob("*.hdf5"))[0])
+    for mode in CLIP_MODES:
+        system = clipping_system(world_size, mode, accumulate=2, precision="fp16")
+        ctx = DistContext(rank, world_size, rank, world_size, torch.device("cpu"))
+        torch.manual_seed(0)
+        model = BertForPreTraining(system.model_config())
+        step = TrainStep(system.run, ctx, model, torch.optim.SGD(model.parameters(), lr=1.0),
+                         LrSchedule(base_lr=1.0, decay_steps=10**9))
+        scale = step.scaler.get_scale()
+        start = flat_params(model)
+        if rank == 1:  # one parameter's gradient overflows, in the first micro-batch of rank 1 only
+            model.bert.encoder[0].attention.qkv.weight.register_hook(overflow_once())
+        step(iter([micro_batch(samples, system, 0, rank, k) for k in range(2)]), 0)
+        assert torch.equal(flat_params(model), start), f"{mode}: rank {rank} stepped on an overflowed gradient"
+        assert step.scaler.get_scale() == scale / 2, f"{mode}: rank {rank} did not lower the loss scale"
+
+        step(iter([micro_batch(samples, system, 1, rank, k) for k in range(2)]), 1)
+        after = flat_params(model)
+        assert torch.isfinite(after).all() and not torch.equal(after, start), f"{mode}: the clean step did not run"
+        gathered = [torch.empty_like(after) for _ in range(world_size)]
+        dist.all_gather(gathered, after)
+        assert all(torch.equal(g, gathered[0]) for g in gathered), f"{mode}: the ranks' weights diverged"
+
+
+def test_overflow_on_one_rank_skips_the_step_on_all(spawn_ranks, small_dataset):
+    spawn_ranks(overflow_worker, 2, small_dataset)

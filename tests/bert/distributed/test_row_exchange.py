@@ -1,8 +1,10 @@
-"""Packing by rows over gloo ranks: every rank gets the same number of rows, the counts add up to the global
-batch, and with the loss weights the step (loss and averaged gradient) is the unpacked step of the same
-sequences in one process."""
+"""The row exchange (bert.distributed.row_exchange): packing by rows over gloo ranks gives every rank the same
+number of rows, counts that add up to the global batch, and with the loss weights the step (loss and averaged
+gradient) is the unpacked step of the same sequences in one process; its group waits the descriptor's timeout."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -109,3 +111,10 @@ def _masked(batch, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("world_size", [1, 2])
 def test_packed_step_equals_the_unpacked_step_of_the_same_sequences(spawn_ranks, world_size):
     spawn_ranks(packed_worker, world_size)
+
+
+def test_the_packing_group_waits_the_descriptors_timeout(monkeypatch):
+    created = []
+    monkeypatch.setattr(dist, "new_group", lambda members, **kwargs: created.append((members, kwargs)))
+    build_row_exchange(4, timeout_s=7.5)
+    assert created == [([0, 1, 2, 3], {"backend": "gloo", "timeout": timedelta(seconds=7.5)})]

@@ -101,7 +101,10 @@ class ShardWriter:
 
     def _varlen_rows(self, s: Samples, counts: np.ndarray) -> dict[str, np.ndarray]:
         def rows(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-            column = np.empty(len(offsets) - 1, dtype=object)
+            lengths = np.diff(offsets)
+            if (lengths == lengths[0]).all():  # h5py and numpy would stack equal rows into a 2-D object array
+                return values.reshape(len(lengths), lengths[0])  # that the column refuses; this h5py splits
+            column = np.empty(len(lengths), dtype=object)
             column[:] = np.split(values, offsets[1:-1])
             return column
 

@@ -73,10 +73,3 @@ def test_corrupt_and_missing_files_are_named(tmp_path):
         read_shard(path)
     with pytest.raises(ShardError, match=r"absent\.hdf5: no such shard file"):
         read_shard(tmp_path / "absent.hdf5")
-
-
-def test_write_is_atomic_on_failure(tmp_path):
-    s = _samples()
-    with pytest.raises(ValueError, match="max_seq_length"):
-        write_shard(tmp_path / "x.hdf5", s, "fixed", max_seq_length=8, max_predictions=5)
-    assert list(tmp_path.iterdir()) == []

@@ -1,19 +1,16 @@
 """The fast path against plain references: transformers' BertForPreTraining in fp32, autocast and loss scaling
-on CPU, the compile switch, the CPU attention precision rule and the row gather's gradient."""
+on CPU and the compile switch."""
 
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
 from benchmarks.common.host_sync import host_reads_fail
 from benchmarks.common.transformers_peer import peer_model, to_hf_batch
 from bert.data.batch import collate
 from bert.data.shards import read_shard
 from bert.distributed.launch import DistContext
-from bert.model.attention import padded_attention
 from bert.model.config import named_config
-from bert.model.padding import gather_rows
 from bert.model.pretraining import BertForPreTraining
 from bert.model.tf_names import hf_name, tensor_names
 from bert.optim.factory import build_optimizer, build_schedule
@@ -149,28 +146,6 @@ def test_fp16_loss_scaling_starts_at_the_descriptors_scale():
         load_descriptor("cpu_micro").variant({"initial_loss_scale": 0})
 
 
-def test_cpu_attention_under_autocast_runs_in_fp32_without_dropout():
-    torch.manual_seed(0)
-    q, k, v = (torch.randn(2, 2, 16, 8).bfloat16() for _ in range(3))
-    mask = (torch.arange(16)[None, :] < torch.tensor([16, 9])[:, None])[:, None, None, :]
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        out = padded_attention(q, k, v, mask, 0.0)
-    reference = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask).bfloat16()
-    assert out.dtype == torch.bfloat16 and torch.equal(out, reference)
-
-
-def test_gather_rows_gradient_equals_index_select():
-    x = torch.randn(10, 3, dtype=torch.float64, requires_grad=True)
-    index = torch.tensor([7, 2, 0, 5])
-    weights = torch.randn(4, 3, dtype=torch.float64)
-    (gather_rows(x, index) * weights).sum().backward()
-    fast = x.grad.clone()
-    x.grad = None
-    (x.index_select(0, index) * weights).sum().backward()
-    assert torch.equal(fast, x.grad)
-    assert torch.autograd.gradcheck(lambda t: gather_rows(t, index), (x,))
-
-
 def test_compile_switch_compiles_the_encoder_and_matches_eager(small_dataset):
     skip_unless_compile_works()
     assert load_descriptor("cpu_micro").variant({"compile": True}).run.compile
@@ -218,21 +193,6 @@ def test_cuda_unpadded_bf16_matches_padded_attention(small_dataset):
         for unpadded in (False, True):
             losses.append(model(**batch.model_inputs(unpadded)).loss.float().item())
     assert losses[1] == pytest.approx(losses[0], rel=2e-2)
-
-
-def test_cpu_attention_with_dropout_keeps_the_mask_and_the_expectation():
-    torch.manual_seed(0)
-    q, k = (torch.randn(2, 2, 16, 8, dtype=torch.float64) for _ in range(2))
-    v = torch.randn(2, 2, 16, 8, dtype=torch.float64)
-    mask = (torch.arange(16)[None, :] < torch.tensor([16, 9])[:, None])[:, None, None, :]
-    v_masked_off = v.clone()
-    v_masked_off[1, :, 9:] = 1e6  # keys past the second sequence's end must get no weight, dropout or not
-    exact = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    draws = torch.stack([padded_attention(q, k, v_masked_off, mask, 0.1) for _ in range(400)])
-    assert draws.abs().max() < 1e3
-    # Inverted dropout keeps the expectation: the mean of many draws approaches the exact attention.
-    torch.testing.assert_close(draws.mean(0), exact, atol=0.1, rtol=0)
-    assert not torch.equal(draws[0], draws[1])
 
 
 def test_the_step_reads_nothing_back_from_the_device(small_dataset):

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from bert.model.config import named_config
-from bert.model.padding import TokenLayout, pad, unpad
+from bert.model.padding import TokenLayout
 from bert.model.pretraining import BertForPreTraining
 
 
@@ -21,16 +21,6 @@ def _batch(vocab: int, lengths: list[int], length: int, seed: int = 0):
     labels = torch.randint(0, vocab, (len(masked),), generator=g)
     nsp = torch.randint(0, 2, (b,), generator=g)
     return ids, seg, layout, padded_index, unpadded_index, labels, nsp
-
-
-def test_pad_and_unpad_are_inverse():
-    layout = TokenLayout.from_lengths(torch.tensor([3, 1, 4]), 4)
-    x = torch.arange(12.0).view(3, 4, 1)
-    tokens = unpad(x, layout)
-    assert tokens.flatten().tolist() == [0, 1, 2, 4, 8, 9, 10, 11]
-    assert layout.cu_seqlens.tolist() == [0, 3, 4, 8]
-    back = pad(tokens, layout)
-    assert torch.equal(back[0, :3], x[0, :3]) and back[1, 1:].abs().sum() == 0
 
 
 @pytest.mark.parametrize("config_name", ["micro", "tiny"])

@@ -111,9 +111,3 @@ def test_same_seed_same_samples_other_seed_differs():
     c = build_samples(docs.tokens, plans, spec, SPECIAL, np.random.default_rng(6))
     assert np.array_equal(a.tokens, b.tokens) and np.array_equal(a.masked_positions, b.masked_positions)
     assert not np.array_equal(a.masked_positions, c.masked_positions)
-
-
-def test_documents_drop_empty_sentences_and_documents():
-    docs = Documents.from_lists([[[5, 6], []], [[]], [[7], [8, 9]]])
-    assert docs.tokens.tolist() == [5, 6, 7, 8, 9]
-    assert docs.sentence_offsets.tolist() == [0, 2, 3, 5] and docs.document_offsets.tolist() == [0, 1, 3]

@@ -26,6 +26,7 @@ from optuna.trial import FrozenTrial, Trial, TrialState
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from bert.interrupts import signals_interrupt
 from bert.mllog import ADAM_KEYS_NOTE
 from bert.ownership import OwnershipError, claim_file, write_text_atomically
 from bert.prep.synthetic.hdf5_corpus import synthesize_if_missing
@@ -181,8 +182,9 @@ def run_study(request: StudyRequest, trials: int) -> optuna.Study:
     if missing > 0:
         _ensure_dataset(request)
         seed = study_seed(study)
-        study.optimize(lambda trial: trial_objective(request, seed, trial), n_trials=missing,
-                       callbacks=[optuna.study.MaxTrialsCallback(trials, states=FINISHED)])
+        with signals_interrupt():  # between trials too, where no run's SignalGuard listens
+            study.optimize(lambda trial: trial_objective(request, seed, trial), n_trials=missing,
+                           callbacks=[optuna.study.MaxTrialsCallback(trials, states=FINISHED)])
     return study
 
 

@@ -16,7 +16,8 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -49,6 +50,26 @@ def end_with_parent(signum: int = signal.SIGKILL) -> None:
 def exit_code(signum: int) -> int:
     """The shell's convention for a process ended by a signal."""
     return 128 + signum
+
+
+@contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """Within it (in the main thread), SIGTERM and SIGINT raise KeyboardInterrupt, whatever this process
+    inherited: a process started with `&` from a script inherits SIGINT ignored, and work between runs (an hpo
+    study between its trials) would go on past a Ctrl-C. A SignalGuard inside it takes over for its run."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = {signum: signal.signal(signum, interrupt) for signum in SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class SignalGuard:

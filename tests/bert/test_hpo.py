@@ -42,7 +42,10 @@ def _states(storage: str) -> dict[str, int]:
 
 
 def _interrupt_after_first_trial(cmd: list[str], env: dict, cwd: Path) -> str:
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Started with SIGINT ignored, as from `&` in a script: the study must stop all the same, whether the signal
+    # lands in a trial's run or between two trials.
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     output, deadline = [], time.monotonic() + 120
     for line in proc.stdout:
         output.append(line)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from bert.interrupts import RunInterrupted, SignalGuard, exit_code
+from bert.interrupts import RunInterrupted, SignalGuard, exit_code, signals_interrupt
 from tests.helpers.faults import alive
 
 _RANK = ("import time; from bert.interrupts import end_with_parent; end_with_parent(); print('armed', flush=True); "
@@ -63,3 +63,15 @@ def test_a_librarys_except_exception_does_not_take_the_signal_for_its_own_error(
             except Exception:  # noqa: BLE001 - as a compiler's fallback path does
                 pass
     assert exit_code(raised.value.signum) == 130
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_interrupts_the_work_between_runs_even_where_it_was_ignored(signum):
+    before = signal.signal(signum, signal.SIG_IGN)  # as a process started with & from a script inherits SIGINT
+    try:
+        with pytest.raises(KeyboardInterrupt, match=signal.Signals(signum).name), signals_interrupt():
+            os.kill(os.getpid(), signum)
+            time.sleep(5)  # the handler runs at the next bytecode; never reached
+        assert signal.getsignal(signum) is signal.SIG_IGN  # put back as it was
+    finally:
+        signal.signal(signum, before)

@@ -5,6 +5,7 @@ tests start their ranks here."""
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import socket
 import time
@@ -45,6 +46,9 @@ def process_group(rank: int, world_size: int, port: int, timeout: timedelta, bac
 
 def _rank_main(rank: int, fn: Callable, world_size: int, port: int, timeout: timedelta, threads: int,
                args: tuple) -> None:
+    # A rank ended by a signal from C++ (SIGABRT from std::terminate in torch or gloo) leaves spawn only the signal's
+    # name; the Python stacks of its threads, printed on the way out, say where it was.
+    faulthandler.enable(all_threads=True)
     with process_group(rank, world_size, port, timeout, threads=threads):
         fn(rank, world_size, *args)
 

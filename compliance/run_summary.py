@@ -30,11 +30,16 @@ def _outcome(log: ResultLog) -> str:
 
 
 def _verdict(path: Path, ruleset: str) -> str:
+    """PASS, or FAIL with the checker's first words on what failed (`check` shows all it says)."""
     result = compliance_check(path, ruleset)
     if result.passed:
         return "PASS"
     problems = result.problems()
-    return "FAIL" + (f": {problems[0]}" if problems else "")
+    if not problems:
+        return "FAIL"
+    failed = next((line for line in problems if line.startswith("failed test:")), None)
+    return "FAIL: " + " ".join(problems[0].removesuffix(":").split()) + (f" ({' '.join(failed.split())})"
+                                                                          if failed else "")
 
 
 def next_command(folder: Path, system: str) -> str:

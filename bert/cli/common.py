@@ -6,8 +6,10 @@ no usage line shows."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
@@ -179,3 +181,14 @@ def version_lines() -> list[str]:
     else:
         commit = running.commit
     return [f"{PACKAGE} {package_version()}", f"commit {commit}", f"code {running.digest} (code_version in run logs)"]
+
+
+@contextlib.contextmanager
+def progress_status(first: str) -> Iterator[Callable[[str], None]]:
+    """A status line on stderr while slow work runs, on a terminal only (a pipe or a file gets nothing), gone when
+    the work ends; yields the function that says what the work does now."""
+    from rich.console import Console
+
+    status = Console(stderr=True).status(first)
+    with status:
+        yield status.update

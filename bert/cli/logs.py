@@ -13,7 +13,7 @@ from bert.mlperf_rules import DEFAULT_RULESET, RULESETS
 
 @click.group(name="log", cls=Group)
 def log_group() -> None:
-    """Result logs."""
+    """Result logs: finish a cut-off log, summarise finished runs."""
 
 
 # `log seal` exit status for a log that is not a finished log and cannot be made one (0 and 1: see seal).

@@ -75,7 +75,8 @@ def train(system: str, seed: int | None, log_path: Path | None, data_dir: Path |
 @out_option("With --show: the descriptor to write [default: <system>_tuned.json beside the descriptor].", file=True)
 def hpo(system: str, trials: int, storage: str | None, study_name: str | None, seed: int | None,
         data_dir: Path | None, log_dir: Path | None, show: bool, top: int, out: Path | None) -> None:
-    """Hyperparameter search (Optuna) over the descriptor's run.search: samples to reach the target."""
+    """Search hyperparameters (Optuna) over the descriptor's run.search. The objective: the samples to reach
+    the target."""
     try:
         from bert import hpo as search
     except ModuleNotFoundError as e:

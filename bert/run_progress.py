@@ -6,9 +6,10 @@ kept up to date in place at every print interval. Verbose (`mlperf-bert train --
 adds each print interval's loss, learning rate and rates as lines of their own, and no line in place.
 
 The time left is the samples still to train times the seconds per sample so far (evals included). The samples
-at which the run will stop are judged from the trend of the last evals (TREND_EVALS of them: the samples at which
-it reaches the target, going on as it went), else from run.performance.samples_to_converge where the descriptor
-declares it, else the sample cap run.max_samples bounds them ("at most").
+at which the run will stop are run.performance.samples_to_converge while the run is short of them (a measured
+run's figure: the accuracy of a small model can rise slowly for long, then fast, which no trend foresees), else
+those at which the trend of the last evals (TREND_EVALS of them) reaches the target, else the sample cap
+run.max_samples bounds them ("at most").
 """
 
 from __future__ import annotations
@@ -58,17 +59,17 @@ class RunEnd:
 
 def expected_end(goal: Goal, evals: list[tuple[int, float]]) -> RunEnd:
     """The samples at which a run with these (samples, accuracy) evals is expected to stop, and how that was
-    judged: the last evals' trend when the accuracy rose over them, else the declared samples to converge while
-    the run is short of them, else the cap."""
+    judged: the declared samples to converge while the run is short of them, else the last evals' trend when
+    the accuracy rose over them, else the cap."""
     done = evals[-1][0] if evals else 0
     after = goal.eval_at_or_after(done + 1)
+    if goal.declared is not None and goal.declared > done:
+        return RunEnd(max(after, goal.eval_at_or_after(goal.declared)), DECLARED)
     if len(evals) >= 2:
         (before, was), (now, accuracy) = evals[-min(len(evals), TREND_EVALS)], evals[-1]
         if accuracy > was and now > before:
             reach = now + (goal.target - accuracy) * (now - before) / (accuracy - was)
             return RunEnd(max(after, goal.eval_at_or_after(reach)), TREND)
-    if goal.declared is not None and goal.declared > done:
-        return RunEnd(max(after, goal.eval_at_or_after(goal.declared)), DECLARED)
     return RunEnd(goal.cap, CAP)
 
 

@@ -1,5 +1,5 @@
 """Rank 0's console during a run (bert.run_progress): a line per eval with the accuracy against the target and the
-time left, judged from the evals' trend, else the declared samples to converge, else bounded by the sample cap;
+time left, judged from the declared samples to converge, else the evals' trend, else bounded by the sample cap;
 a line kept up to date in place on a terminal only; the print intervals' figures only when verbose."""
 
 import io
@@ -33,10 +33,12 @@ def test_the_end_is_where_the_trend_of_the_last_evals_reaches_the_target():
     assert expected_end(GOAL, [(1000, 0.5), (2000, 0.719999)]) == RunEnd(3000, TREND)
 
 
-def test_without_a_trend_the_declared_samples_else_the_cap_bound_the_end():
+def test_the_declared_samples_come_first_while_the_run_is_short_of_them_and_the_cap_bounds_the_rest():
     declared = Goal(0.72, 1000, 20_000, declared=6500)
-    assert expected_end(declared, [(1000, 0.5)]) == RunEnd(7000, DECLARED)
     assert expected_end(declared, []) == RunEnd(7000, DECLARED)
+    # cpu_tiny's course: slow for long, then fast; the trend of the slow part would say the cap
+    assert expected_end(declared, [(1000, 0.10), (2000, 0.15), (3000, 0.17)]) == RunEnd(7000, DECLARED)
+    assert expected_end(declared, [(7000, 0.6), (8000, 0.65)]) == RunEnd(10_000, TREND)  # past them: the trend
     assert expected_end(declared, [(7000, 0.6), (8000, 0.55)]) == RunEnd(20_000, CAP)  # past them, falling
     assert expected_end(GOAL, [(1000, 0.5)]) == RunEnd(20_000, CAP)
 

@@ -17,6 +17,9 @@
 #                   result_<i>.txt.partial, published as result_<i>.txt when it ends with run_stop (whatever its
 #                   status), so a result_<i>.txt is always a finished log; a log that cannot be finished (a
 #                   full disk) stays .partial.
+#   MLPERF_BERT_VERBOSE=1   print the MLPerf log lines too (they always go to the result file) and each print
+#                   interval's loss, learning rate and rates; by default rank 0 prints a line per eval with the
+#                   accuracy against the target and the time left (kept up to date in place on a terminal)
 #   DROP_CACHES=1   drop the page cache before each run on every node (root, or sudo without a password);
 #                   cache_clear is logged true only when every node dropped it, else false with a line naming them
 #   DATADIR=DIR     dataset directory, overriding the descriptor's run.dataset.dir (a synthetic corpus is written
@@ -32,6 +35,10 @@
 # host alone, or started on every host with NODE_RANK and MASTER_ADDR set. run.launch.env (NCCL settings)
 # reaches every rank. A failed run is reported and the next one starts; SIGTERM or SIGINT is passed on to the
 # run in progress (a second one ends it at once) and no further run starts.
+# Each run prints RESULT,bert,<seed>,<seconds>,<user>,<date>: <seconds> is this wrapper's wall time of the launch,
+# start-up and compiling included (the log's run_start to run_stop, the time MLPerf scores, is shorter), <date>
+# the time the launch started. After the runs a summary gives each result file, its time from run_start to
+# run_stop, the official compliance checker's verdict on it, and the next command (check, or package at 10 runs).
 # Exit status: 0 every run reached the target and its log is published (or --help); 1 some run did not
 # (aborted, crashed, or its log could not be finished); 2 nothing was started (bad input or environment, an
 # unknown system, said in one line); 128+N stopped by signal N.
@@ -248,7 +255,7 @@ drop_caches() {  # prints the run's flag: --cache-cleared only when every node h
     echo --no-cache-cleared
 }
 
-failed=() ran=0
+failed=() ran=0 results=()
 for ((i = 0; i < nexp; i++)); do
     if [[ $logging_node == 1 ]]; then
         index=$(claim_index) || exit 2
@@ -304,7 +311,7 @@ for ((i = 0; i < nexp; i++)); do
         result="$partial"
         echo "run_and_time: $partial is not a finished log, so it is not published as result_$index.txt" >&2
     fi
-    ran=$((ran + 1))
+    ran=$((ran + 1)) results+=("$result")
     seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
     echo "RESULT,bert,$seed,$seconds,${USER:-$(id -un)},$(date -d "@${start%.*}" '+%Y-%m-%d %r')"
     if [[ $status != 0 || $verdict != 0 ]]; then
@@ -317,6 +324,9 @@ for ((i = 0; i < nexp; i++)); do
         break
     fi
 done
+if [[ ${#results[@]} -gt 0 && -z "$interrupted" ]]; then  # each log's outcome and verdict, the next command
+    mlperf-bert log summary --system "$system" "${results[@]}" || true  # it says why it could not
+fi
 if ((${#failed[@]} > 0)); then
     echo "run_and_time: ${#failed[@]} of $ran run(s) failed: ${failed[*]}" >&2
 fi

@@ -186,8 +186,9 @@ EOF
 
 short_run() {  # 60 updates and 2 evals; the run stops at its sample cap, which run_and_time.sh counts as FAILED
     local status=0 log="$work/logs/gpu_check/result_0.txt"
-    LOGDIR="$work/logs" DATADIR="$work/data" SEED=1 NEXP=1 "$repo/run_and_time.sh" "$out/gpu_check.json" \
-        || status=$?
+    # Verbose: train.log keeps each print interval's rates (seq/s), which the summary's figures quote.
+    MLPERF_BERT_VERBOSE=1 LOGDIR="$work/logs" DATADIR="$work/data" SEED=1 NEXP=1 "$repo/run_and_time.sh" \
+        "$out/gpu_check.json" || status=$?
     [[ -f "$log" ]] && cp "$log" "$out/result_0.txt"
     if [[ $status == 1 ]] && grep -q '"status": "aborted", "reason": "sample cap' "$out/result_0.txt" \
         && [[ $(grep -c '"key": "eval_accuracy"' "$out/result_0.txt") == 2 ]]; then

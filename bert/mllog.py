@@ -1,9 +1,10 @@
 """Every MLPerf log key this harness writes, and the only place that writes `:::MLLOG` lines.
 
-Only rank 0 writes; on other ranks every call is a no-op. Lines go to the result file and to stdout, each
-flushed as it is written, so a crash loses no line already logged. A result file that cannot be written (disk
-full, I/O error) ends the run with LogWriteError rather than silently losing lines; the rest of the log, with
-its run_stop, then still reaches stdout. Values come from the system descriptor, so what is logged is what ran.
+Only rank 0 writes; on other ranks every call is a no-op. Lines go to the result file (and to stdout with
+`echo`: a verbose run), each flushed as it is written, so a crash loses no line already logged. A result file
+that cannot be written (disk full, I/O error) ends the run with LogWriteError rather than silently losing lines;
+the rest of the log, with its run_stop, then still reaches stdout, echo or not. Values come from the system
+descriptor, so what is logged is what ran.
 """
 
 from __future__ import annotations
@@ -177,12 +178,15 @@ class RunLog:
                                     "continues on stdout only: free the disk or fix the path") from e
 
     def _drop_file(self) -> None:
-        """Stops writing to the result file (after a write error), keeping stdout."""
+        """Stops writing to the result file (after a write error); the lines go on to stdout."""
         handler, self._file = self._file, None
         self.file_lost = True
         if handler is not None:
             self._handlers.remove(handler)
             self._logger.logger.removeHandler(handler)
+            if not self._handlers:  # not echoed so far: stdout is now the only place the log still reaches
+                self._handlers.append(logging.StreamHandler(sys.stdout))
+                self._logger.logger.addHandler(self._handlers[-1])
             try:
                 handler.close()
             except OSError:

@@ -50,6 +50,7 @@ from bert.model.pretraining import BertForPreTraining
 from bert.model.tf_names import tensor_names
 from bert.model.token_rounding import token_sizes
 from bert.optim.factory import build_optimizer, build_schedule
+from bert.run_progress import Goal, RunConsole
 from bert.step import TrainStep
 from bert.system import Descriptor
 
@@ -65,6 +66,7 @@ class RunRequest:
     on_eval: Callable[[int, float], bool] | None = None
     nan_at_step: int | None = None  # fault-injection tests only (see bert.cli.training): a NaN loss at this step
     checkpoint_dir: Path | None = None  # the folder that holds run.init_checkpoint's file (CHECKPOINTDIR)
+    verbose: bool = False  # the MLPerf lines and each print interval's figures on stdout too (bert.run_progress)
 
 
 @dataclass
@@ -86,6 +88,7 @@ class Training:
     evaluate: Callable[[], float]  # the eval accuracy of the model as it stands (all-reduced: every rank's)
     on_eval: Callable[[int, float], bool] | None  # RunRequest.on_eval
     interrupted: Callable[[], None]  # raises RunInterrupted once a signal came (SignalGuard.raise_if_received)
+    console: RunConsole  # what rank 0 prints: the evals' progress lines, the print intervals' when verbose
 
 
 def _say(ctx: DistContext, message: str) -> None:
@@ -103,7 +106,7 @@ def run(request: RunRequest) -> int:
         store = rendezvous_store(request.system.run.dist_timeout_s)
         heartbeat = Heartbeat(store, ctx.rank, ctx.world_size)
     try:
-        log = RunLog(request.log_path, ctx.rank)
+        log = RunLog(request.log_path, ctx.rank, echo=request.verbose)
     except Exception as e:
         print(f"error (rank {ctx.rank}): {e}", file=sys.stderr, flush=True)
         _leave(ctx, heartbeat)
@@ -162,9 +165,11 @@ def _run(request: RunRequest, ctx: DistContext, log: RunLog, progress: Progress,
     """The run's two phases as MLPerf logs them: init (init_start to init_stop), then the timed run (run_start to
     the target or the sample cap). Returns run_stop's status and reason."""
     init = _initialize(request, ctx, log, interrupted)
+    console = RunConsole(Goal.of(request.system), ctx.is_main, request.verbose)
     wait_for_all(ctx)  # every rank starts the clock together, as MLPerf times the slowest
     log.run_start()
-    return _timed_run(init, log, progress, request.on_eval, interrupted)
+    console.start()
+    return _timed_run(init, log, progress, request.on_eval, interrupted, console)
 
 
 @dataclass(frozen=True)
@@ -277,7 +282,7 @@ def _compile_before_the_clock(train_step: TrainStep, system: Descriptor, ctx: Di
 
 
 def _timed_run(init: Initialized, log: RunLog, progress: Progress, on_eval: Callable[[int, float], bool] | None,
-               interrupted: Callable[[], None]) -> tuple[str, str | None]:
+               interrupted: Callable[[], None], console: RunConsole) -> tuple[str, str | None]:
     """From run_start: the eval set and the training shards read (MLPerf times every touch of the data, so the
     eval set is read again even when the checkpoint eval read it), then steps and evals to the target or the
     cap. Ends with this rank's report (rank_report)."""
@@ -289,9 +294,10 @@ def _timed_run(init: Initialized, log: RunLog, progress: Progress, on_eval: Call
                                            system.run.max_seq_length), bins=init.files.bins)
     evaluate = functools.partial(init.accuracy, eval_set)
     try:
-        return _train(Training(system, ctx, log, init.step, loader, evaluate, on_eval, interrupted), progress)
+        return _train(Training(system, ctx, log, init.step, loader, evaluate, on_eval, interrupted, console), progress)
     finally:
         loader.close()
+        console.close()
         # One write for the whole line: print's separate write of the newline lets the lines of ranks that
         # share an unbuffered stdout (torchrun's, srun's) interleave.
         sys.stdout.write(rank_report(ctx, loader, init.balance) + "\n")
@@ -339,7 +345,7 @@ def loader_balance(system: Descriptor, ctx: DistContext) -> LoaderBalance:
 
 def _train(training: Training, progress: Progress) -> tuple[str, str | None]:
     """Steps and evals until the target or the sample cap; returns run_stop's status and reason."""
-    system, ctx, log, train_step = training.system, training.ctx, training.log, training.step
+    system, log, train_step = training.system, training.log, training.step
     run_spec = system.run
     interval = system.eval_interval_samples
     next_eval, block_first = interval, 0
@@ -364,7 +370,7 @@ def _train(training: Training, progress: Progress) -> tuple[str, str | None]:
             eval_started = time.perf_counter()
             progress.accuracy = training.evaluate()
             log.eval_result(progress.samples, progress.accuracy)
-            _say(ctx, f"eval at {progress.samples} samples: mlm accuracy {progress.accuracy:.4f}")
+            training.console.eval(progress.samples, progress.accuracy)
             stop = training.on_eval is not None and training.on_eval(progress.samples, progress.accuracy)
             if progress.accuracy >= run_spec.eval.target_accuracy:
                 return SUCCESS, None
@@ -381,10 +387,10 @@ def _train(training: Training, progress: Progress) -> tuple[str, str | None]:
 
 
 def _print_progress(training: Training, progress: Progress, steps: int, seconds: float) -> None:
-    """The print interval's line: the mean loss, the learning rate, and the rates of the last `steps` steps, which
-    trained for `seconds`."""
+    """The print interval: the mean loss, the learning rate, and the rates of the last `steps` steps, which
+    trained for `seconds`, to the console (bert.run_progress shows them when verbose)."""
     loss, tokens = training.step.pop_loss_and_tokens()
-    _say(training.ctx, f"step {progress.step} samples {progress.samples} loss {loss:.4f} "
-                       f"lr {training.step.schedule(progress.step - 1):.3e} "
-                       f"{steps * training.system.run.global_batch_size / seconds:.1f} seq/s "
-                       f"{tokens * training.ctx.world_size / seconds:.0f} tok/s")
+    training.console.step(progress.step, progress.samples,
+                          f"loss {loss:.4f} lr {training.step.schedule(progress.step - 1):.3e} "
+                          f"{steps * training.system.run.global_batch_size / seconds:.1f} seq/s "
+                          f"{tokens * training.ctx.world_size / seconds:.0f} tok/s")

@@ -42,8 +42,13 @@ def org_is_submitter(org: str, submitter: object) -> bool:
 
 
 def folder_name_for(submitter: str) -> str:
-    """The ORG folder for a submitter when none is given: its name with runs of other characters made '_'."""
-    return re.sub(r"[^A-Za-z0-9.+-]+", "_", submitter).strip("_.") or "submitter"
+    """The ORG folder for a submitter when none is given: the submitter's name as it is. The official result
+    summarizer and system description checker link each system to <results repository>/blob/<branch>/<submitter>/
+    systems/<system>.json and its code to .../<submitter>/benchmarks, so a folder of any other name makes links
+    that do not resolve. Only what a folder name cannot hold is replaced by '_' (path separators, control
+    characters; surrounding spaces are dropped, and a name of dots alone is no folder)."""
+    name = re.sub(r"[/\\\x00-\x1f\x7f]+", "_", submitter).strip()
+    return name if name.strip(".") else "submitter"
 
 
 def _short(digest: object) -> str:

@@ -19,7 +19,7 @@ COMMANDS = [
     "./run_and_time.sbatch dgxa100_8x8",
     "source bootstrap.sh",
     "mlperf-bert check logs/cpu_micro",
-    "mlperf-bert package --system cpu_micro --logs logs/cpu_micro --out submission",
+    "mlperf-bert package logs/cpu_micro --system cpu_micro -o submission",
     "mlperf-bert score submission",
 ]
 
@@ -32,6 +32,23 @@ def _sbatch_stand_in(folder):
     return folder
 
 
+def _a_quiet_console_that_ends_with_the_summary(run: subprocess.CompletedProcess) -> None:
+    """The console of a successful run: short, no MLPerf log line (they are in the result file), a line per eval
+    with the time left, and last the summary: the result file, its time, the official checker's verdict, what next."""
+    lines = (run.stdout + run.stderr).splitlines()
+    assert len(lines) < 40 and not any(":::MLLOG" in line for line in lines), run.stdout
+    evals = [line for line in lines if line.startswith("eval at ")]
+    assert evals and all(" since run_start" in line and ", target " in line for line in evals)
+    assert all(" left" in line for line in evals[:-1]) and "reached;" in evals[-1]
+    assert evals[-1].endswith(" since run_start")
+    out = run.stdout.splitlines()
+    assert out[-3] == "summary (official compliance checker: training 5.0.0):"
+    assert "logs/cpu_tiny/result_0.txt: success, mlm accuracy " in out[-2]
+    assert out[-2].endswith(" s from run_start to run_stop; checker PASS")
+    assert out[-1].startswith("next: mlperf-bert check ") and out[-1].endswith(
+        "logs/cpu_tiny  (1 of the 10 runs a submission takes; NEXP=9 ./run_and_time.sh cpu_tiny adds the others)")
+
+
 def test_the_readmes_commands_run_as_written(readme_checkout, micro_runs, tmp_path):
     assert readme_commands() == COMMANDS  # a new README command needs its line here
     assert (REPO / ".ci" / "run").read_text().splitlines()[-1] == COMMANDS[1]
@@ -41,6 +58,7 @@ def test_the_readmes_commands_run_as_written(readme_checkout, micro_runs, tmp_pa
     assert default.returncode == 0, default.stderr[-3000:]
     assert [line for line in default.stdout.splitlines() if line.startswith("RESULT,bert,")]
     assert compliance_check(checkout / "logs" / "cpu_tiny" / "result_0.txt").passed
+    _a_quiet_console_that_ends_with_the_summary(default)
 
     ten = (checkout / "ten_runs.out").read_text().splitlines()
     assert [line.split(",")[2] for line in ten if line.startswith("RESULT,bert,")] == [str(s) for s in range(7, 17)]
@@ -62,9 +80,9 @@ def test_the_readmes_commands_run_as_written(readme_checkout, micro_runs, tmp_pa
     session = readme_checkout.run("\n".join(f"{line} || exit $((100 + {i}))" for i, line in enumerate(COMMANDS[5:])))
     assert session.returncode == 0, f"line {COMMANDS[5 + session.returncode - 100]!r} failed:\n" \
                                     f"{session.stdout[-3000:]}{session.stderr[-3000:]}"
-    org = "MLPerf_BERT_harness_developers"  # the folder of cpu_micro's system.submitter
+    org = "MLPerf BERT harness developers"  # cpu_micro's system.submitter, the folder the summarizer links to
     assert (checkout / "submission" / org / "results" / "cpu_micro" / "bert" / "result_9.txt").is_file()
     # What the commands make stays out of git's way: results, the submission, a report (`report -o report`).
     made = ["logs/cpu_micro/result_0.txt", f"submission/{org}/systems/cpu_micro.json", "report/report.md"]
     ignored = subprocess.run(["git", "check-ignore", "--no-index", *made], cwd=REPO, capture_output=True, text=True)
-    assert ignored.stdout.split() == made
+    assert ignored.stdout.splitlines() == made

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import descriptor_for_command
+from bert.cli.common import Group, descriptor_for_command, out_option, system_option
 from bert.model.config import BertConfig, named_config
 
 _SOURCES = ("SRC: a TensorFlow checkpoint prefix (model.ckpt-28252, or its folder), a PyTorch file (a state dict "
@@ -25,20 +25,19 @@ def _config(system: str | None, model: str) -> BertConfig:
 def _model_options(command):
     command = click.option("--model", default="large", show_default=True,
                            help="Named model config the checkpoint is for (ignored with --system).")(command)
-    return click.option("--system", default=None,
-                        help="Take the model config from this descriptor (a path or a name in systems/).")(command)
+    return system_option("Take the model config from this descriptor")(command)
 
 
-@click.group(name="checkpoint")
+@click.group(name="checkpoint", cls=Group)
 def checkpoint_group() -> None:
     """Model checkpoints (the MLPerf phase-1 checkpoint and its converted forms)."""
 
 
-@checkpoint_group.command(name="convert", help=f"Convert SRC to OUT, this model's state dict in NVIDIA's "
-                          f"{{'model': ...}} layout (what run.init_checkpoint loads); an existing OUT is replaced "
-                          f"only when convert wrote it, or with --force. {_SOURCES}")
+@checkpoint_group.command(name="convert", help=f"Convert SRC to this model's state dict. OUT is written in "
+                          f"NVIDIA's {{'model': ...}} layout (what run.init_checkpoint loads); an existing OUT is "
+                          f"replaced only when convert wrote it, or with --force. {_SOURCES}")
 @click.argument("src", type=click.Path(path_type=Path))
-@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@out_option("The converted checkpoint to write (OUT).", required=True, file=True, positional_alias=True)
 @_model_options
 @click.option("--force", is_flag=True, help="Replace OUT even when it is a file that convert did not write.")
 def convert(src: Path, out: Path, system: str | None, model: str, force: bool) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from bert.cli.common import out_option, system_option
 from bert.mlperf_rules import DEFAULT_RULESET, RULESETS
 
 RULESET_HELP = f"Official ruleset ({' or '.join(RULESETS)}; BERT was retired after {RULESETS[-1]})."
@@ -55,23 +56,27 @@ def check(path: Path, ruleset: str, division: str | None) -> None:
 
 
 @click.command()
-@click.option("--system", "system_name", required=True, help="Descriptor of the runs: a path or a name in systems/.")
-@click.option("--logs", "logs_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder of the runs' result_*.txt logs (e.g. logs/<system>).")
+@click.argument("logs_dir", metavar="LOGS", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--logs", "logs_option", hidden=True, type=click.Path(file_okay=False, path_type=Path),
+              help="LOGS given as an option, as scripts gave it before.")
+@system_option("The descriptor the runs ran", required=True)
 @click.option("--org", default=None, help="Submitting organization, the top folder of the package: the descriptor's "
               "submitter or the start of its name (default: the submitter's name).")
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Where to write ORG/.")
+@out_option("Where to write ORG/.", required=True)
 @click.option("--impl", default="pytorch", show_default=True,
               help="Implementation name: benchmarks/bert/implementations/<impl>/.")
 @click.option("--force", is_flag=True, help="Replace an existing OUT/ORG.")
 @click.option("--ruleset", default=DEFAULT_RULESET, show_default=True, help=RULESET_HELP)
-def package(system_name: str, logs_dir: Path, org: str | None, out: Path, impl: str, force: bool, ruleset: str) -> None:
-    """Build a submission tree from a descriptor and its logs, then check it."""
+def package(logs_dir: Path | None, logs_option: Path | None, system: str, org: str | None, out: Path, impl: str,
+            force: bool, ruleset: str) -> None:
+    """Build a submission tree from the runs' logs and their descriptor, then check it. LOGS: the folder of
+    their result_*.txt (logs/<system> for run_and_time.sh's)."""
     from compliance.package import build_package
     from compliance.render import print_check
 
-    result = _with_progress(build_package, system_name, logs_dir, org, out, impl, force, ruleset)
+    if (logs_dir is None) == (logs_option is None):
+        raise click.UsageError("give the folder of the runs' logs once: mlperf-bert package LOGS --system ...")
+    result = _with_progress(build_package, system, logs_dir or logs_option, org, out, impl, force, ruleset)
     note = " (the checkout has uncommitted changes; they are not in the package)" if result.uncommitted_changes else ""
     click.echo(f"packaged {result.org_dir} with the code of commit {result.commit[:12]}{note}")
     print_check(result.check, _console())

@@ -7,25 +7,24 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import descriptor_for_command, os_error_line, parse_length_bins
+from bert.cli.common import Group, descriptor_for_command, os_error_line, out_option, parse_length_bins, system_option
 from bert.mlperf_rules import EVAL_SAMPLES, REFERENCE_PREP, TRAINING_SHARDS
 from bert.system import DEFAULT_SYSTEM
 
 
-@click.group()
+@click.group(cls=Group)
 def data() -> None:
-    """Dataset tools."""
+    """Dataset tools: the MLPerf dataset, synthetic corpora, shards, verification."""
 
 
 @data.command()
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Output directory (default: the descriptor's run.dataset.dir).")
-@click.option("--system", "system_name", default=DEFAULT_SYSTEM, show_default=True,
-              help="Descriptor whose run.dataset.synthetic block sets the corpus size and shapes.")
+@out_option("Output directory (default: the descriptor's run.dataset.dir).")
+@system_option("The descriptor whose run.dataset.synthetic block sets the corpus size and shapes",
+               default=DEFAULT_SYSTEM)
 @click.option("--overwrite", is_flag=True, help="Replace a corpus this command wrote earlier in the output directory.")
 @click.option("--if-missing", is_flag=True, help="Do nothing when a complete corpus is already there (an "
               "interrupted one is written again).")
-def synth(out: Path | None, system_name: str, overwrite: bool, if_missing: bool) -> None:
+def synth(out: Path | None, system: str, overwrite: bool, if_missing: bool) -> None:
     """Write the deterministic synthetic corpus (train shards, eval file, vocab.txt). The output directory must
     be empty, new, or hold a corpus this command wrote: anything else is left alone and refused."""
     import time
@@ -33,9 +32,9 @@ def synth(out: Path | None, system_name: str, overwrite: bool, if_missing: bool)
     from bert.data.settings import SyntheticDataSpec
     from bert.prep.synthetic.hdf5_corpus import synthesize, synthesize_if_missing
 
-    system = descriptor_for_command(system_name)
-    spec = system.run.dataset.synthetic or SyntheticDataSpec()
-    out = out or system.dataset_dir()
+    descriptor = descriptor_for_command(system)
+    spec = descriptor.run.dataset.synthetic or SyntheticDataSpec()
+    out = out or descriptor.dataset_dir()
     start = time.perf_counter()
     try:
         if if_missing and not synthesize_if_missing(out, spec, on_wait=lambda line: click.echo(line, err=True)):
@@ -64,8 +63,8 @@ def _data_errors(call):
 
 def _paths(option: tuple[Path, ...], more: tuple[Path, ...], out: Path, missing: str,
            suffixes: tuple[str, ...] = ()) -> list[Path]:
-    """The files given to a repeatable option plus the ones listed after it (`--text parts/*`), folders expanded;
-    an `out` equal to or inside one of the paths as given is refused (bert.ownership)."""
+    """The input paths given after the options (and to the hidden repeatable option scripts used before), folders
+    expanded; an `out` equal to or inside one of the paths as given is refused (bert.ownership)."""
     from bert.ownership import refuse_overlap
     from bert.prep.text_parts import expand_inputs
 
@@ -79,25 +78,21 @@ def _paths(option: tuple[Path, ...], more: tuple[Path, ...], out: Path, missing:
 
 
 def _shard_paths(option: tuple[Path, ...], more: tuple[Path, ...], out: Path) -> list[Path]:
-    return _paths(option, more, out, "give at least one shard or folder of shards with --input", (".hdf5", ".h5"))
+    return _paths(option, more, out, "give at least one shard or folder of shards (SHARDS...)", (".hdf5", ".h5"))
 
 
-def _text_options(help_text: str):
+def _inputs(option: str, dest: str, metavar: str):
+    """The inputs a command acts on, listed after its options as METAVAR...; `option` (repeatable, hidden) is
+    the form scripts passed them in before."""
     def wrap(f):
-        f = click.option("--text", "texts", multiple=True, type=click.Path(exists=True, path_type=Path),
-                         help=help_text)(f)
-        return click.argument("more_texts", nargs=-1, type=click.Path(exists=True, path_type=Path))(f)
+        f = click.option(option, dest, multiple=True, hidden=True, type=click.Path(exists=True, path_type=Path))(f)
+        return click.argument(f"more_{dest}", metavar=f"{metavar}...", nargs=-1,
+                              type=click.Path(exists=True, path_type=Path))(f)
     return wrap
 
 
-_INPUT_HELP = "A shard or a folder of shards (*.hdf5); repeat it, or list more paths after it."
-
-
-def _shard_input_options(f):
-    """--input (repeatable) plus more shard paths listed after the options."""
-    f = click.option("--input", "inputs", multiple=True, type=click.Path(exists=True, path_type=Path),
-                     help=_INPUT_HELP)(f)
-    return click.argument("more_inputs", nargs=-1, type=click.Path(exists=True, path_type=Path))(f)
+_text_inputs = _inputs("--text", "texts", "TEXT")
+_shard_inputs = _inputs("--input", "inputs", "SHARDS")
 
 
 def _shape_options(f):
@@ -126,8 +121,7 @@ def _bucket_options(overwrite_help: str):
 
 
 @data.command(name="synth-text")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Output folder: OUT/train/part-*.txt and OUT/eval.txt.")
+@out_option("Output folder: OUT/train/part-*.txt and OUT/eval.txt.", required=True)
 @click.option("--megabytes", type=click.FloatRange(min=0, min_open=True), default=50.0, show_default=True,
               help="Training text to write, split evenly over the parts.")
 @click.option("--parts", type=click.IntRange(min=1), default=8, show_default=True, help="Training text parts.")
@@ -143,8 +137,8 @@ def _bucket_options(overwrite_help: str):
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def synth_text(out: Path, megabytes: float, parts: int, eval_megabytes: float, seed: int, lexicon_size: int,
                mean_sentences: float, overwrite: bool, quiet: bool) -> None:
-    """Write the synthetic grammar's language as plain text in the reference layout (one sentence per line,
-    a blank line between documents), for trying the text pipeline without downloads."""
+    """Write the synthetic grammar's language as plain text in the reference layout. One sentence per line, a
+    blank line between documents: for trying the text pipeline without downloads."""
     from bert.prep.progress import progress_bar
     from bert.prep.synthetic.text_corpus import TextCorpusSpec, write_text_corpus
 
@@ -156,23 +150,23 @@ def synth_text(out: Path, megabytes: float, parts: int, eval_megabytes: float, s
 
 
 @data.command()
-@_text_options("A text part or a folder of parts; repeat it, or list more paths after it.")
+@_text_inputs
 @click.option("--size", type=click.IntRange(min=100), required=True,
               help="Word pieces at most (the MLPerf vocabulary has 30522).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="vocab.txt to write.")
+@out_option("vocab.txt to write.", required=True, file=True)
 @click.option("--min-frequency", type=click.IntRange(min=1), default=2, show_default=True,
               help="Merges seen fewer times than this are not learnt.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out: Path, min_frequency: int,
           overwrite: bool, quiet: bool) -> None:
-    """Learn an uncased WordPiece vocab.txt from text ([PAD] on the first line, then [UNK] [CLS] [SEP]
-    [MASK]); the same text gives the same vocabulary. Real MLPerf runs use the MLPerf vocab.txt instead.
-    Paths after the options are more text parts."""
+    """Learn an uncased WordPiece vocab.txt from text. [PAD] on the first line, then [UNK] [CLS] [SEP] [MASK];
+    the same text gives the same vocabulary. Real MLPerf runs use the MLPerf vocab.txt instead.
+    TEXT: text parts, or folders of parts."""
     from bert.ownership import claim_file
     from bert.prep.vocab_learning import train_vocab
 
-    paths = _paths(texts, more_texts, out, "give at least one path with --text")
+    paths = _paths(texts, more_texts, out, "give at least one text part or folder of parts (TEXT...)")
 
     def learn():
         with claim_file(out, "data vocab", paths, replace=overwrite):
@@ -184,12 +178,10 @@ def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out:
 
 
 @data.command()
-@_text_options("A text part, or a folder of parts, in the reference layout (one sentence per line, a blank "
-               "line between documents); repeat it, or list more paths after it. One shard per part.")
+@_text_inputs
 @click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="vocab.txt ([PAD] first; [UNK], [CLS], [SEP], [MASK] present).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder for the shards: OUT/<part name>.hdf5, plus OUT/prepare.json (the settings).")
+@out_option("Folder for the shards: OUT/<part name>.hdf5, plus OUT/prepare.json (the settings).", required=True)
 @_shape_options
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
               show_default="one per core", help="Parts prepared at once, each by its own process.")
@@ -214,10 +206,10 @@ def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: P
             max_seq_length: int, max_predictions: int, workers: int, masked_lm_prob: float,
             short_seq_prob: float, dupe_factor: int, seed: int, fast: bool, overwrite: bool, resume: bool,
             quiet: bool) -> None:
-    """Text parts -> pre-training shards, exactly those of the reference create_pretraining_data.py run on
-    each part with the same vocab and flags (the same samples in the same order): one shard per part, parts
-    in parallel, each worker's memory bounded by one part. Paths after the options are more text parts (so
-    that `--text parts/*` works)."""
+    """Prepare pre-training shards from text parts, exactly as the reference does. The shards of the reference
+    create_pretraining_data.py run on each part with the same vocab and flags (the same samples in the same
+    order): one shard per part, parts in parallel, each worker's memory bounded by one part. TEXT: text parts,
+    or folders of parts, in the reference layout (one sentence per line, a blank line between documents)."""
     import time
 
     from bert.prep.instances import SampleSpec
@@ -228,7 +220,7 @@ def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: P
         raise click.UsageError("--overwrite and --resume exclude each other")
     # One process per core: the tokenizer must not start a thread pool of its own in every worker.
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    paths = _paths(texts, more_texts, out, "give at least one path with --text")
+    paths = _paths(texts, more_texts, out, "give at least one text part or folder of parts (TEXT...)")
     spec = SampleSpec(max_seq_length, max_predictions, masked_lm_prob, short_seq_prob)
     options = PrepareOptions(vocab_path, out, spec, form, dupe_factor, seed, exact=not fast)
     mode = "overwrite" if overwrite else "resume" if resume else "new"
@@ -245,8 +237,8 @@ def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: P
 
 
 @data.command(name="eval-set")
-@_shard_input_options
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The eval file.")
+@_shard_inputs
+@out_option("The eval file.", required=True, file=True)
 @click.option("--samples", type=click.IntRange(min=1), default=EVAL_SAMPLES, show_default=True,
               help="How many samples: of the n samples of the inputs (in order), sample int(i * (n / N)) "
               "for i < N, as the reference's pick_eval_samples.py picks them.")
@@ -255,8 +247,8 @@ def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: P
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def eval_set(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, samples: int, form: str,
              max_seq_length: int, max_predictions: int, overwrite: bool, quiet: bool) -> None:
-    """Pick the eval set from the prepared eval shards as the reference does, into one file. Paths
-    after the options are more inputs."""
+    """Pick the eval set from the prepared eval shards as the reference does, into one file. SHARDS: the
+    prepared eval shards, or folders of them."""
     from bert.prep.reshard import OutputShape, pick_eval_set
 
     paths = _shard_paths(inputs, more_inputs, out)
@@ -266,9 +258,8 @@ def eval_set(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
 
 
 @data.command()
-@_shard_input_options
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder for the new shards: OUT/part-00000-of-0000K.hdf5 ...")
+@_shard_inputs
+@out_option("Folder for the new shards: OUT/part-00000-of-0000K.hdf5 ...", required=True)
 @click.option("--shards", type=click.IntRange(min=1), required=True, help="How many shards to write (K).")
 @click.option("--seed", type=int, default=REFERENCE_PREP.random_seed, show_default=True,
               help="Seed of the sample-level shuffle.")
@@ -277,10 +268,10 @@ def eval_set(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
 def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, shards: int, seed: int, form: str,
             max_seq_length: int, max_predictions: int, workers: int, tmp_dir: Path | None, overwrite: bool,
             quiet: bool) -> None:
-    """Re-shard into K shards of near-equal size (sizes differ by at most 1) with a seeded sample-level
+    """Re-shard into K shuffled shards of near-equal size. Sizes differ by at most 1; a seeded sample-level
     shuffle, in bounded memory (a block of an input shard, then one output shard per worker): an external
-    two-pass shuffle. The output depends on the inputs and --seed only. Paths after the options are more
-    inputs."""
+    two-pass shuffle. The output depends on the inputs and --seed only. SHARDS: shards, or folders of shards
+    (*.hdf5)."""
     from bert.prep.reshard import OutputShape
     from bert.prep.reshard import reshard as run_reshard
 
@@ -292,9 +283,8 @@ def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
 
 
 @data.command()
-@_shard_input_options
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder for the shard sets: OUT/len-0001-0128/part-00000-of-0000K.hdf5 ...")
+@_shard_inputs
+@out_option("Folder for the shard sets: OUT/len-0001-0128/part-00000-of-0000K.hdf5 ...", required=True)
 @click.option("--bins", "bins_text", default=None,
               help="Upper edges of the length bins (real tokens), e.g. 128,256,384,512 (the seed paper's). "
                    "Default: the inputs' own length quantiles, --bin-count of them.")
@@ -310,9 +300,10 @@ def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
 def stratify(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, bins_text: str | None,
              bin_count: int, shards: int, seed: int, form: str, max_seq_length: int, max_predictions: int,
              workers: int, tmp_dir: Path | None, overwrite: bool, quiet: bool) -> None:
-    """Split shards into one shard set per length bin (the stratified sampler's input), in bounded memory
+    """Split shards into one shard set per length bin (the stratified sampler's input). In bounded memory
     like reshard: K shards of near-equal size per bin, every sample once, shuffled. Train on them with
-    run.dataset.train_glob "train/len-*/*.hdf5" and run.balance "stratified" or "stratified+local_presort"."""
+    run.dataset.train_glob "train/len-*/*.hdf5" and run.balance "stratified" or "stratified+local_presort".
+    SHARDS: shards, or folders of shards (*.hdf5)."""
     from bert.prep.reshard import OutputShape
     from bert.prep.stratify import stratify as run_stratify
 
@@ -325,12 +316,8 @@ def stratify(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
 
 
 @data.command(name="import")
-@click.option("--input", "inputs", multiple=True, type=click.Path(exists=True, path_type=Path),
-              help="A TFRecord file, or a folder of them (*.tfrecord, *.tfrecords); repeat it, or list more paths "
-              "after it.")
-@click.argument("more_inputs", nargs=-1, type=click.Path(exists=True, path_type=Path))
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder for the shards: OUT/<input name without .tfrecord>.hdf5, one per input file.")
+@_inputs("--input", "inputs", "TFRECORDS")
+@out_option("Folder for the shards: OUT/<input name without .tfrecord>.hdf5, one per input file.", required=True)
 @click.option("--format", "form", type=click.Choice(["fixed", "varlen"]), default="fixed", show_default=True,
               help="fixed: rows padded as in the records; varlen: rows cut to their length.")
 @click.option("--vocab", "vocab_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
@@ -341,13 +328,14 @@ def stratify(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path,
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def import_(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, form: str, vocab_path: Path | None,
             workers: int, overwrite: bool, quiet: bool) -> None:
-    """Import TFRecord files of the reference (create_pretraining_data output, pick_eval_samples' eval set)
-    into HDF5 shards, without TensorFlow; every record's checksums are verified, and a truncated or corrupt
-    record stops the import naming the file and the record. Paths after the options are more inputs."""
+    """Import TFRecord files of the reference into HDF5 shards, without TensorFlow. The create_pretraining_data
+    output, pick_eval_samples' eval set; every record's checksums are verified, and a truncated or corrupt
+    record stops the import naming the file and the record. TFRECORDS: TFRecord files, or folders of them
+    (*.tfrecord, *.tfrecords)."""
     from bert.data.vocab import load_vocab
     from bert.prep.tfrecord_import import SUFFIXES, import_tfrecords
 
-    paths = _paths(inputs, more_inputs, out, "give at least one TFRecord file or folder with --input", SUFFIXES)
+    paths = _paths(inputs, more_inputs, out, "give at least one TFRecord file or folder (TFRECORDS...)", SUFFIXES)
     vocab_size = len(_data_errors(lambda: load_vocab(vocab_path))) if vocab_path else None
     results = _data_errors(lambda: import_tfrecords(paths, out, form, vocab_size, workers, overwrite, not quiet))
     click.echo(f"imported {sum(r.samples for r in results):,} samples from {len(results)} file(s) into {out}")
@@ -355,9 +343,8 @@ def import_(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
 
 @data.command()
 @click.argument("root", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="The dataset folder to make: train/, train_varlen/, eval.hdf5, eval_varlen.hdf5, vocab.txt, "
-              "manifest.json (and .work/ for the intermediate results).")
+@out_option("The dataset folder to make: train/, train_varlen/, eval.hdf5, eval_varlen.hdf5, vocab.txt, "
+              "manifest.json (and .work/ for the intermediate results).", required=True)
 @click.option("--shards", type=click.IntRange(min=1), default=TRAINING_SHARDS, show_default=True,
               help="Training shards.")
 @click.option("--eval-samples", type=click.IntRange(min=1), default=EVAL_SAMPLES, show_default=True,
@@ -373,10 +360,11 @@ def import_(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def mlperf(root: Path, out: Path, shards: int, eval_samples: int, workers: int, max_seq_length: int,
            max_predictions: int, dupe_factor: int, quiet: bool) -> None:
-    """The whole MLPerf dataset from the official download folder ROOT (results4/ with the 500 text parts and
-    eval.txt, bert_reference_results_text_md5.txt, vocab.txt): checks the md5s, prepares every part exactly
-    as the reference does, picks the reference's eval set, re-cuts the parts into shuffled shards in both
-    HDF5 forms and verifies the tree. After an interruption the same command goes on where it stopped."""
+    """Make the whole MLPerf dataset from the official download folder ROOT. ROOT holds results4/ with the 500
+    text parts and eval.txt, bert_reference_results_text_md5.txt and vocab.txt; the command checks the md5s,
+    prepares every part exactly as the reference does, picks the reference's eval set, re-cuts the parts into
+    shuffled shards in both HDF5 forms and verifies the tree. After an interruption the same command goes on
+    where it stopped."""
     from bert.prep.instances import SampleSpec
     from bert.prep.mlperf_dataset import MlperfOptions, build_mlperf_dataset
 
@@ -406,9 +394,10 @@ def mlperf(root: Path, out: Path, shards: int, eval_samples: int, workers: int, 
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def verify(directory: Path, vocab_path: Path | None, max_seq_length: int | None, max_predictions: int | None,
            eval_files: tuple[Path, ...], eval_source: Path | None, workers: int, quiet: bool) -> None:
-    """Check every shard below DIRECTORY (keys, shapes, dtypes, token ids, masked positions, segment ids,
-    sample counts), then duplicate samples, eval samples in training, the eval pick and the vocabulary; print a
-    summary and write DIRECTORY/manifest.json, which training checks at start-up."""
+    """Check a dataset and write its manifest. Every shard below DIRECTORY (keys, shapes, dtypes, token ids,
+    masked positions, segment ids, sample counts), then duplicate samples, eval samples in training, the eval
+    pick and the vocabulary; prints a summary and a verdict, and writes DIRECTORY/manifest.json, which training
+    checks at start-up."""
     from bert.prep.verify import Limits, verify_dataset
 
     limits = Limits(max_seq_length, max_predictions)
@@ -428,7 +417,9 @@ def _print_verification(report) -> None:
             click.echo(line, err=True)
         raise _DataError(f"{len(report.problems)} problem(s) found; {report.manifest} records them, and training "
                          "refuses this dataset until they are fixed")
-    click.echo(f"manifest: {report.manifest}")
+    files = sum(1 for e in report.entries if e.samples is not None)
+    click.echo(f"verified: no problem in {files} file(s) of samples and the dataset-wide checks; training accepts "
+               f"this dataset (manifest: {report.manifest})")
 
 
 COMMANDS = [data]

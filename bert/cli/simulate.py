@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import descriptor_for_command, parse_length_bins
+from bert.cli.common import descriptor_for_command, parse_length_bins, progress_status, system_option
 from bert.data.balance import DEALS, MAX_BALANCE_LOOKAHEAD, STRATEGIES, BalanceSpec
 from bert.step_settings import StepSpec
 
@@ -42,8 +42,8 @@ def format_stats(stats, label: str | None = None) -> str:
 def simulate_balance(nodes: int, ranks_per_node: int, per_rank_batch: int, lengths: str, strategy: str | None,
                      bins_text: str | None, deal_how: str, lookahead: int, steps: int, seed: int, unpadded: bool,
                      max_len: int) -> None:
-    """Per step: the busiest rank's tokens over the mean, the padding waste and the step time against perfect
-    balance (cost model with attention's quadratic term), for each load-balance strategy."""
+    """Simulate the load balance of each strategy. Per step: the busiest rank's tokens over the mean, the padding
+    waste and the step time against perfect balance (cost model with attention's quadratic term)."""
     from bert.simulate.load_balance import named_lengths, shard_lengths
     from bert.simulate.load_balance import simulate_balance as simulate
 
@@ -95,7 +95,7 @@ def predicted_run_seconds(system) -> tuple[float | None, str]:
 
 
 @click.command("simulate")
-@click.option("--system", "system_name", required=True, help="Descriptor with a run.performance block.")
+@system_option("The descriptor, with a run.performance block", required=True)
 @click.option("--samples-to-converge", type=click.IntRange(min=1), default=None,
               help="Override run.performance.samples_to_converge (default there, else the reference convergence "
                    "point of the global batch size).")
@@ -105,34 +105,35 @@ def predicted_run_seconds(system) -> tuple[float | None, str]:
 @click.option("--calibrate", "measured_s", type=click.FloatRange(min=0, min_open=True), default=None,
               help="A time to train (seconds, run_start to run_stop) measured or published for this system: print "
                    "the run.performance.gpu_samples_per_s with which the prediction reproduces it.")
-def simulate(system_name: str, samples_to_converge: int | None, lengths: str, seed: int,
+def simulate(system: str, samples_to_converge: int | None, lengths: str, seed: int,
              measured_s: float | None) -> None:
-    """Predict step time and time to train from the descriptor: a breakdown table whose last line is
-    predicted_time_to_train_s=<x> (with --calibrate: calibrated_gpu_samples_per_s=<x>)."""
-    from bert.simulate.load_balance import named_lengths, shard_lengths
-    from bert.simulate.time_to_train import breakdown_lines, calibrated_samples_per_s, predict
+    """Predict step time and time to train from the descriptor. A breakdown table whose last line is
+    predicted_time_to_train_s=<x> (with --calibrate: calibrated_gpu_samples_per_s=<x>). On a terminal a status
+    line says what it is doing (loading torch, drawing lengths, simulating: some seconds each)."""
+    descriptor = descriptor_for_command(system)
+    if descriptor.run.performance is None:
+        raise click.ClickException(f"{descriptor.path}: run.performance is not set; declare the per-GPU throughput "
+                                   "and the interconnect to simulate this system (see systems/dgxa100_1x8.json)")
+    samples, source = _samples_to_converge(descriptor, samples_to_converge)
+    with progress_status("loading torch and the model") as say:
+        from bert.simulate.load_balance import named_lengths, shard_lengths
+        from bert.simulate.time_to_train import breakdown_lines, calibrated_samples_per_s, predict
 
-    system = descriptor_for_command(system_name)
-    if system.run.performance is None:
-        raise click.ClickException(f"{system.path}: run.performance is not set; declare the per-GPU throughput and "
-                                   "the interconnect to simulate this system (see systems/dgxa100_1x8.json)")
-    samples, source = _samples_to_converge(system, samples_to_converge)
-    max_len = system.run.max_seq_length
-    try:
-        source_lengths = (shard_lengths(Path(lengths)) if Path(lengths).is_dir()
-                          else named_lengths(lengths, count=50_000, seed=seed, max_len=max_len))
-        prediction = predict(system, samples, source_lengths, seed=seed)
-        rate = None if measured_s is None else calibrated_samples_per_s(system, measured_s, samples, source_lengths,
-                                                                        seed=seed)
-    except (ValueError, FileNotFoundError) as e:
-        raise click.ClickException(str(e)) from None
-    run = system.run
-    worker, workers = ("GPU", "GPU(s)") if run.device == "cuda" else ("CPU process", "CPU process(es)")
-    click.echo(f"{system.nodes} node(s) x {run.processes_per_node} {workers}, global batch {run.global_batch_size}, "
-               f"balance {run.balance}, clip {run.clip}, gradient sent in {run.grad_comm_dtype}, "
-               f"{run.optimizer.name} ({run.optimizer.implementation}), "
-               f"{f'{run.token_sizes} token sizes' if run.token_sizes else 'token counts unrounded'}"
-               f"{', CUDA graphs' if run.cuda_graphs else ''}; samples to converge from {source}")
+        max_len = descriptor.run.max_seq_length
+        try:
+            say(f"reading the sequence lengths of {lengths}")
+            source_lengths = (shard_lengths(Path(lengths)) if Path(lengths).is_dir()
+                              else named_lengths(lengths, count=50_000, seed=seed, max_len=max_len))
+            say(f"simulating {samples:,} samples: the model's size, the load balance, the step")
+            prediction = predict(descriptor, samples, source_lengths, seed=seed)
+            if measured_s is not None:
+                say(f"calibrating the rate to {measured_s:g} s")
+            rate = None if measured_s is None else calibrated_samples_per_s(descriptor, measured_s, samples,
+                                                                            source_lengths, seed=seed)
+        except (ValueError, FileNotFoundError) as e:
+            raise click.ClickException(str(e)) from None
+    click.echo(_shape_line(descriptor, source))
+    worker = "GPU" if descriptor.run.device == "cuda" else "CPU process"
     for line in breakdown_lines(prediction, worker):
         click.echo(line)
     if rate is not None:
@@ -140,5 +141,15 @@ def simulate(system_name: str, samples_to_converge: int | None, lengths: str, se
                    "given (the rate of the compute alone: the model adds the rest)")
         click.echo(f"calibrated_gpu_samples_per_s={rate:.4f}")
 
+
+def _shape_line(system, source: str) -> str:
+    """What is simulated: the launch shape, the settings that change the step, where the samples come from."""
+    run = system.run
+    workers = "GPU(s)" if run.device == "cuda" else "CPU process(es)"
+    return (f"{system.nodes} node(s) x {run.processes_per_node} {workers}, global batch {run.global_batch_size}, "
+            f"balance {run.balance}, clip {run.clip}, gradient sent in {run.grad_comm_dtype}, "
+            f"{run.optimizer.name} ({run.optimizer.implementation}), "
+            f"{f'{run.token_sizes} token sizes' if run.token_sizes else 'token counts unrounded'}"
+            f"{', CUDA graphs' if run.cuda_graphs else ''}; samples to converge from {source}")
 
 COMMANDS = [simulate_balance, simulate]

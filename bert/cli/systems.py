@@ -11,24 +11,24 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import descriptor_for_command, seed_option
+from bert.cli.common import Group, descriptor_for_command, seed_option, system_option
 from bert.data.settings import MAX_SEED
 from bert.system import DEFAULT_SYSTEM, Descriptor, load_descriptor
 from bert.typed_config import ConfigError
 
 
-@click.group(name="system")
+@click.group(name="system", cls=Group)
 def system_group() -> None:
-    """System descriptors."""
+    """System descriptors: list, check and show them, and plan their launch."""
 
 
 @system_group.command(name="check")
-@click.argument("systems", nargs=-1, required=True)
-def system_check(systems: tuple[str, ...]) -> None:
+@system_option("A descriptor to check", required=True, positional_alias=True, multiple=True)
+def system_check(system: tuple[str, ...]) -> None:
     """Validate descriptors; prints one line per descriptor."""
     from bert.search_space import check_search_space
 
-    for name in systems:
+    for name in system:
         s = descriptor_for_command(name)
         try:
             check_search_space(s)
@@ -53,7 +53,7 @@ def _notes_hint(descriptor: Path) -> None:
 
 
 @system_group.command(name="show")
-@click.argument("system")
+@system_option("The descriptor to show", required=True, positional_alias=True)
 def system_show(system: str) -> None:
     """Print a descriptor as the trainer reads it: its bases merged in, every value stated."""
     s = descriptor_for_command(system)
@@ -62,10 +62,10 @@ def system_show(system: str) -> None:
 
 
 @system_group.command(name="env")
-@click.argument("system", default=DEFAULT_SYSTEM)
+@system_option("The descriptor", default=DEFAULT_SYSTEM, positional_alias=True)
 def system_env(system: str) -> None:
-    """Print the launch shape as shell assignments (used by run_and_time.sh and run_and_time.sbatch, which
-    evaluate them; every value is quoted)."""
+    """Print the launch shape as shell assignments. run_and_time.sh and run_and_time.sbatch evaluate them; every
+    value is quoted."""
     from bert.distributed.slurm import sbatch_options
 
     s = descriptor_for_command(system)
@@ -148,7 +148,7 @@ def _step_argv(step: str, s: Descriptor, args, launcher: str, node_rank: int, ad
 
 
 @system_group.command(name="plan")
-@click.argument("system")
+@system_option("The descriptor to plan the launch of", required=True, positional_alias=True)
 @seed_option("run.seed, else drawn at random")
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The run's result file [default: logs/<system>/result_0.txt].")
@@ -176,8 +176,8 @@ def system_plan(system: str, seed: int | None, log_file: Path | None, data_dir: 
                 checkpoint_dir: Path | None, launcher: str, master_addr: str | None, node_rank: int,
                 cache_cleared: bool, drop_caches: bool, container_image: str | None, container_mounts: str,
                 runs: int, command_only: str | None) -> None:
-    """The launch plan: exact commands (the ranks', the pre-flight's, the cache clearing's), environment and
-    per-rank shard assignment, and under Slurm the time check; starts nothing."""
+    """Print the launch plan and start nothing. The exact commands (the ranks', the pre-flight's, the cache
+    clearing's), the environment and the per-rank shard assignment, and under Slurm the time check."""
     from bert.distributed.plan import Container, TrainArgs, build_plan, describe, run_mounts
 
     s = descriptor_for_command(system)
@@ -202,12 +202,18 @@ def system_plan(system: str, seed: int | None, log_file: Path | None, data_dir: 
 
 
 @system_group.command(name="time-check", context_settings={"ignore_unknown_options": True})
-@click.argument("system")
+@system_option("The descriptor of the job's runs")
 @click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True, help="The job's runs (NEXP).")
 @click.argument("sbatch_args", nargs=-1, type=click.UNPROCESSED)
-def system_time_check(system: str, runs: int, sbatch_args: tuple[str, ...]) -> None:
-    """run_and_time.sbatch, before it submits: NEXP x the predicted run length against the time limit the job
-    will get (SBATCH_ARGS: the options given to sbatch). One line; exit status 1 when the runs do not fit."""
+def system_time_check(system: str | None, runs: int, sbatch_args: tuple[str, ...]) -> None:
+    """Check that a job's runs fit its time limit (run_and_time.sbatch, before it submits). NEXP x the predicted
+    run length against the time limit the job will get (SBATCH_ARGS: the options given to sbatch). One line;
+    exit status 1 when the runs do not fit."""
+    if system is None:  # the descriptor given first, as scripts gave it before --system
+        if not sbatch_args:
+            raise click.MissingParameter(param_hint="'--system'", param_type="option")
+        system, *rest = sbatch_args
+        sbatch_args = tuple(rest)
     line = _time_line(descriptor_for_command(system), runs, list(sbatch_args))
     click.echo(line, err=" MORE than " in line)
     sys.exit(1 if " MORE than " in line else 0)
@@ -215,7 +221,7 @@ def system_time_check(system: str, runs: int, sbatch_args: tuple[str, ...]) -> N
 
 @system_group.command(name="list")
 def system_list() -> None:
-    """Every descriptor a name reaches: the site folders of MLPERF_BERT_SYSTEMS first, then the published
+    """List every descriptor a name reaches. The site folders of MLPERF_BERT_SYSTEMS first, then the published
     systems/; one line each (a published one that a site file of the same name hides is marked)."""
     from bert.descriptor_files import PUBLISHED_SYSTEMS, available_descriptors, search_path
 
@@ -235,10 +241,11 @@ def system_list() -> None:
 
 
 @system_group.command(name="allocation")
-@click.argument("system")
+@system_option("The descriptor to run", required=True, positional_alias=True)
 def system_allocation(system: str) -> None:
-    """Inside a Slurm job: refuse an allocation that cannot run SYSTEM (one line), else print the rendezvous
-    host, the address of the allocation's first node (nothing when the job names no nodes)."""
+    """Check a Slurm job's allocation against a descriptor, inside the job. Refuse an allocation that cannot run
+    SYSTEM (one line), else print the rendezvous host, the address of the allocation's first node (nothing when
+    the job names no nodes)."""
     from bert.distributed.slurm import Allocation, allocation_problem, first_node_address
 
     s = descriptor_for_command(system)
@@ -258,7 +265,7 @@ def system_allocation(system: str) -> None:
 
 
 @system_group.command(name="preflight")
-@click.argument("system")
+@system_option("The descriptor to run", required=True, positional_alias=True)
 @click.option("--master-addr", default=None,
               help="Node 0's address (MASTER_ADDR), where every node reports; needed for several nodes.")
 @click.option("--node-rank", type=int, default=None,
@@ -272,7 +279,7 @@ def system_allocation(system: str) -> None:
               help="Where node 0 writes the result logs (its free space is checked).")
 def system_preflight(system: str, master_addr: str | None, node_rank: int | None, data_dir: Path | None,
                      checkpoint_dir: Path | None, log_dir: Path) -> None:
-    """The pre-flight, before anything starts: this node's device and torch build, dataset, checkpoint and
+    """Check what a run needs before anything starts. This node's device and torch build, dataset, checkpoint and
     results folder; with several nodes (run on every node) each reports to node 0, which refuses the start in
     one line per problem. Exit status 0: the start goes on; 2: refused (the lines say why)."""
     from bert.distributed.preflight import preflight

@@ -168,8 +168,8 @@ def preflight_command(system: Descriptor, args: TrainArgs, launcher: str, log_di
                       python: str = "python") -> list[str]:
     """The pre-flight (bert.distributed.preflight) of this node, or under Slurm of every node (one task each, in
     the run's container: it checks what the ranks will find)."""
-    argv = [python, "-m", "bert.cli", "system", "preflight", str(system.path), "--data-dir", str(args.data_dir),
-            "--log-dir", str(log_dir), "--master-addr", master_addr]
+    argv = [python, "-m", "bert.cli", "system", "preflight", "--system", str(system.path),
+            "--data-dir", str(args.data_dir), "--log-dir", str(log_dir), "--master-addr", master_addr]
     if args.checkpoint_dir is not None:
         argv += ["--checkpoint-dir", str(args.checkpoint_dir)]
     if launcher == "slurm":

@@ -101,6 +101,7 @@ class VerifyReport:
     checks: dict = field(default_factory=dict)  # the dataset-wide checks' figures, as the manifest records them
     check_lines: list[str] = field(default_factory=list)  # their summary
     eval_stats: Stats = field(default_factory=Stats)  # of the eval files, which are no training data
+    sets: dict[str, TrainingSet] = field(default_factory=dict)  # the training sets (_training_sets) by name
 
     def all_stats(self) -> Stats:
         """The statistics of every sample checked, eval files included."""
@@ -108,6 +109,22 @@ class VerifyReport:
         everything.add(self.stats)
         everything.add(self.eval_stats)
         return everything
+
+
+@dataclass
+class TrainingSet:
+    """The shards of one form in one top folder (train/, train_varlen/): what a summary counts once."""
+
+    shards: int = 0
+    stats: Stats = field(default_factory=Stats)
+    forms: set[str] = field(default_factory=set)
+
+    def same_samples_as(self, other: TrainingSet) -> bool:
+        """Whether the two sets hold the same samples by every figure counted (the forms of one dataset)."""
+        a, b = self.stats, other.stats
+        return (self.shards, a.samples, a.masked, a.random_next, a.max_id) == \
+            (other.shards, b.samples, b.masked, b.random_next, b.max_id) and np.array_equal(a.length_counts,
+                                                                                            b.length_counts)
 
 
 @dataclass
@@ -201,6 +218,10 @@ def _check_files(report: VerifyReport, check: _FileCheck, paths: list[Path], rol
         (report.eval_stats if role == "eval" else report.stats).add(result.stats)
         report.problems += result.problems
         if sample_set is not None:
+            counted = report.sets.setdefault(sample_set.name, TrainingSet())
+            counted.shards += 1
+            counted.stats.add(result.stats)
+            counted.forms.add(result.form)
             sample_set.add(index, result.hashes, result.digest)
             result.hashes = np.zeros(0, dtype=np.uint64)
         return result
@@ -366,12 +387,30 @@ def _check_samples(findings: Findings, s: Samples, first: int, vocab: Vocab, lim
     flag(~np.isin(s.nsp_labels, (0, 1)), "next_sentence_labels is not 0 or 1")
 
 
+def _sets_line(report: VerifyReport) -> tuple[str, Stats]:
+    """The summary's first line, and the statistics it counts: training sets that hold the same samples in
+    another form (train/ and train_varlen/ of `data mlperf`) are counted once."""
+    distinct: list[tuple[str, TrainingSet]] = []
+    for name, counted in sorted(report.sets.items()):
+        if not any(counted.same_samples_as(other) for _, other in distinct):
+            distinct.append((name, counted))
+    stats = Stats()
+    for _, counted in distinct:
+        stats.add(counted.stats)
+    shards = sum(counted.shards for _, counted in distinct)
+    line = f"{report.root}: {shards} training shard(s), {stats.samples:,} samples"
+    if len(report.sets) == 1:
+        return f"{line} ({', '.join(sorted(next(iter(report.sets.values())).forms))})", stats
+    if len(distinct) == 1:
+        return f"{line}, in each of {len(report.sets)} sets: {', '.join(sorted(report.sets))}", stats
+    return f"{line} in {len(distinct)} sets: " + "; ".join(
+        f"{name} {counted.shards} shard(s), {counted.stats.samples:,} samples" for name, counted in distinct), stats
+
+
 def summary_lines(report: VerifyReport, bins: int = 8) -> list[str]:
     """The human summary: samples, length histogram, masking rate, next-sentence balance."""
-    st = report.stats
-    training = [e for e in report.entries if e.samples is not None and e.role != "eval"]
-    forms = sorted({e.form for e in training})
-    lines = [f"{report.root}: {len(training)} training shard(s), {st.samples:,} samples ({', '.join(forms)})"]
+    first, st = _sets_line(report)
+    lines = [first]
     evals = [e.path for e in report.entries if e.samples is not None and e.role == "eval"]
     if evals:
         lines.append(f"eval: {report.eval_stats.samples:,} samples ({', '.join(evals)}), not counted above")

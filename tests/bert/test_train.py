@@ -18,6 +18,7 @@ from bert.model.config import named_config
 from bert.model.pretraining import BertForPreTraining
 from bert.model.tf_names import tensor_names, to_hf_state_dict
 from bert.provenance import running_code
+from bert.run_progress import Goal, RunConsole
 from bert.system import Descriptor, load_descriptor
 from bert.train import RunRequest, loader_balance, run
 from bert.typed_config import ConfigError
@@ -143,7 +144,8 @@ def test_the_rate_printed_is_of_training_alone_not_of_the_evals_between(monkeypa
         return 0.9 if clock.now > 300 else 0.1
 
     ctx = DistContext(0, 1, 0, 1, torch.device("cpu"))
-    training = trainer.Training(system, ctx, RunLog(None), Step(), None, evaluate, None, lambda: None)
+    console = RunConsole(Goal.of(system), verbose=True)  # the print intervals' lines are a verbose run's
+    training = trainer.Training(system, ctx, RunLog(None), Step(), None, evaluate, None, lambda: None, console)
     assert trainer._train(training, trainer.Progress())[0] == "success"
     rates = [line.split(" seq/s")[0].split()[-1] for line in capsys.readouterr().out.splitlines() if "seq/s" in line]
     assert rates == ["32.0", "32.0"]  # 32 sequences a step, a step a second, across the evals at steps 3 and 6

@@ -1,4 +1,5 @@
-"""A text corpus through the whole data pipeline, then trained with run_and_time.sh and checked."""
+"""A text corpus through the whole data pipeline, then trained with run_and_time.sh (verbose: the MLPerf lines on
+the console too, each the result file's) and checked."""
 
 import os
 import shutil
@@ -33,11 +34,14 @@ def test_text_to_verified_shards_to_a_compliant_run(tmp_path, text_corpus):
     system = load_descriptor("cpu_micro").variant(
         {"dataset": {"dir": str(data)}, "notes": "cpu_micro's shape on a text corpus prepared by the data pipeline."},
         name="prepared_micro").write(tmp_path / "systems").path
-    env = dict(os.environ, NEXP="1", SEED="5", LOGDIR=str(tmp_path / "logs"))
+    env = dict(os.environ, NEXP="1", SEED="5", LOGDIR=str(tmp_path / "logs"), MLPERF_BERT_VERBOSE="1")
     proc = subprocess.run([str(REPO / "run_and_time.sh"), str(system)], env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     log = tmp_path / "logs" / "prepared_micro" / "result_0.txt"
     assert '"status": "success"' in log.read_text().splitlines()[-1]
     assert compliance_check(log, DEFAULT_RULESET).passed
+    assert [line for line in proc.stdout.splitlines() if line.startswith(":::MLLOG ")] == log.read_text().splitlines()
+    assert any(line.startswith("step ") and " seq/s " in line for line in proc.stdout.splitlines())
+    assert proc.stdout.splitlines()[-1].startswith("next: mlperf-bert check ")
     shutil.rmtree(data)

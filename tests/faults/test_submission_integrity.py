@@ -111,7 +111,7 @@ def test_package_refuses_another_organisations_runs_and_code_that_is_not_what_ra
     assert mine.exit_code == 1 and not out.exists()
     assert "--org MyOrg, but the descriptor's system.submitter is 'MLPerf BERT harness developers' (and its runs " \
            "log submission_org 'MLPerf BERT harness developers'): a package is its submitter's; leave --org out " \
-           "(the folder is then MLPerf_BERT_harness_developers)" in " ".join(mine.output.split())
+           "(the folder is then MLPerf BERT harness developers)" in " ".join(mine.output.split())
     edit_events(logs / "result_3.txt", lambda _, e: dict(e, value="0" * 64, metadata={"commit": "0123abcd"})
                 if e["key"] == CODE_VERSION else e)
     edit_events(logs / "result_5.txt", lambda _, e: None if e["key"] == CODE_VERSION else e)

@@ -12,6 +12,8 @@ from bert.prep.instances import SampleSpec
 from bert.prep.mlperf_dataset import MlperfOptions, build_mlperf_dataset
 from bert.prep.official_inputs import MD5_LIST, InputError, read_md5_list
 from bert.prep.reshard import eval_pick
+from bert.prep.verify import summary_lines
+from tests.helpers.compliance import cli
 from tests.helpers.downloads import official_download
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -41,6 +43,15 @@ def test_one_command_makes_the_verified_tree(download, tmp_path):
     for k, fixed in enumerate(train):
         varlen = read_shard(out / "train_varlen" / f"part-{k:05d}-of-00006.hdf5")
         assert np.array_equal(fixed.tokens, varlen.tokens) and np.array_equal(fixed.offsets, varlen.offsets)
+    # The summary counts the samples once, not once per form (train/ and train_varlen/ hold the same ones).
+    lines = summary_lines(report)
+    assert lines[0] == (f"{out}: 6 training shard(s), {len(parts):,} samples, in each of 2 sets: train/ (fixed "
+                        "form), train_varlen/ (varlen form)")
+    assert sum(int(line.split()[1].replace(",", "")) for line in lines if line.startswith("  ")) == len(parts)
+    verified = cli("data", "verify", out, "--quiet")
+    assert verified.exit_code == 0 and verified.output.splitlines()[0] == lines[0]
+    assert verified.output.splitlines()[-1] == ("verified: no problem in 14 file(s) of samples and the dataset-wide "
+                                                f"checks; training accepts this dataset (manifest: {report.manifest})")
     # The eval set is the reference's pick from the eval text prepared as the parts are.
     prepared_eval = read_shard(out / ".work" / "eval" / "eval.hdf5")
     picked = prepared_eval.take(eval_pick(len(prepared_eval), 40))

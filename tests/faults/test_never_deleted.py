@@ -95,6 +95,25 @@ def test_report_never_deletes_other_files_in_its_folder(tmp_path):
     (out / "thesis.tex").write_text("months of work")
     code, output = _cli("report", org, "-o", out)
     assert code == 1
-    assert f"{out} holds thesis.tex, which no earlier report wrote; a report replaces only an earlier report" \
-        in " ".join(output.split())
+    assert f"{out}: holds files that `mlperf-bert report` did not write (cpu_micro_accuracy.png); nothing is written " \
+        "there: choose another -o folder, or move those files away" in " ".join(output.split())
     assert (out / "thesis.tex").read_text() == "months of work" and (out / "report.md").is_file()
+
+
+def test_report_removes_only_what_it_wrote_not_what_a_report_md_names(tmp_path):
+    """A report.md is anyone's to write: the files it shows are no proof of who wrote them."""
+    org = write_package(tmp_path / "Org")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.md").write_text("# notes\n\n![x](my_db.sqlite)\n")
+    (out / "my_db.sqlite").write_bytes(b"a database")
+    code, output = _cli("report", org, "-o", out)
+    assert code == 1 and "holds files that `mlperf-bert report` did not write" in output
+    assert (out / "my_db.sqlite").read_bytes() == b"a database"
+    (out / "report.md").unlink()
+    (out / "my_db.sqlite").unlink()
+    assert _cli("report", org, "-o", out)[0] == 0  # its own folder: written, then replaced
+    (out / "report.md").write_text((out / "report.md").read_text() + "\n![x](my_db.sqlite)\n")
+    (out / "my_db.sqlite").write_bytes(b"a database")
+    code, output = _cli("report", org, "-o", out)
+    assert code == 1 and "(my_db.sqlite)" in output and (out / "my_db.sqlite").read_bytes() == b"a database"

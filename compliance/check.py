@@ -324,7 +324,8 @@ def check_tree(path: str | Path, ruleset: str = DEFAULT_RULESET, division: str |
         raise TargetError(f"{path}: none of its {len(orgs)} submissions has BERT results "
                           f"(ORG/results/<system>/{BENCHMARK}/)")
     reports = _check_packages(checked, ruleset, division, score, picked, progress)
-    return TreeCheck(path, ruleset, reports, [org.name for org in orgs if org not in checked])
+    without_bert = [org.name for org in orgs if org not in checked and not bert_systems(org)[0]]
+    return TreeCheck(path, ruleset, reports, without_bert)
 
 
 def check(path: str | Path, ruleset: str = DEFAULT_RULESET, division: str | None = None,

@@ -16,44 +16,41 @@ def _say(console: Console, line: str, style: str | None = None) -> None:
     console.print(line, markup=False, highlight=False, soft_wrap=True, style=style)
 
 
-def _summary(console: Console, rows: list[tuple[str, str, str]], skipped: list[str], what: str) -> None:
-    table = Table(title=None)
+def _all(console: Console, parts: list[tuple[str, int, bool]], skipped: list[str], what: str) -> None:
+    """After several submissions: a row for each (name, BERT systems, passed) and the verdict of them all."""
+    table = Table()
     for name in ("submission", "BERT systems", what):
         table.add_column(name, overflow="fold")
-    for row in rows:
-        table.add_row(*row)
+    for name, systems, passed in parts:
+        table.add_row(name, str(systems), "PASS" if passed else "FAIL")
+    console.rule()
     console.print(table)
     if skipped:
         _say(console, f"skipped (no BERT results): {', '.join(skipped)}")
+    failing = [name for name, _, passed in parts if not passed]
+    verdict = f"FAIL ({len(failing)} of {len(parts)}: {', '.join(failing)})" if failing or not parts else "PASS"
+    _say(console, f"VERDICT (all {len(parts)} submissions): {verdict}", style="bold")
+
+
+def _each(console: Console, reports: list, show) -> None:
+    for index, report in enumerate(reports):
+        if index:
+            console.rule()
+        show(report, console)
 
 
 def print_tree_check(tree: TreeCheck, console: Console) -> None:
     """One submission (or log, or folder of logs) as render prints it; several, each so and then all together."""
-    for index, report in enumerate(tree.reports):
-        if index:
-            console.rule()
-        print_check(report, console)
+    _each(console, tree.reports, print_check)
     if len(tree.reports) > 1 or tree.skipped:
-        console.rule()
-        _summary(console, [(r.target.name, str(len(r.systems)), "PASS" if r.passed else "FAIL") for r in tree.reports],
-                 tree.skipped, "verdict")
-        failing = [r.target.name for r in tree.reports if not r.passed]
-        verdict = "PASS" if tree.passed else f"FAIL ({len(failing)} of {len(tree.reports)}: {', '.join(failing)})"
-        _say(console, f"VERDICT (all {len(tree.reports)} submissions): {verdict}", style="bold")
+        _all(console, [(r.target.name, len(r.systems), r.passed) for r in tree.reports], tree.skipped, "verdict")
 
 
 def print_tree_score(tree: TreeScore, console: Console) -> None:
-    for index, report in enumerate(tree.reports):
-        if index:
-            console.rule()
-        print_score(report, console)
+    _each(console, list(tree.reports), print_score)
     if len(tree.reports) > 1 or tree.skipped:
-        console.rule()
-        _summary(console, [(r.check.target.name, str(len(r.check.systems)), "PASS" if r.passed else "FAIL")
-                           for r in tree.reports], list(tree.skipped), "score stands")
-        failing = [r.check.target.name for r in tree.reports if not r.passed]
-        verdict = "PASS" if tree.passed else f"FAIL ({len(failing)} of {len(tree.reports)}: {', '.join(failing)})"
-        _say(console, f"VERDICT (all {len(tree.reports)} submissions): {verdict}", style="bold")
+        parts = [(r.check.target.name, len(r.check.systems), r.passed) for r in tree.reports]
+        _all(console, parts, list(tree.skipped), "score stands")
 
 
 def print_review(rows: list[ReviewRow], console: Console) -> None:

@@ -72,6 +72,15 @@ def _with_progress(work, *args, quiet: bool = False, **kwargs):
         raise click.ClickException(f"{where}{e.strerror or e}; nothing was changed") from None
 
 
+SUBMISSIONS_HELP = TARGET_HELP.replace("a result log, a folder of result logs, ", "")
+
+
+def _out_option(what: str):
+    return click.option("-o", "--out", required=True, type=click.Path(path_type=Path),
+                        help=f"Folder for {what} (what an earlier run of the command wrote there is replaced; a "
+                        "folder holding anything else is refused).")
+
+
 def _target(f):
     """The options every command over a check shares: PATH, --ruleset, --system, --quiet."""
     f = click.option("--quiet", is_flag=True, help="No progress bars.")(f)
@@ -122,7 +131,7 @@ def package(system_name: str, logs_dir: Path, org: str | None, out: Path, impl: 
     sys.exit(0 if result.check.passed else 1)
 
 
-@click.command(epilog=TARGET_HELP.replace("a result log, a folder of result logs, ", ""))
+@click.command(epilog=SUBMISSIONS_HELP)
 @_target
 def score(path: Path, ruleset: str, systems: tuple[str, ...], quiet: bool) -> None:
     """Score submissions with the official result summarizer, after the package checker."""
@@ -134,11 +143,9 @@ def score(path: Path, ruleset: str, systems: tuple[str, ...], quiet: bool) -> No
     sys.exit(0 if tree.passed else 1)
 
 
-@click.command(epilog=TARGET_HELP.replace("a result log, a folder of result logs, ", ""))
+@click.command(epilog=SUBMISSIONS_HELP)
 @_target
-@click.option("-o", "--out", required=True, type=click.Path(path_type=Path),
-              help="Folder for report.md and its figures (what an earlier report wrote there is replaced; a folder "
-              "holding anything else is refused).")
+@_out_option("report.md and its figures")
 def report(path: Path, ruleset: str, systems: tuple[str, ...], quiet: bool, out: Path) -> None:
     """Write a Markdown report with figures for submissions."""
     from compliance.report import write_report
@@ -149,11 +156,9 @@ def report(path: Path, ruleset: str, systems: tuple[str, ...], quiet: bool, out:
     sys.exit(0 if result.scores.passed else 1)
 
 
-@click.command(epilog=TARGET_HELP.replace("a result log, a folder of result logs, ", ""))
+@click.command(epilog=SUBMISSIONS_HELP)
 @_target
-@click.option("-o", "--out", required=True, type=click.Path(path_type=Path),
-              help="Folder for review.md, review.csv, review.json and the figures (what an earlier review wrote "
-              "there is replaced; a folder holding anything else is refused).")
+@_out_option("review.md, review.csv, review.json and the figures")
 def review(path: Path, ruleset: str, systems: tuple[str, ...], quiet: bool, out: Path) -> None:
     """One table across every BERT system of submissions (a whole round): official and own verdicts, scores, RCP
     margins, per-accelerator figures and hyperparameters beside the RCP's, as Markdown, CSV and JSON."""

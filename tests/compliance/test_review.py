@@ -80,3 +80,15 @@ def test_a_second_review_replaces_its_own_files_and_never_anyone_elses(reviewed,
     refused = cli("review", root, "-o", out)
     assert refused.exit_code == 1 and "notes.txt" in refused.output
     assert (out / "notes.txt").read_text() == "mine" and (out / "review.md").is_file()
+
+
+def test_a_report_of_a_results_repository_has_every_submission(reviewed, tmp_path):
+    root, _, _ = reviewed
+    result = cli("report", root, "-o", tmp_path / "report", "--system", "a_bert", "--system", "b_two")
+    assert result.exit_code == 0, result.output
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert all(f"# MLPerf Training BERT submission: {org}" in markdown for org in ("OrgA", "OrgB"))
+    assert "## System `b_two`" in markdown and "## System `b_one`" not in markdown and "OrgD" not in markdown
+    assert "Submissions without BERT results: OrgC." in markdown
+    assert "![Eval accuracy against training samples](OrgB_b_two_accuracy.png)" in markdown
+    assert (tmp_path / "report" / "OrgB_b_two_accuracy.png").is_file()

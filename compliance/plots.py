@@ -130,8 +130,8 @@ def throughput_plot(logs: list[ResultLog], path: Path) -> Path:
 
 def leaderboard_plot(points: list[tuple[str, int, float, str, str]], path: Path) -> Path:
     """Minutes to train against accelerators, both on log scales, one point per system (label, accelerators,
-    minutes, accelerator model, division): faster is lower, and a line of equal accelerator-minutes runs
-    diagonally."""
+    minutes, accelerator model, division), the fastest at each count named: faster is lower, and a line of equal
+    accelerator-minutes runs diagonally."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 6))
     models = sorted({model for _, _, _, model, _ in points})
@@ -142,7 +142,10 @@ def leaderboard_plot(points: list[tuple[str, int, float, str, str]], path: Path)
             if mine:
                 ax.scatter([n for n, _ in mine], [m for _, m in mine], color=colors[model], marker=marker,
                            label=f"{model}{' (open)' if division == 'open' else ''}")
+    fastest: dict[int, tuple[float, str]] = {}
     for label, count, minutes, _, _ in points:
+        fastest[count] = min(fastest.get(count, (minutes, label)), (minutes, label))
+    for count, (minutes, label) in fastest.items():  # the others at that count would be written over each other
         ax.annotate(label, (count, minutes), fontsize=6, xytext=(3, 2), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -1,16 +1,20 @@
-"""`check` and `score` against the official tools, on every BERT system that MLCommons published for a round.
+"""`check` and `score` against the official tools, on every BERT system that MLCommons published for a round:
+the same verdicts and scores, and how long each takes.
 
     python -m benchmarks.published_results --git-dir /path/to/training_results_v5.0.git   # a snapshot (bare or not)
     python -m benchmarks.published_results RESULTS_DIR --ruleset 4.1.0                    # an extracted tree
 
 RESULTS_DIR holds ORG/systems/<system>.json and ORG/results/<system>/bert/ (a checkout of an MLCommons
 training_results repository, or its BERT part); with --git-dir the BERT part of the snapshot's HEAD is extracted
-into a scratch folder. Each system is copied alone into a package of its own, and on that copy run, side by
-side: the official package checker and result summarizer (mlperf-logging, the ruleset given), and ours (`score`,
-which checks the package and runs the same tools once). A system agrees when both verdicts are the same and, where
-both score, the scores are equal to 4 decimals. Prints one row per system, the reason of every verdict that
-differs, and the agreement count; results go to benchmarks/published_results_results.md with the round and the
-repository commit.
+into a scratch folder. Each system is copied alone into a package of its own, and on that copy run, one after the
+other: the official package checker and result summarizer (mlperf-logging, the ruleset given, each in its own
+process as a reviewer runs them), then ours: `check`, then `score`, as a user runs them (in this process, with a
+tool cache of this run's own: the first `check` of a system finds nothing kept). A system agrees when both verdicts
+are the same and, where both score, the scores are equal to 4 decimals. The time of each side is measured on the
+wall clock and as CPU time (this process's and its children's, user and system), per system and for the round; a
+machine shared with other work stretches the wall clock, the CPU time much less. Prints one row per system, the
+reason of every verdict that differs, the agreement count and the times; the round's results replace its section
+of benchmarks/published_results_results.md (the other round's stays), with the date, the machine and the commit.
 """
 
 from __future__ import annotations
@@ -18,16 +22,22 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-from benchmarks.common.results_file import add_no_results_flag, print_and_record
+from benchmarks.common.results_file import add_no_results_flag, header, write_text
 from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET
+from compliance import tool_cache
+from compliance.check import check
 from compliance.checkers import PACKAGE_SUCCESS, USAGE
 from compliance.findings import ERROR
 from compliance.score import score
@@ -52,6 +62,27 @@ class Verdict:
     passed: bool
     minutes: float | None
     why: str = ""  # for a failing verdict: the first reason given
+
+
+@dataclass(frozen=True)
+class Took:
+    """How long something took: wall-clock seconds, and CPU seconds of this process and its children."""
+
+    wall: float = 0.0
+    cpu: float = 0.0
+
+    def __add__(self, other: Took) -> Took:
+        return Took(self.wall + other.wall, self.cpu + other.cpu)
+
+
+def timed(work: Callable[[], object]) -> tuple[object, Took]:
+    """work(), and how long it took (children's CPU time counts once they are waited for, as every tool is)."""
+    def cpu() -> float:
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+    wall, before = time.perf_counter(), cpu()
+    result = work()
+    return result, Took(time.perf_counter() - wall, cpu() - before)
 
 
 def published_systems(root: Path) -> list[PublishedSystem]:
@@ -95,7 +126,8 @@ def official(org: Path, ruleset: str) -> Verdict:
 
 
 def ours(org: Path, ruleset: str) -> Verdict:
-    """`mlperf-bert score` (which checks the package in the same pass)."""
+    """`mlperf-bert check`, then `mlperf-bert score` (which checks the package again and scores it)."""
+    check(org, ruleset)
     report = score(org, ruleset)
     minutes = report.systems[0].minutes if report.systems else None
     errors = [f for f in report.check.findings + [f for row in report.check.rows for f in row.findings]
@@ -111,19 +143,42 @@ def agree(theirs: Verdict, mine: Verdict) -> bool:
     return theirs.minutes is None or round(theirs.minutes, SCORE_DIGITS) == round(mine.minutes, SCORE_DIGITS)
 
 
-def compare(system: PublishedSystem, ruleset: str, scratch: Path) -> tuple[Verdict, Verdict]:
+def compare(system: PublishedSystem, ruleset: str, scratch: Path) -> tuple[Verdict, Verdict, Took, Took]:
+    """The official verdict and ours on a package of the system alone, and how long each took."""
     org = package_of(system, scratch)
-    return official(org, ruleset), ours(org, ruleset)
+    theirs, their_time = timed(lambda: official(org, ruleset))
+    mine, my_time = timed(lambda: ours(org, ruleset))
+    return theirs, mine, their_time, my_time
 
 
 def _minutes(verdict: Verdict) -> str:
     return "-" if verdict.minutes is None else f"{verdict.minutes:.5f}"
 
 
-def _row(system: PublishedSystem, theirs: Verdict, mine: Verdict) -> str:
+def _row(system: PublishedSystem, theirs: Verdict, mine: Verdict, their_time: Took, my_time: Took) -> str:
     verdicts = [("PASS" if v.passed else "FAIL") for v in (theirs, mine)]
     return (f"{system.label:55} {verdicts[0]:8} {_minutes(theirs):>10} {verdicts[1]:8} {_minutes(mine):>10} "
-            f"{'yes' if agree(theirs, mine) else 'NO':>6}")
+            f"{'yes' if agree(theirs, mine) else 'NO':>6} {their_time.wall:9.1f} {my_time.wall:9.1f}")
+
+
+def time_lines(theirs: Took, mine: Took) -> list[str]:
+    """The round's times and their ratio, on the wall clock and in CPU time."""
+    def ratio(a: float, b: float) -> str:
+        return f"{b / a:.2f}x" if a > 0 else "-"
+    return [f"time, official tools (package checker + result summarizer): {theirs.wall:.1f} s wall, "
+            f"{theirs.cpu:.1f} s CPU",
+            f"time, ours (check + score): {mine.wall:.1f} s wall, {mine.cpu:.1f} s CPU",
+            f"ours / official: {ratio(theirs.wall, mine.wall)} wall, {ratio(theirs.cpu, mine.cpu)} CPU"]
+
+
+def record_round(path: Path, title: str, lines: list[str], argv: list[str], setting: str) -> None:
+    """This round's section of the results file, replacing its earlier one; the other rounds' sections stay."""
+    text = path.read_text() if path.is_file() else ""
+    sections = re.split(r"(?m)^(?=## )", text)
+    kept = [part for part in sections[1:] if not part.startswith(f"## {title}\n")]
+    mine = "\n".join([f"## {title}", "", *header(path, argv, setting), "", "```", *lines, "```", "", ""])
+    ordered = sorted([*kept, mine], key=lambda part: part.splitlines()[0], reverse=True)  # the newest round first
+    write_text(path, f"# {path.stem.removesuffix('_results')} results\n\n" + "".join(ordered).rstrip("\n") + "\n")
 
 
 def extract_bert(git_dir: Path, dest: Path) -> str:
@@ -162,6 +217,7 @@ def main(argv: list[str]) -> None:
     if (args.results is None) == (args.git_dir is None):
         parser.error("give a RESULTS folder or --git-dir, one of them")
     with tempfile.TemporaryDirectory(prefix="published-results-") as scratch:
+        os.environ[tool_cache.ENV] = str(Path(scratch) / "tool-cache")  # this run's own: nothing kept before
         root, commit = args.results, args.commit or "not given"
         if args.git_dir is not None:
             root = Path(scratch) / "published"
@@ -169,22 +225,26 @@ def main(argv: list[str]) -> None:
         systems = published_systems(root)
         if not systems:
             raise SystemExit(f"{root}: no ORG/results/<system>/{BENCHMARK}/ with its ORG/systems/<system>.json")
-        lines = [f"{'system':55} {'official':8} {'minutes':>10} {'ours':8} {'minutes':>10} {'agree':>6}"]
-        differing = []
+        lines = [f"{'system':55} {'official':8} {'minutes':>10} {'ours':8} {'minutes':>10} {'agree':>6} "
+                 f"{'theirs s':>9} {'ours s':>9}"]
+        differing, their_total, my_total = [], Took(), Took()
         for system in systems:
-            theirs, mine = compare(system, args.ruleset, Path(scratch) / "packages")
-            lines.append(_row(system, theirs, mine))
+            theirs, mine, their_time, my_time = compare(system, args.ruleset, Path(scratch) / "packages")
+            their_total, my_total = their_total + their_time, my_total + my_time
+            lines.append(_row(system, theirs, mine, their_time, my_time))
             print(lines[-1], file=sys.stderr, flush=True)  # progress; the whole table is printed at the end
             if not agree(theirs, mine):
                 differing.append(f"{system.label}: official: {theirs.why or 'passes'}; ours: {mine.why or 'passes'}")
     count = len(systems) - len(differing)
     lines += ["", *differing, f"agree: {count} of {len(systems)} systems (verdict, and the score to {SCORE_DIGITS} "
-                                f"decimals)"]
+                                f"decimals)", *time_lines(their_total, my_total)]
     round_number = ".".join(args.ruleset.split(".")[:2])
     repository = args.repository or f"mlcommons/training_results_v{round_number}"
-    setting = (f"; round Training v{round_number} (ruleset {args.ruleset}), {repository} at commit {commit}, "
-               f"{len(systems)} BERT systems; mlperf-logging {version('mlperf-logging')}")
-    print_and_record(RESULTS, lines, args, argv, setting)
+    setting = (f"; {repository} at commit {commit}, {len(systems)} BERT systems; mlperf-logging "
+               f"{version('mlperf-logging')}")
+    print("\n".join(lines))
+    if not args.no_results:
+        record_round(RESULTS, f"Training v{round_number} (ruleset {args.ruleset})", lines, argv, setting)
 
 
 if __name__ == "__main__":

@@ -1,163 +1,75 @@
-"""`mlperf-bert check PATH`: a result log, a folder of result logs or a submission tree, checked the way the
-reviewers check it, after the plain-words checks of precheck.py and the judgement of the logs (judgement.py,
-provenance.py).
+"""`mlperf-bert check PATH`: a result log, a folder of result logs, a submission (an ORG folder) or a folder of
+submissions (a results repository), checked the way the reviewers check it, after the plain-words checks of
+precheck.py and the judgement of the logs (judgement.py, provenance.py).
 
-Every log is read once (result_log, through compliance.files) and judged once; each official tool runs once per
-log, folder or package (for `score`, the package checker and the result summarizer run together on one copy).
-The verdict passes only when nothing finds an error, every official tool that applies ran and passed, and (for a
-folder or a package) at most one run does not count, as olympic scoring allows, and that one failed as genuine
-runs fail (compliance.judgement). `package`, `score` and `report` show this verdict.
+Only BERT is checked: in a submission, the systems with a `results/<name>/bert/` folder (or those picked by name,
+compliance.targets); the others are named once, as skipped. Every log is read once, into a copy that the official
+tools then get (compliance.staging), and judged once (compliance.verdict); the official tools run once per system
+(compliance.tool_runs: the package checker on each system as a package of its own, with the result summarizer for
+`score`; for a folder or a log, the compliance checker and the RCP checker), in a few processes side by side for a
+round. `package`, `score`, `report` and `review` show this verdict.
 """
 
 from __future__ import annotations
 
-import functools
 import os
-from collections.abc import Callable
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET, DIVISIONS
-from compliance.checkers import (
-    CheckResult,
-    Scoring,
-    compliance_check,
-    package_check,
-    rcp_check,
-    require_ruleset,
-    score_package,
-    system_desc_check,
-)
-from compliance.errors import UsageError
-from compliance.findings import ERROR, Finding
-from compliance.judgement import RunCount, count_run, dropped_runs, platform_findings
-from compliance.precheck import folder_findings, log_findings, package_findings, read_system_json
+from compliance.checkers import CheckResult, Scoring, require_ruleset
+from compliance.findings import WARNING, Finding
+from compliance.judgement import platform_findings
+from compliance.precheck import package_findings, read_system_json
 from compliance.provenance import package_provenance
-from compliance.result_log import ResultLog, read_result_log, result_logs_in
+from compliance.result_log import result_logs_in
+from compliance.staging import Staging, read_staged
+from compliance.targets import bert_systems, find_package, find_packages, pick_systems
+from compliance.tool_runs import SystemJob, SystemTools, run_logs, run_systems
+from compliance.verdict import (
+    CheckReport,
+    FolderJudgement,
+    LogRow,
+    Progress,
+    TargetError,
+    ToolRun,
+    counted_findings,
+    judge_folder,
+    judge_logs,
+    logged_division,
+    rcp_tool_run,
+)
 
-Progress = Callable[[str], None]
-
-
-class TargetError(UsageError):
-    """PATH is not something `check` knows how to check."""
-
-
-@dataclass(frozen=True)
-class LogRow:
-    label: str
-    log: ResultLog
-    findings: tuple[Finding, ...]
-    compliance: CheckResult | None  # None: not run, the tool would crash on this log
-
-    @functools.cached_property
-    def count(self) -> RunCount:  # judged once per row, however often the report asks
-        counted = count_run(self.log, list(self.findings), self.compliance)
-        if counted.reason is None and self.compliance is None:
-            return RunCount("not checked")
-        return counted
-
-    @property
-    def why_not_counted(self) -> str | None:
-        return self.count.reason
-
-
-@dataclass(frozen=True)
-class ToolRun:
-    tool: str
-    target: str
-    result: CheckResult | None
-    note: str = ""  # why it did not run, or why it does not apply, or what it left out
-    applies: bool = True
-
-    @property
-    def passed(self) -> bool:
-        return self.result.passed if self.result is not None else not self.applies
+__all__ = ["CheckReport", "LogRow", "Progress", "TargetError", "ToolRun", "TreeCheck", "check", "check_tree",
+           "find_package"]
+NOT_HANDED = "not run: the harness does not hand this system to the tools; fix the problems above first"
 
 
 @dataclass
-class CheckReport:
+class TreeCheck:
+    """The check of everything at PATH: one report per submission (or one for a log or a folder of logs)."""
+
     target: Path
-    kind: str  # "log", "folder" or "package"
     ruleset: str
-    division: str | None
-    rows: list[LogRow] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    tools: list[ToolRun] = field(default_factory=list)
-    descriptions: dict[str, dict] = field(default_factory=dict)  # a package's systems/<name>.json, by name
-    scoring: Scoring | None = None  # the package checker and result summarizer, when the check was for `score`
-
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.level == ERROR]
-
-    @property
-    def blocked(self) -> bool:
-        """Whether some input would crash the official tools (they are then not run on it)."""
-        return any(f.blocks for f in self.findings) or any(f.blocks for row in self.rows for f in row.findings)
+    reports: list[CheckReport]
+    skipped: list[str] = field(default_factory=list)  # submissions at PATH without BERT results
 
     @property
     def passed(self) -> bool:
-        rows_ok = self.kind != "log" or all(row.why_not_counted is None for row in self.rows)
-        return rows_ok and not self.blocked and not self.errors and all(t.passed for t in self.tools)
-
-    def logs_of(self, system: str) -> list[ResultLog]:
-        """The logs of one system of a package (results/<system>/bert/), in run order."""
-        return [row.log for row in self.rows if row.label.split("/", 1)[0] == system]
+        return bool(self.reports) and all(report.passed for report in self.reports)
 
 
-def find_package(path: Path) -> Path | None:
-    """The submission folder (ORG, holding systems/ and results/) at PATH or as PATH's only such child."""
-    def is_package(p: Path) -> bool:
-        return (p / "systems").is_dir() or (p / "results").is_dir()
-    if is_package(path):
-        return path
-    children = [c for c in sorted(path.iterdir()) if c.is_dir() and is_package(c)] if path.is_dir() else []
-    return children[0] if len(children) == 1 else None
+@dataclass
+class _Judged:
+    """A submission between its judgement and the official tools' verdicts."""
 
-
-def _check_logs(logs: list[ResultLog], labels: list[str], division: str | None, ruleset: str,
-                progress: Progress) -> list[LogRow]:
-    """A row per log: its own findings and the compliance checker's verdict (several checkers at a time: each
-    is a short process that mostly waits on Python's start-up)."""
-    findings = [tuple(log_findings(log, division)) for log in logs]
-    checkable = [log.path for log, found in zip(logs, findings) if not any(f.blocks for f in found)]
-    progress(f"compliance checker: {len(checkable)} log(s)")
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
-        verdicts = dict(zip(checkable, pool.map(lambda path: compliance_check(path, ruleset), checkable)))
-    return [LogRow(label, log, found, verdicts.get(log.path)) for label, log, found in zip(labels, logs, findings)]
-
-
-def _logged_division(logs: list[ResultLog]) -> str | None:
-    divisions = [log.division for log in logs]
-    same = bool(divisions) and all(d == divisions[0] for d in divisions)
-    return divisions[0] if same and divisions[0] in DIVISIONS else None
-
-
-def _check_runs(report: CheckReport, folder: Path, division: str | None, label_prefix: str,
-                progress: Progress) -> bool:
-    """The logs of one folder: a row per log, the folder's findings and the RCP checker where it applies.
-    Returns whether the official tools can read the folder (nothing in it blocks them)."""
-    logs = [read_result_log(p) for p in result_logs_in(folder)]
-    division = division or _logged_division(logs)
-    rows = _check_logs(logs, [label_prefix + log.path.name for log in logs], division, report.ruleset, progress)
-    found = folder_findings(folder, logs, division, report.ruleset)
-    failing = {row.label: row.count for row in rows if row.count.reason is not None}
-    report.rows += rows
-    report.findings += found + dropped_runs(folder, failing)
-    readable = not any(f.blocks for f in found) and not any(f.blocks for row in rows for f in row.findings)
-    if division == "open":
-        report.tools.append(ToolRun("RCP checker", str(folder), None, "applies to the closed division only",
-                                    applies=False))
-    elif division is None:
-        report.tools.append(ToolRun("RCP checker", str(folder), None, "not run: the division is unclear"))
-    elif not readable:
-        report.tools.append(ToolRun("RCP checker", str(folder), None, "not run: it would crash on or misjudge the "
-                                    "logs; fix the problems above first"))
-    else:
-        progress(f"RCP checker: {folder}")
-        report.tools.append(ToolRun("RCP checker", str(folder), rcp_check(folder, report.ruleset)))
-    return readable
+    report: CheckReport
+    folders: dict[str, FolderJudgement]  # by system
+    divisions: dict[str, str | None]
+    jobs: list[SystemJob]  # the systems handed to the package checker
+    loose: list[SystemJob] = field(default_factory=list)  # readable logs of systems it does not get (their JSON)
 
 
 def _system_division(description: dict | None) -> str | None:
@@ -165,91 +77,263 @@ def _system_division(description: dict | None) -> str | None:
     return division if division in DIVISIONS else None
 
 
-def _check_systems(report: CheckReport, org: Path, progress: Progress) -> set[str]:
-    """Each systems/<name>.json, read once: its problems and the system description checker. Returns the names
-    of those the official tools cannot read."""
+def _grouped(org: Path, findings: list[Finding]) -> list[Finding]:
+    """The same warning about several system JSONs said once, where the first of them was said (a published org
+    repeats its JSONs' fields: NVIDIA's v5.0 JSONs all carry framework_name)."""
+    def about_json(f: Finding) -> bool:
+        return f.level == WARNING and Path(f.where).parent == org / "systems" and f.where.endswith(".json")
+    same: dict[str, list[Finding]] = {}
+    for finding in filter(about_json, findings):
+        same.setdefault(finding.message, []).append(finding)
+    grouped = []
+    for finding in findings:
+        group = same.get(finding.message, []) if about_json(finding) else [finding]
+        if len(group) == 1:
+            grouped.append(finding)
+        elif group and group[0] is finding:
+            names = ", ".join(Path(f.where).name for f in group)
+            grouped.append(Finding(str(org / "systems"), f"{finding.message} (in {len(group)} system JSONs: {names})",
+                                   WARNING))
+    return grouped
+
+
+def _read_systems(report: CheckReport, org: Path, packages: dict[str, Path], staging: Staging) -> set[str]:
+    """Each BERT system's JSON, read once and, when the tools can read it, copied for them; returns the systems
+    whose JSON is missing or unreadable to the tools."""
     unreadable = set()
-    for system_json in sorted((org / "systems").glob("*.json")):
-        description, found = read_system_json(system_json)
+    for name, package in packages.items():
+        path = org / "systems" / f"{name}.json"
+        if not path.exists() and not path.is_symlink():
+            unreadable.add(name)  # precheck.package_findings names it
+            continue
+        description, found = read_system_json(path)
         report.findings += found
         if description is not None:
-            report.descriptions[system_json.stem] = description
-        if any(f.blocks for f in found):
-            unreadable.add(system_json.stem)
-            report.tools.append(ToolRun("system description checker", str(system_json), None,
-                                        "not run: it would crash on this file; fix the problems above first"))
+            report.descriptions[name] = description
+        if description is None or any(f.blocks for f in found):
+            unreadable.add(name)
         else:
-            progress(f"system description checker: {system_json.name}")
-            report.tools.append(ToolRun("system description checker", str(system_json),
-                                        system_desc_check(system_json, report.ruleset)))
+            staging.write_system_json(package, name, description)
     return unreadable
 
 
-def _package_tools(report: CheckReport, org: Path, readable: list[str], left_out: list[str], score: bool,
-                   progress: Progress) -> None:
-    """The package checker (and for `score` the result summarizer, on the same copy) on the systems the tools can
-    read; the others are left out and named, so that one unreadable system does not hide the others' verdicts."""
-    if not readable:
-        report.tools.append(ToolRun("package checker", str(org), None, "not run: it would crash on or misjudge "
-                                    "this package; fix the problems above first"))
-        return
-    note = (f"run on {len(readable)} of {len(readable) + len(left_out)} systems; left out (the tools would crash "
-            f"on or misjudge them): {', '.join(left_out)}") if left_out else ""
-    progress("package checker and result summarizer" if score else f"package checker: {org}")
-    if score:
-        report.scoring = score_package(org, report.ruleset, readable)
-        report.tools.append(ToolRun("package checker", str(org), report.scoring.package, note))
-    else:
-        report.tools.append(ToolRun("package checker", str(org), package_check(org, report.ruleset, readable), note))
+def _read_runs(report: CheckReport, org: Path, name: str, package: Path, staging: Staging,
+               progress: Progress) -> tuple[FolderJudgement | None, str | None]:
+    """One system's logs, read once into their copies and judged: (the judgement, the division they are judged
+    as); no judgement for a results folder that is a link."""
+    bench = org / "results" / name / BENCHMARK
+    link = next((p for p in (bench.parent, bench) if p.is_symlink()), None)
+    if link is not None:
+        report.findings.append(Finding(str(link), f"is a symbolic link (to {os.readlink(link)}), not a folder; a "
+                                       "submission holds its results themselves: replace the link with the folder "
+                                       "it points to", blocks=True))
+        return None, None
+    logs = []
+    for path in result_logs_in(bench):
+        logs.append(read_staged(path, staging.log_copy(package, name, path)))
+        progress.advance()
+    system_division = _system_division(report.descriptions.get(name))
+    if report.division is not None and system_division is not None and report.division != system_division:
+        report.findings.append(Finding(str(org / "systems" / f"{name}.json"), f"division is {system_division!r}, but "
+                                       f"the package is checked as {report.division!r}"))
+    division = system_division or report.division or logged_division(logs)
+    judged = judge_folder(bench, logs, division, report.ruleset)
+    report.findings += judged.findings
+    return judged, division
 
 
-def _check_package(report: CheckReport, org: Path, division: str | None, score: bool, progress: Progress) -> None:
+def _judge_package(org: Path, index: int, staging: Staging, ruleset: str, division: str | None,
+                   picked: list[str] | None, progress: Progress) -> _Judged:
+    """A submission's BERT systems read, copied and judged; the jobs for the tools are the systems they can read."""
+    report = CheckReport(org, "package", ruleset, division)
     found = package_findings(org)
     report.findings += found
-    unreadable = _check_systems(report, org, progress)
-    runs: dict[str, list[ResultLog]] = {}
-    for bench in sorted((org / "results").glob(f"*/{BENCHMARK}")) if (org / "results").is_dir() else []:
-        name = bench.parent.name
-        system_division = _system_division(report.descriptions.get(name))
-        if division is not None and system_division is not None and division != system_division:
-            report.findings.append(Finding(str(org / "systems" / f"{name}.json"), f"division is "
-                                           f"{system_division!r}, but the package is checked as {division!r}"))
-        if not _check_runs(report, bench, system_division or division, f"{name}/", progress):
+    names, report.skipped = bert_systems(org)
+    report.systems = [n for n in names if picked is None or n in picked]
+    if not names and not any(f.blocks for f in found):
+        report.findings.append(Finding(str(org), f"no system has BERT results (results/<system>/{BENCHMARK}/); "
+                                       "there is nothing to check", blocks=True))
+    packages = {name: staging.system_package(index, org, name) for name in report.systems}
+    unreadable = _read_systems(report, org, packages, staging)
+    folders, divisions = {}, {}
+    for name in report.systems:
+        judged, divisions[name] = _read_runs(report, org, name, packages[name], staging, progress)
+        if judged is None or not judged.readable:
             unreadable.add(name)
-        runs[name] = report.logs_of(name)
+        if judged is not None:
+            folders[name] = judged
+    runs = {name: list(judged.logs) for name, judged in folders.items()}
     report.findings += platform_findings(org, report.descriptions, runs)
     report.findings += package_provenance(org, report.descriptions, runs)
-    unreadable |= {Path(f.where).name for f in found if f.blocks and Path(f.where).parent.name == "results"}
-    whole = any(f.blocks and Path(f.where) == org for f in found)
-    names = sorted(set(report.descriptions) | set(runs))
-    readable = [] if whole else [n for n in names if n not in unreadable and n in report.descriptions and n in runs]
-    _package_tools(report, org, readable, sorted(set(names) - set(readable)), score, progress)
+    report.findings = _grouped(org, report.findings)
+    unreadable |= {Path(f.where).name for f in report.findings if f.blocks and Path(f.where).parent.name == "results"}
+    whole = any(f.blocks and Path(f.where) == org for f in report.findings)
+    judged = _Judged(report, folders, divisions, [])
+    for name, package in packages.items():
+        if not whole and name not in unreadable and name in report.descriptions:
+            judged.jobs.append(SystemJob(name, package, org))
+        elif name in folders and folders[name].readable:  # its logs alone: the compliance and RCP checkers
+            judged.loose.append(SystemJob(name, package, org))
+        else:
+            staging.discard(package)
+    return judged
+
+
+def _finish_package(judged: _Judged, tools: dict[SystemJob, SystemTools], score: bool) -> CheckReport:
+    """The tools' verdicts added to a submission's judgement: its rows, what olympic scoring makes of them, the
+    tools' lines, and for `score` the summarizer's rows."""
+    report, org = judged.report, judged.report.target
+    said = {job.name: tools[job] for job in judged.jobs + judged.loose if job in tools}
+    for name in report.systems:
+        system_json, own = org / "systems" / f"{name}.json", said.get(name)
+        if name in report.descriptions:
+            checked = own.system if own is not None else None
+            report.tools.append(ToolRun("system description checker", str(system_json), checked,
+                                        "" if checked is not None else NOT_HANDED))
+        folder = judged.folders.get(name)
+        if folder is not None:
+            rows = folder.rows(f"{name}/", own.logs if own is not None else {})
+            report.rows += rows
+            report.findings += counted_findings(folder.folder, rows)
+            report.tools.append(rcp_tool_run(folder.folder, judged.divisions[name], own is not None,
+                                             own.rcp if own is not None else None,
+                                             "not run: the package checker stopped before it"))
+        package = own.package if own is not None else None
+        report.tools.append(ToolRun("package checker", str(org / "results" / name), package,
+                                    "" if package is not None else NOT_HANDED))
+    if not report.systems:
+        report.tools.append(ToolRun("package checker", str(org), None, "not run: there is no BERT system to check"))
+    runs = [said[job.name] for job in judged.jobs if job.name in said]
+    if score and runs:
+        package = CheckResult("package checker", str(org), all(r.package.passed for r in runs),
+                              "\n".join(r.package.output for r in runs))
+        report.scoring = Scoring(package, "\n".join(r.summarizer_output for r in runs),
+                                 tuple(row for r in runs for row in r.summary))
+    return report
+
+
+def _chunks(jobs: list[SystemJob], count: int) -> list[list[SystemJob]]:
+    """The jobs in `count` groups of about equal log bytes (one process of the tools each)."""
+    def size(job: SystemJob) -> int:
+        return sum(p.stat().st_size for p in job.staged.rglob("*") if p.is_file())
+    sizes = {job: size(job) for job in jobs}
+    loads, groups = [0] * max(1, count), [[] for _ in range(max(1, count))]
+    for job in sorted(jobs, key=sizes.get, reverse=True):
+        least = loads.index(min(loads))
+        loads[least] += sizes[job]
+        groups[least].append(job)
+    return [group for group in groups if group]
+
+
+def _run_loose(loose: list[tuple[SystemJob, bool]], ruleset: str, progress: Progress) -> dict[SystemJob, SystemTools]:
+    """The compliance checker on each log and (`True`: closed division) the RCP checker on the folder of systems
+    that the package checker does not get."""
+    def bench(job: SystemJob, root: Path) -> Path:
+        return root / "results" / job.name / BENCHMARK
+    logs = {copy: bench(job, job.org) / copy.name for job, _ in loose
+            for copy in bench(job, job.staged).glob("result_*.txt")}
+    folders = {bench(job, job.staged): bench(job, job.org) for job, closed in loose if closed}
+    verdicts, rcp = run_logs(logs, folders, ruleset)
+    progress.advance(len(loose))
+    return {job: SystemTools(None, {p.name: v for p, v in verdicts.items() if p.parent == bench(job, job.org)}, None,
+                             rcp.get(bench(job, job.org))) for job, _ in loose}
+
+
+def _run_package_tools(judged: list[_Judged], ruleset: str, score: bool,
+                       progress: Progress) -> dict[SystemJob, SystemTools]:
+    jobs = [job for one in judged for job in one.jobs]
+    loose = [(job, one.divisions[job.name] == "closed") for one in judged for job in one.loose]
+    progress.step("official tools" + (" and result summarizer" if score else ""), len(jobs) + len(loose))
+    chunks = _chunks(jobs, min(len(jobs), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=max(1, len(chunks) + bool(loose))) as pool:
+        futures = [pool.submit(run_systems, chunk, ruleset, score, progress.advance) for chunk in chunks]
+        futures += [pool.submit(_run_loose, loose, ruleset, progress)] if loose else []
+        return {job: found for future in futures for job, found in future.result().items()}
+
+
+def _check_packages(orgs: list[Path], ruleset: str, division: str | None, score: bool,
+                    picked: dict[Path, list[str]] | None, progress: Progress) -> list[CheckReport]:
+    def logs_of(org: Path) -> int:
+        names = bert_systems(org)[0] if picked is None else picked.get(org, [])
+        return sum(len(result_logs_in(org / "results" / n / BENCHMARK)) for n in names
+                   if not (org / "results" / n).is_symlink() and not (org / "results" / n / BENCHMARK).is_symlink())
+    progress.step("reading and judging logs", sum(logs_of(org) for org in orgs))
+    with tempfile.TemporaryDirectory(prefix="mlperf-check-") as scratch:
+        staging = Staging(Path(scratch))
+        judged = [_judge_package(org, index, staging, ruleset, division, None if picked is None else picked[org],
+                                 progress) for index, org in enumerate(orgs)]
+        tools = _run_package_tools(judged, ruleset, score, progress)
+        return [_finish_package(one, tools, score) for one in judged]
+
+
+def _check_alone(path: Path, kind: str, ruleset: str, division: str | None, progress: Progress) -> CheckReport:
+    """A result log, or a folder of result logs, checked on its own: the compliance checker on each log and, for a
+    folder of the closed division, the RCP checker."""
+    report = CheckReport(path, kind, ruleset, division)
+    sources = [path] if kind == "log" else result_logs_in(path)
+    progress.step("reading and judging logs", len(sources))
+    with tempfile.TemporaryDirectory(prefix="mlperf-check-") as scratch:
+        copies, logs = Staging(Path(scratch)).folder(0), []
+        for source in sources:
+            logs.append(read_staged(source, copies / source.name))
+            progress.advance()
+        folder = judge_folder(path, logs, division or logged_division(logs), ruleset) if kind == "folder" else None
+        found = folder.log_findings if folder is not None else judge_logs(logs, division)
+        checkable = {copies / log.path.name: log.path for log, own in zip(logs, found)
+                     if not any(f.blocks for f in own)}
+        rcp = folder is not None and folder.readable and (division or logged_division(logs)) == "closed"
+        progress.step("official tools", len(checkable))
+        verdicts, rcp_verdicts = run_logs(checkable, {copies: path} if rcp else {}, ruleset, progress.advance)
+    rows = [LogRow(log.path.name, log, own, verdicts.get(log.path)) for log, own in zip(logs, found)]
+    report.rows += rows
+    if folder is not None:
+        report.findings += [*folder.findings, *counted_findings(path, rows)]
+        report.tools.append(rcp_tool_run(path, division or logged_division(logs), folder.readable,
+                                         rcp_verdicts.get(path)))
+    return report
+
+
+def _refuse_file(path: Path, score: bool, systems: list[str] | None) -> None:
+    if score or systems:
+        raise TargetError(f"{path}: is a file, not a submission (an ORG folder with systems/ and results/) nor a "
+                          f"folder of them; check a result log with `mlperf-bert check {path}`")
+
+
+def check_tree(path: str | Path, ruleset: str = DEFAULT_RULESET, division: str | None = None,
+               progress: Progress | None = None, score: bool = False, systems: list[str] | None = None) -> TreeCheck:
+    """Checks everything at PATH (and, with `score`, scores it: CheckReport.scoring): a result log, a folder of
+    result logs, a submission, or a folder of submissions; `systems` picks systems by name. Raises TargetError or
+    RulesetError for a PATH or ruleset it cannot check."""
+    path, ruleset, progress = Path(path), require_ruleset(ruleset), progress or Progress()
+    if division is not None and division not in DIVISIONS:
+        raise TargetError(f"--division {division!r}: use 'closed' or 'open'")
+    if not path.exists():
+        raise TargetError(f"{path}: no such file or folder")
+    if not path.is_dir():
+        _refuse_file(path, score, systems)
+        return TreeCheck(path, ruleset, [_check_alone(path, "log", ruleset, division, progress)])
+    orgs = find_packages(path)
+    if not orgs:
+        if not score and not systems and result_logs_in(path):
+            return TreeCheck(path, ruleset, [_check_alone(path, "folder", ruleset, division, progress)])
+        raise TargetError(f"{path}: neither a result log, a folder of result_*.txt logs, a submission (ORG/systems/"
+                          f"<name>.json and ORG/results/<name>/{BENCHMARK}/result_*.txt), nor a folder of submissions")
+    picked = pick_systems(orgs, systems)
+    checked = [org for org in orgs if (org in picked if picked is not None else len(orgs) == 1 or bert_systems(org)[0])]
+    if not checked:
+        raise TargetError(f"{path}: none of its {len(orgs)} submissions has BERT results "
+                          f"(ORG/results/<system>/{BENCHMARK}/)")
+    reports = _check_packages(checked, ruleset, division, score, picked, progress)
+    without_bert = [org.name for org in orgs if org not in checked and not bert_systems(org)[0]]
+    return TreeCheck(path, ruleset, reports, without_bert)
 
 
 def check(path: str | Path, ruleset: str = DEFAULT_RULESET, division: str | None = None,
-          progress: Progress | None = None, score: bool = False) -> CheckReport:
-    """Checks a result log, a folder of result logs or a submission (and, with `score`, scores the submission:
-    CheckReport.scoring); raises TargetError or RulesetError for a PATH or ruleset it cannot check."""
-    path, ruleset = Path(path), require_ruleset(ruleset)
-    progress = progress or (lambda message: None)
-    if division is not None and division not in DIVISIONS:
-        raise TargetError(f"--division {division!r}: use 'closed' or 'open'")
-    if path.is_file() or path.exists() and not path.is_dir():
-        report = CheckReport(path, "log", ruleset, division)
-        report.rows += _check_logs([read_result_log(path)], [path.name], division, ruleset, progress)
-        return report
-    if not path.exists():
-        raise TargetError(f"{path}: no such file or folder")
-    org = find_package(path)
-    if org is not None:
-        report = CheckReport(org, "package", ruleset, division)
-        _check_package(report, org, division, score, progress)
-        return report
-    if score:
-        raise TargetError(f"{path}: not a submission (ORG/systems/<name>.json and ORG/results/<name>/bert/)")
-    if result_logs_in(path):
-        report = CheckReport(path, "folder", ruleset, division)
-        _check_runs(report, path, division, "", progress)
-        return report
-    raise TargetError(f"{path}: neither a result log, a folder of result_*.txt logs, nor a submission "
-                      "(ORG/systems/<name>.json and ORG/results/<name>/bert/result_*.txt)")
+          progress: Progress | None = None, score: bool = False, systems: list[str] | None = None) -> CheckReport:
+    """check_tree for a PATH that holds one thing to check (a log, a folder of logs or one submission)."""
+    tree = check_tree(path, ruleset, division, progress, score, systems)
+    if len(tree.reports) != 1:
+        names = ", ".join(report.target.name for report in tree.reports)
+        raise TargetError(f"{path}: holds {len(tree.reports)} submissions with BERT results ({names}); check them "
+                          "together with check_tree, or one at a time")
+    return tree.reports[0]

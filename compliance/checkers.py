@@ -1,25 +1,25 @@
 """The official mlperf-logging checkers, run as the reviewers run them, with their real verdict.
 
-`compliance_check(log)`, `rcp_check(folder)`, `system_desc_check(json)`, `package_check(org_dir)` return a
-`CheckResult` (passed, the tool's output); `score_package(org_dir)` the result summarizer's `Scoring`;
-`rcp_batch_sizes` and `rcp_reference` the RCP checker's reference points. The ruleset is always given
-(`require_ruleset` refuses one that does not know BERT). Each tool runs in a subprocess in a scratch directory,
-the package checker and the summarizer on a copy of the systems they check. How each tool is run, what each one
-does and where its exit code cannot be trusted: docs/submission.md, "How the official tools are run".
+`compliance_check(log)`, `rcp_check(folder)` and `system_desc_check(json)` run one tool's command line on a file
+of the harness's own (a run's log, a descriptor's description) and return a `CheckResult` (passed, the tool's
+output); `rcp_batch_sizes` and `rcp_reference` give the RCP checker's reference points. What a submission is
+checked with is compliance.tool_runs: the tools on copies of what was judged (compliance.staging). The ruleset is
+always given (`require_ruleset` refuses one that does not know BERT). Each tool runs in a subprocess in a scratch
+directory. How each tool is run, what each one does and where its exit code cannot be trusted: docs/submission.md,
+"How the official tools are run".
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET, RULESETS
 from compliance.errors import UsageError
-from compliance.files import MAX_LOG_BYTES, UnreadableFile, read_regular_file
 
 USAGE = "training"
 PACKAGE_SUCCESS = "PACKAGE CHECKER FOUND NO ERRORS, SUCCESS !"
@@ -98,44 +98,6 @@ def system_desc_check(system_json: str | Path, ruleset: str = DEFAULT_RULESET) -
     return CheckResult("system description checker", str(system_json), SYSTEM_DESC_PASSED in output, output)
 
 
-def _systems_of(org_dir: Path) -> list[str]:
-    found = {p.stem for p in (org_dir / "systems").glob("*.json")}
-    return sorted(found | {p.name for p in (org_dir / "results").glob("*") if p.is_dir()})
-
-
-def _copy_for_tools(org_dir: Path, scratch: Path, systems: list[str] | None) -> Path:
-    """A copy of the systems the tools are to check (default: all): their JSON and the regular files under
-    their results folders; a file that is no regular file or too large (compliance.files) is left out."""
-    copy = scratch / org_dir.name
-    for name in _systems_of(org_dir) if systems is None else systems:
-        results = org_dir / "results" / name
-        sources = [org_dir / "systems" / f"{name}.json"]
-        sources += sorted(p for p in results.rglob("*") if not p.is_dir()) if results.is_dir() else []
-        for source in sources:
-            try:
-                data = read_regular_file(source, MAX_LOG_BYTES)
-            except UnreadableFile:
-                continue
-            target = copy / source.relative_to(org_dir)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-    return copy
-
-
-def _package_check_in(copy: Path, org_dir: Path, ruleset: str) -> CheckResult:
-    output, _ = _run(["mlperf_logging.package_checker", str(copy), USAGE, ruleset], copy.parent)
-    return CheckResult("package checker", str(org_dir), PACKAGE_SUCCESS in output,
-                       output.replace(str(copy), str(org_dir)))
-
-
-def package_check(org_dir: str | Path, ruleset: str = DEFAULT_RULESET, systems: list[str] | None = None) -> CheckResult:
-    """`python -m mlperf_logging.package_checker ORG_DIR training R` on `systems` (default: all); success is its
-    success line, not its exit code (always 0)."""
-    org_dir = Path(org_dir).resolve()
-    with tempfile.TemporaryDirectory(prefix="mlperf-package-") as scratch:
-        return _package_check_in(_copy_for_tools(org_dir, Path(scratch), systems), org_dir, require_ruleset(ruleset))
-
-
 @dataclass(frozen=True)
 class SummaryRow:
     """The result summarizer's figures for one system (None where it reports none)."""
@@ -155,30 +117,16 @@ class Scoring:
     rows: tuple[SummaryRow, ...]
 
 
-def _summary_rows(summary: Path) -> tuple[SummaryRow, ...]:
-    if not summary.is_file():
-        return ()
+def summary_rows(records: list) -> tuple[SummaryRow, ...]:
+    """The rows of the result summarizer's summary_detailed.json."""
     rows = []
-    for record in json.loads(summary.read_text()):
+    for record in records:
         # details_url ends in systems/<results folder>.json: the one column naming the folder, not the system.
-        system = record.get("details_url", "").rsplit("/", 1)[-1].removesuffix(".json")
+        system = str(record.get("details_url", "")).rsplit("/", 1)[-1].removesuffix(".json")
         rows.append(SummaryRow(system, record.get("division", ""), record.get(f"{BENCHMARK}:time_to_train"),
                                record.get(f"{BENCHMARK}:samples_to_converge"),
                                record.get(f"{BENCHMARK}:RCP") or "", record.get(f"{BENCHMARK}:rcp_scaling_factor")))
     return tuple(rows)
-
-
-def score_package(org_dir: str | Path, ruleset: str = DEFAULT_RULESET, systems: list[str] | None = None) -> Scoring:
-    """The package checker (which writes scaling.json), then the result summarizer, on one copy of `systems`
-    (default: all) of the tree."""
-    org_dir, ruleset = Path(org_dir).resolve(), require_ruleset(ruleset)
-    with tempfile.TemporaryDirectory(prefix="mlperf-score-") as scratch:
-        copy = _copy_for_tools(org_dir, Path(scratch), systems)
-        package = _package_check_in(copy, org_dir, ruleset)
-        output, _ = _run(["mlperf_logging.result_summarizer", str(copy), USAGE, ruleset, "--csv", "summary.csv"],
-                         copy.parent)
-        rows = _summary_rows(copy.parent / "summary_detailed.json")
-    return Scoring(package, output.replace(str(copy), str(org_dir)), rows)
 
 
 @dataclass(frozen=True)
@@ -189,9 +137,14 @@ class RcpReference:
     mean_samples: float  # olympic mean of the reference runs' samples to converge
     min_mean_samples: float  # a submission's olympic mean may not be lower than this
     source: str  # "reference", "interpolated" or "smallest reference" (below the smallest batch size)
+    # The hyperparameters of the reference point(s) it comes from, by batch size (two for an interpolated one), as
+    # the installed mlperf-logging's rcps_bert.json for the ruleset gives them.
+    hyperparameters: dict[int, dict] = field(default_factory=dict)
 
 
+@functools.cache
 def _rcp_checker(ruleset: str):
+    """The RCP checker's reference data for BERT (rcps_bert.json of the installed mlperf-logging), read once."""
     from mlperf_logging.rcp_checker.rcp_checker import RCP_Checker
 
     return RCP_Checker(USAGE, require_ruleset(ruleset), BENCHMARK, verbose=False)
@@ -206,15 +159,18 @@ def rcp_reference(batch_size: int, ruleset: str = DEFAULT_RULESET) -> RcpReferen
     """The point the RCP checker compares a batch size against, chosen as it chooses; None above the largest."""
     checker, pruned = _rcp_checker(ruleset), "pruned_rcps"
     record, source = checker._find_rcp(batch_size, pruned), "reference"
+    sources = [record]
     if record is None:
         low = checker._find_top_min_rcp(batch_size, pruned)
         high = checker._find_bottom_max_rcp(batch_size, pruned)
         if low is not None and high is not None:
             _, record = checker._create_interp_rcp(batch_size, low, high)
-            source = "interpolated"
+            source, sources = "interpolated", [low, high]
         elif low is None and high is not None:
             record, source = checker._find_min_rcp(pruned), "smallest reference"
+            sources = [record]
     if record is None:
         return None
     return RcpReference(int(record["BS"]), float(record["RCP Mean"]),
-                        float(record["RCP Mean"] / record["Max Speedup"]), source)
+                        float(record["RCP Mean"] / record["Max Speedup"]), source,
+                        {int(r["BS"]): dict(r["Hyperparams"]) for r in sources})

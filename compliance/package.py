@@ -19,6 +19,7 @@ import json
 import shutil
 import subprocess
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,10 +35,12 @@ from compliance.errors import InputError
 from compliance.files import MAX_LOG_BYTES, read_regular_file
 from compliance.findings import ERROR, Finding
 from compliance.folders import build_in_place
-from compliance.judgement import count_run, dropped_runs
-from compliance.precheck import descriptor_findings, folder_findings, log_findings
+from compliance.judgement import dropped_runs
+from compliance.precheck import descriptor_findings
 from compliance.provenance import code_findings, folder_name_for, org_is_submitter
-from compliance.result_log import ResultLog, read_result_log, result_logs_in
+from compliance.result_log import ResultLog, result_logs_in
+from compliance.staging import read_staged
+from compliance.verdict import judge_folder
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 
@@ -101,16 +104,12 @@ def _provenance(logs_dir: Path, logs: list[ResultLog], commit: str, archive: byt
 
 
 def _refusals(system: Descriptor, logs_dir: Path, logs: list[ResultLog], ruleset: str) -> list[Finding]:
-    """The errors that would make the package fail its check: refused before writing anything."""
-    failing = {}
-    found = folder_findings(logs_dir, logs, system.division, ruleset) + descriptor_findings(logs_dir, logs, system)
-    for log in logs:
-        own = log_findings(log, system.division)
-        found += own
-        counted = count_run(log, own)
-        if counted.reason is not None:
-            failing[log.path.name] = counted
-    found += dropped_runs(logs_dir, failing)
+    """The errors that would make the package fail its check (check's own judgement of the folder, before any tool
+    runs, and the descriptor's word on the logs): refused before writing anything."""
+    judged = judge_folder(logs_dir, logs, system.division, ruleset)
+    found = [*judged.findings, *descriptor_findings(logs_dir, logs, system),
+             *(f for own in judged.log_findings for f in own),
+             *dropped_runs(logs_dir, judged.counts_before_tools())]
     # A log's own errors count through dropped_runs, which judges the runs together.
     return [f for f in found if f.level == ERROR and (f.blocks or Path(f.where) == logs_dir)]
 
@@ -120,7 +119,7 @@ def _write_tree(root: Path, system: Descriptor, logs: list[Path], impl: str, arc
     (root / "systems" / f"{system.name}.json").write_text(json.dumps(system.description, indent=2) + "\n")
     results = root / "results" / system.name / BENCHMARK
     results.mkdir(parents=True)
-    for index, log in enumerate(logs):  # read as check read them: a log swapped for a FIFO since is refused
+    for index, log in enumerate(logs):  # the copies that were judged
         (results / f"result_{index}.txt").write_bytes(read_regular_file(log, MAX_LOG_BYTES))
     code = root / "benchmarks" / BENCHMARK / "implementations" / impl
     code.mkdir(parents=True)
@@ -151,15 +150,17 @@ def build_package(system: str | Path, logs_dir: str | Path, org: str | None, out
     if not logs_dir.is_dir():
         raise PackageError(f"{logs_dir}: no such folder of result logs")
     commit, dirty, archive = _head()
-    logs = [read_result_log(p) for p in result_logs_in(logs_dir)]
-    refusals = (_refusals(descriptor, logs_dir, logs, ruleset)
-                + _org_findings(org, descriptor.description["submitter"], descriptor.path)
-                + _provenance(logs_dir, logs, commit, archive))
-    if refusals:
-        raise PackageError("not packaged, nothing written:\n" + "\n".join(f"  {f}" for f in refusals))
-    target = out / org
-    if target.exists() and not force:
-        raise PackageError(f"{target} already exists; pass --force to replace it")
-    build_in_place(target, lambda staging: _write_tree(staging, descriptor, [log.path for log in logs], impl,
-                                                       archive))
+    with tempfile.TemporaryDirectory(prefix="mlperf-package-") as scratch:
+        # Each log read once, into a copy: what is judged is what is packaged, whatever happens to the logs meanwhile.
+        logs = [read_staged(p, Path(scratch) / p.name) for p in result_logs_in(logs_dir)]
+        refusals = (_refusals(descriptor, logs_dir, logs, ruleset)
+                    + _org_findings(org, descriptor.description["submitter"], descriptor.path)
+                    + _provenance(logs_dir, logs, commit, archive))
+        if refusals:
+            raise PackageError("not packaged, nothing written:\n" + "\n".join(f"  {f}" for f in refusals))
+        target = out / org
+        if target.exists() and not force:
+            raise PackageError(f"{target} already exists; pass --force to replace it")
+        copies = [Path(scratch) / log.path.name for log in logs]
+        build_in_place(target, lambda staging: _write_tree(staging, descriptor, copies, impl, archive))
     return PackageResult(target, commit, dirty, check(target, ruleset, descriptor.division, progress))

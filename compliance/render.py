@@ -90,6 +90,7 @@ def print_check(report: CheckReport, console: Console) -> None:
     # The heading is a line of its own: a table title would be wrapped to the table's width, splitting paths.
     _say(console, f"{report.target} (ruleset {report.ruleset}"
                   f"{f', {report.division} division' if report.division else ''})", style="italic")
+    _skipped(report, console)
     console.print(_log_table(report))
     print_problems(report, console)
     _say(console, f"VERDICT: {_verdict(report)}", style="bold")
@@ -121,8 +122,14 @@ def _verdict(report: CheckReport) -> str:
     return f"FAIL ({'; '.join(parts)})"
 
 
+def _skipped(report: CheckReport, console: Console) -> None:
+    if report.skipped:  # another benchmark's systems, named once
+        _say(console, f"skipped (no bert/ results): {', '.join(report.skipped)}")
+
+
 def print_score(report: ScoreReport, console: Console) -> None:
     _say(console, f"{report.check.target} (ruleset {report.check.ruleset})", style="italic")
+    _skipped(report.check, console)
     table = Table()
     for name in ("system", "division", "score (minutes)", "samples to converge", "RCP", "scaling factor", "runs"):
         table.add_column(name, justify="left" if name in ("system", "division", "RCP") else "right",

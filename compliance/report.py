@@ -1,17 +1,23 @@
-"""`mlperf-bert report DIR -o OUT`: a Markdown report with figures, readable without running anything.
+"""`mlperf-bert report PATH -o OUT`: a Markdown report with figures, readable without running anything.
 
-OUT/report.md holds the verdict and the score (from `score`: the check, the package checker and the result
-summarizer), then per system its description, a table of the runs and three figures: eval accuracy against
-samples with the 0.720 target and the reference convergence mean for the batch size, the run times with the
-olympic window, and the training throughput between evals. OUT is written beside itself and renamed into
-place; an existing OUT is replaced only when all it holds is an earlier report (its report.md and the figures
-that report.md shows), so that no other file is ever deleted.
+OUT/report.md holds, for each submission at PATH (an ORG folder, or a folder of them), the verdict and the score
+(from `score`: the check, the package checker and the result summarizer), then per BERT system its description,
+a table of the runs and three figures: eval accuracy against samples with the 0.720 target and the reference
+convergence mean for the batch size (zoomed near the target), the run times with the olympic window, and the
+training throughput between evals.
+
+OUT is claimed as bert.ownership claims an output folder: the report removes and replaces only what a report
+wrote there before (its record says which files), never a file of someone else's, and refuses a folder that holds
+one; everything is drawn aside first, so OUT changes only once the report is whole.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib.metadata import version
@@ -21,45 +27,47 @@ from statistics import median
 from rich.console import Console
 
 from bert.mlperf_rules import DEFAULT_RULESET
+from bert.ownership import claim_folder, temporary_path
 from compliance import plots
-from compliance.check import Progress, TargetError, find_package
+from compliance.check import Progress
 from compliance.checkers import rcp_reference
-from compliance.errors import InputError
-from compliance.folders import build_in_place
 from compliance.precheck import shared_batch_size
 from compliance.render import print_problems
 from compliance.result_log import ResultLog
-from compliance.score import ScoreReport, SystemScore, score
+from compliance.score import ScoreReport, SystemScore, TreeScore, score_tree
 
 REPORT = "report.md"
-FIGURE = re.compile(r"!\[[^\]]*\]\(([^)/]+)\)")  # a figure shown by report.md, a file beside it
+WRITER = "report"
 DESCRIPTION = ("system_name", "division", "status", "number_of_nodes", "accelerators_per_node",
                "accelerator_model_name", "host_processor_model_name", "framework")
-
-
-class ReportError(InputError):
-    pass
 
 
 @dataclass(frozen=True)
 class ReportResult:
     path: Path
     figures: tuple[Path, ...]
-    score: ScoreReport
+    scores: TreeScore
 
 
 def _number(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def _header(org: Path, result: ScoreReport) -> list[str]:
+def file_stem(*names: str) -> str:
+    """A file name for figures of a submission's system: its names joined, anything but letters, digits and
+    `.+-` made `_` (a name from a submission never becomes a path)."""
+    return re.sub(r"[^A-Za-z0-9.+-]+", "_", "_".join(names)).strip("._") or "system"
+
+
+def _header(result: ScoreReport) -> list[str]:
+    org = result.check.target
     verdict = "PASS" if result.passed else "FAIL"
     problems = io.StringIO()
     print_problems(result.check, Console(file=problems, width=110, color_system=None))
-    written = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    skipped = ([f"Skipped (no BERT results): {', '.join(result.check.skipped)}.", ""]
+               if result.check.skipped else [])
     return [f"# MLPerf Training BERT submission: {org.name}", "",
-            f"Package `{org.resolve()}`, ruleset {result.check.ruleset}, checked with mlperf-logging "
-            f"{version('mlperf-logging')} and written {written} by `mlperf-bert report`.", "",
+            f"Package `{org.resolve()}`, ruleset {result.check.ruleset}.", "", *skipped,
             f"## Verdict: {verdict}", "",
             "What the plain-words checks and the official tools said:", "", "```text",
             problems.getvalue().rstrip() or "no problems", "```", ""]
@@ -67,13 +75,13 @@ def _header(org: Path, result: ScoreReport) -> list[str]:
 
 def _score_table(s: SystemScore | None) -> list[str]:
     if s is None:
-        return ["No official score: the tools were not run on this package (see the verdict).", ""]
+        return ["No official score: the tools were not run on this system (see the verdict).", ""]
     samples = _number(s.samples_to_converge) + (" (from the logs)" if s.samples_source == "logs" else "")
     return ["| score (minutes) | samples to converge | RCP | RCP scaling factor | runs |", "|---:|---:|---|---:|---:|",
             f"| {_number(s.minutes, 4)} | {samples} | {s.rcp} | {_number(s.scaling_factor, 4)} | {s.runs} |", ""]
 
 
-def _rcp_text(logs: list[ResultLog], ruleset: str) -> tuple[float | None, str]:
+def rcp_text(logs: list[ResultLog], ruleset: str) -> tuple[float | None, str]:
     """The reference mean to draw (None when there is none for this batch size) and a sentence about it."""
     batch = shared_batch_size(logs)
     if batch is None:
@@ -89,7 +97,7 @@ def _rcp_text(logs: list[ResultLog], ruleset: str) -> tuple[float | None, str]:
                               f"{ref.min_mean_samples:,.0f}.")
 
 
-def _runs_table(logs: list[ResultLog]) -> list[str]:
+def runs_table(logs: list[ResultLog]) -> list[str]:
     timed = sorted((log.run_minutes, log.path.name) for log in logs if log.run_minutes is not None)
     outside = {timed[0][1], timed[-1][1]} if len(timed) >= 3 else set()
     lines = ["| run | seed | status | samples to converge | minutes | best accuracy | median samples/s | "
@@ -104,24 +112,30 @@ def _runs_table(logs: list[ResultLog]) -> list[str]:
     return lines + [""]
 
 
-def _system_section(name: str, result: ScoreReport, out: Path) -> tuple[list[str], list[Path]]:
-    logs = result.check.logs_of(name)  # as the check read them: each log is read once
-    desc = result.check.descriptions.get(name, {})
-    rcp_mean, rcp_sentence = _rcp_text(logs, result.check.ruleset)
+def system_figures(logs: list[ResultLog], ruleset: str, folder: Path, stem: str) -> list[Path]:
+    """The three figures of one system's runs, written into `folder` as <stem>_accuracy.png, _run_times.png and
+    _throughput.png."""
+    rcp_mean, _ = rcp_text(logs, ruleset)
     timed = [log for log in logs if log.run_minutes is not None]
     rcp_label = f"reference convergence mean, {rcp_mean:,.0f} samples" if rcp_mean is not None else ""
-    figures = [plots.accuracy_plot(logs, rcp_mean, rcp_label, out / f"{name}_accuracy.png"),
-               plots.run_times_plot([log.path.stem for log in timed], [log.run_minutes for log in timed],
-                                    out / f"{name}_run_times.png"),
-               plots.throughput_plot(logs, out / f"{name}_throughput.png")]
+    return [plots.accuracy_plot(logs, rcp_mean, rcp_label, folder / f"{stem}_accuracy.png"),
+            plots.run_times_plot([log.path.stem for log in timed], [log.run_minutes for log in timed],
+                                 folder / f"{stem}_run_times.png"),
+            plots.throughput_plot(logs, folder / f"{stem}_throughput.png")]
+
+
+def _system_section(name: str, result: ScoreReport, folder: Path, stem: str) -> tuple[list[str], list[Path]]:
+    logs = result.check.logs_of(name)  # as the check read them: each log is read once
+    desc = result.check.descriptions.get(name, {})
+    figures = system_figures(logs, result.check.ruleset, folder, stem)
     lines = [f"## System `{name}`", "", *(f"- {key}: {desc.get(key, '-')}" for key in DESCRIPTION), "",
              *_score_table(next((s for s in result.systems if s.system == name), None)),
-             "### Runs", "", *_runs_table(logs), rcp_sentence, "",
+             "### Runs", "", *runs_table(logs), rcp_text(logs, result.check.ruleset)[1], "",
              f"![Eval accuracy against training samples]({figures[0].name})", "",
              "Masked-LM eval accuracy of every run against the training samples seen, with the target the runs "
              f"logged, {plots.logged_target(logs):.3f} (dashed), and the reference convergence mean where one exists "
-             "(dotted); runs "
-             "far below the target get a second, zoomed panel.", "",
+             "(dotted); the upper panel is zoomed where the runs end (near the target), the lower one shows the "
+             "whole climb.", "",
              f"![Run times]({figures[1].name})", "",
              "Run times from run_start to run_stop, fastest first; the grey runs (fastest and slowest) are dropped "
              "and the shaded window is averaged into the score.", "",
@@ -131,46 +145,41 @@ def _system_section(name: str, result: ScoreReport, out: Path) -> tuple[list[str
     return lines, figures
 
 
-def _earlier_report(out: Path) -> set[str]:
-    """The names an earlier report wrote into `out`: its report.md and the figures it shows (none without one)."""
-    try:
-        return {REPORT, *FIGURE.findall((out / REPORT).read_text(errors="replace"))}
-    except OSError:
-        return set()
-
-
-def _check_out(out: Path) -> None:
-    """Refuses an OUT that replacing would lose anything of: a file, or a folder with more than an earlier report."""
-    if out.exists() and not out.is_dir():
-        raise ReportError(f"{out} is a file; choose a folder for -o")
-    if not out.exists():
-        return
-    others = sorted(p.name for p in out.iterdir() if p.name not in _earlier_report(out))
-    if others:
-        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-        raise ReportError(f"{out} holds {shown}, which no earlier report wrote; a report replaces only an earlier "
-                          "report: choose another -o folder, or move those files away")
+def publish(drawn: Path, out: Path, writer: str, inputs: list[Path]) -> list[Path]:
+    """Moves the files drawn aside into OUT, claimed for `writer` (bert.ownership): what that writer wrote there
+    before is removed first, anything else refuses the claim before anything changes. Returns OUT's files."""
+    names = sorted(p.name for p in drawn.iterdir())
+    with claim_folder(out, writer, inputs, mode="overwrite",
+                      foreign_hint="choose another -o folder, or move those files away") as folder:
+        folder.record(*names)
+        for name in names:
+            partial = temporary_path(out / name)
+            shutil.copyfile(drawn / name, partial)
+            os.replace(partial, out / name)
+    return [out / name for name in names]
 
 
 def write_report(path: str | Path, out: str | Path, ruleset: str = DEFAULT_RULESET,
-                 progress: Progress | None = None) -> ReportResult:
-    org, out = find_package(Path(path)), Path(out)
-    if org is None:
-        raise TargetError(f"{path}: not a submission (ORG/systems/<name>.json and ORG/results/<name>/bert/)")
-    _check_out(out)
-    result = score(org, ruleset, progress)
-    figures: list[Path] = []
-
-    def build(staging: Path) -> None:
-        lines = _header(org, result)
-        for name in sorted({row.label.split("/", 1)[0] for row in result.check.rows}):
-            if progress is not None:
-                progress(f"figures: {name}")
-            section, drawn = _system_section(name, result, staging)
-            lines += section
-            figures.extend(out / f.name for f in drawn)
-        (staging / REPORT).write_text("\n".join(lines))
-        _check_out(out)  # again, just before OUT is replaced: files may have arrived while the tools ran
-
-    build_in_place(out, build)
-    return ReportResult(out / REPORT, tuple(figures), result)
+                 progress: Progress | None = None, systems: list[str] | None = None) -> ReportResult:
+    path, out, progress = Path(path), Path(out), progress or Progress()
+    plots.require()
+    scores = score_tree(path, ruleset, progress, systems)
+    several = len(scores.reports) > 1
+    with tempfile.TemporaryDirectory(prefix="mlperf-report-") as scratch:
+        drawn = Path(scratch)
+        progress.step("figures", sum(len(r.check.systems) for r in scores.reports))
+        written = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        lines = [f"Checked with mlperf-logging {version('mlperf-logging')}, written {written} by `mlperf-bert "
+                 f"report`.", ""]
+        if scores.skipped:
+            lines += [f"Submissions without BERT results: {', '.join(scores.skipped)}.", ""]
+        for result in scores.reports:
+            lines += _header(result)
+            for name in sorted({row.label.split("/", 1)[0] for row in result.check.rows}):
+                stem = file_stem(result.check.target.name, name) if several else file_stem(name)
+                section, _ = _system_section(name, result, drawn, stem)
+                lines += section
+                progress.advance()
+        (drawn / REPORT).write_text("\n".join(lines))
+        files = publish(drawn, out, WRITER, [path])
+    return ReportResult(out / REPORT, tuple(f for f in files if f.suffix == ".png"), scores)

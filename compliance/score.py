@@ -1,8 +1,10 @@
-"""`mlperf-bert score DIR`: the official score of a submission, and whether it stands.
+"""`mlperf-bert score PATH`: the official score of each BERT system of a submission (or of every submission of a
+folder of them), and whether it stands.
 
-The submission is checked (`check`), and in the same pass the package checker runs on a copy of the systems the
-tools can read (writing the scaling.json of a closed-division RCP that passes faster than the reference mean),
-then the result summarizer on that same copy: each tool runs once. The score of every system the summarizer
+The submission is checked (`check`), and in the same pass the package checker runs on the copies of each system
+the tools can read (writing the scaling.json of a closed-division RCP that passes faster than the reference
+mean), then the result summarizer on those same copies: each tool runs once (and not again when `check` already
+ran the package checker on the same files: compliance.tool_cache). The score of every system the summarizer
 scores is shown, and stands only when the whole check passes. The result summarizer reports samples to converge
 only for the closed division; for the open division they come from the logs, counted the way the RCP checker
 counts them.
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bert.mlperf_rules import DEFAULT_RULESET
-from compliance.check import CheckReport, Progress, TargetError, check, find_package
+from compliance.check import CheckReport, Progress, TargetError, check_tree
 from compliance.checkers import Scoring, SummaryRow
 from compliance.result_log import ResultLog, olympic_mean
 
@@ -61,13 +63,40 @@ def _system_score(row: SummaryRow, logs: list[ResultLog]) -> SystemScore:
     return SystemScore(row.system, row.division, row.minutes, samples, source, rcp, row.scaling_factor, len(logs))
 
 
-def score(path: str | Path, ruleset: str = DEFAULT_RULESET, progress: Progress | None = None) -> ScoreReport:
-    """Checks and scores the submission at PATH (ORG, or a folder holding one ORG)."""
-    org = find_package(Path(path))
-    if org is None:
-        raise TargetError(f"{path}: not a submission (ORG/systems/<name>.json and ORG/results/<name>/bert/)")
-    report = check(org, ruleset, progress=progress, score=True)
+@dataclass(frozen=True)
+class TreeScore:
+    """The scores of everything at PATH: one ScoreReport per submission."""
+
+    target: Path
+    reports: tuple[ScoreReport, ...]
+    skipped: tuple[str, ...]  # submissions at PATH without BERT results
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.reports) and all(report.passed for report in self.reports)
+
+
+def score_of(report: CheckReport) -> ScoreReport:
+    """The ScoreReport of a submission checked with `score`."""
     if report.scoring is None:
         return ScoreReport(report, None, ())
     systems = tuple(_system_score(row, report.logs_of(row.system)) for row in report.scoring.rows)
     return ScoreReport(report, report.scoring, systems)
+
+
+def score_tree(path: str | Path, ruleset: str = DEFAULT_RULESET, progress: Progress | None = None,
+               systems: list[str] | None = None) -> TreeScore:
+    """Checks and scores every submission at PATH (an ORG folder, or a folder of them); `systems` picks systems."""
+    tree = check_tree(Path(path), ruleset, progress=progress, score=True, systems=systems)
+    return TreeScore(tree.target, tuple(score_of(report) for report in tree.reports), tuple(tree.skipped))
+
+
+def score(path: str | Path, ruleset: str = DEFAULT_RULESET, progress: Progress | None = None,
+          systems: list[str] | None = None) -> ScoreReport:
+    """Checks and scores the one submission at PATH (ORG, or a folder holding one ORG)."""
+    tree = score_tree(path, ruleset, progress, systems)
+    if len(tree.reports) != 1:
+        names = ", ".join(report.check.target.name for report in tree.reports)
+        raise TargetError(f"{path}: holds {len(tree.reports)} submissions with BERT results ({names}); score them "
+                          "together with score_tree")
+    return tree.reports[0]

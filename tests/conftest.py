@@ -15,6 +15,7 @@ from bert.descriptor_files import SEARCH_PATH_ENV
 from bert.prep.synthetic.hdf5_corpus import synthesize
 from bert.prep.synthetic.text_corpus import TextCorpusSpec, write_text_corpus
 from bert.prep.vocab_learning import train_vocab
+from compliance.tool_cache import ENV as TOOL_CACHE_ENV
 from tests.cluster.netns import HostNetwork, NamespacesUnavailable, host_network
 from tests.helpers.datasets import SMALL_SYNTH
 from tests.helpers.readme import ReadmeCheckout, readme_commands
@@ -28,6 +29,13 @@ def published_descriptors_only():
     yield
     if site is not None:
         os.environ[SEARCH_PATH_ENV] = site
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tool_cache_of_the_session(tmp_path_factory):
+    """What the official tools said of a system is kept between commands (compliance.tool_cache): in a folder of
+    the session's, here and in the processes the tests start, never in the user's cache."""
+    os.environ[TOOL_CACHE_ENV] = str(tmp_path_factory.mktemp("tool_cache"))
 
 
 @pytest.fixture(scope="session")

@@ -16,22 +16,31 @@ def add_no_results_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-results", action="store_true", help="print only; leave the results file as it is")
 
 
-def write_results(path: Path, lines: list[str], argv: list[str], setting: str = "") -> None:
+def header(path: Path, argv: list[str], setting: str = "") -> list[str]:
+    """The lines a results file starts with: date, machine, torch version and `setting`, command line."""
     # torch only now: a benchmark that measures its children's memory (data_pipeline) imports this module
     # before it measures, and a child's peak RSS starts at its parent's.
     import torch
 
-    header = [
-        f"# {path.stem.removesuffix('_results')} results", "",
+    return [
         f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}",
         f"- machine: {platform.node()}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"load average at the end {' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min)",
         f"- torch {torch.__version__}{setting}",
-        f"- command: python -m benchmarks.{path.stem.removesuffix('_results')} {' '.join(argv)}".rstrip(), "", "```",
+        f"- command: python -m benchmarks.{path.stem.removesuffix('_results')} {' '.join(argv)}".rstrip(),
     ]
+
+
+def write_text(path: Path, text: str) -> None:
+    """Replaces the results file atomically: a failed run leaves the previous results."""
     partial = path.with_name(path.name + ".partial")
-    partial.write_text("\n".join([*header, *lines, "```", ""]))
+    partial.write_text(text)
     os.replace(partial, path)
+
+
+def write_results(path: Path, lines: list[str], argv: list[str], setting: str = "") -> None:
+    title = [f"# {path.stem.removesuffix('_results')} results", ""]
+    write_text(path, "\n".join([*title, *header(path, argv, setting), "", "```", *lines, "```", ""]))
 
 
 def print_and_record(path: Path, lines: list[str], args: argparse.Namespace, argv: list[str],

@@ -92,6 +92,41 @@ def write_package(root: Path, system: Descriptor | None = None, name: str = "cpu
     return root
 
 
+def write_other_benchmark(org: Path, system: str, benchmark: str, log: Path | None = None) -> Path:
+    """results/<system>/<benchmark>/result_0.txt of another benchmark (a BERT log relabelled, or `log` as it is),
+    with systems/<system>.json when the system has none yet."""
+    folder = org / "results" / system / benchmark
+    folder.mkdir(parents=True, exist_ok=True)
+    if log is None:
+        log = write_run(folder / "result_0.txt", seed=1)
+        edit_lines(log, lambda line: line.replace('"value": "bert"', f'"value": "{benchmark}"'))
+    else:
+        (folder / "result_0.txt").write_bytes(log.read_bytes())
+    description = org / "systems" / f"{system}.json"
+    if not description.exists():
+        description.parent.mkdir(parents=True, exist_ok=True)
+        description.write_text(json.dumps(micro_system().description, indent=2))
+    return folder / "result_0.txt"
+
+
+def write_round(root: Path) -> Path:
+    """A results repository of three submitters: OrgA with a BERT system and a retinanet one, OrgB with two BERT
+    systems whose JSONs carry a field MLPerf does not know, OrgC with an rgat system only; a .github folder and a
+    licence beside them, as a checkout of mlcommons/training_results holds."""
+    write_package(root / "OrgA", name="a_bert")
+    write_other_benchmark(root / "OrgA", "a_vision", "retinanet")
+    write_package(root / "OrgB", name="b_one")
+    write_runs(root / "OrgB" / "results" / "b_two" / "bert", first_seed=100)
+    for name in ("b_one", "b_two"):  # as NVIDIA's v5.0 JSONs carry framework_name
+        described = dict(micro_system().description, framework_name="PyTorch")
+        (root / "OrgB" / "systems" / f"{name}.json").write_text(json.dumps(described, indent=2))
+    write_other_benchmark(root / "OrgC", "c_graph", "rgat")
+    (root / ".github" / "workflows").mkdir(parents=True)
+    (root / ".github" / "workflows" / "check.yml").write_text("on: push\n")
+    (root / "LICENSE.md").write_text("Apache 2.0\n")
+    return root
+
+
 def edit_lines(path: Path, edit) -> None:
     """Rewrites a log line by line: `edit(line)` returns the new line, or None to drop it."""
     lines = [edit(line) for line in path.read_text().splitlines()]

@@ -1,15 +1,14 @@
-"""The official tools' wrappers: rulesets, the reference convergence points, verdicts read from the output, the
-copy they run on."""
+"""The official tools' wrappers: rulesets, the reference convergence points, verdicts read from the output."""
 
-import os
-import shutil
+import json
+from pathlib import Path
 
+import mlperf_logging
 import pytest
 
 from compliance.checkers import (
     CheckResult,
     RulesetError,
-    _copy_for_tools,
     rcp_batch_sizes,
     rcp_reference,
     require_ruleset,
@@ -52,16 +51,8 @@ def test_problems_leave_out_progress_lines():
     assert result.problems() == ["Required X"]
 
 
-def test_the_tools_get_a_copy_of_the_systems_asked_for_and_only_their_regular_files(tmp_path):
-    org = write_package(tmp_path / "Org")
-    shutil.copytree(org / "results" / "cpu_micro", org / "results" / "other")
-    shutil.copyfile(org / "systems" / "cpu_micro.json", org / "systems" / "other.json")
-    os.mkfifo(org / "results" / "cpu_micro" / "bert" / "notes")
-    (org / "results" / "cpu_micro" / "bert" / "zero.txt").symlink_to("/dev/zero")
-    copy = _copy_for_tools(org, tmp_path / "scratch", ["cpu_micro"])
-    assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*") if p.is_file()) == sorted(
-        ["systems/cpu_micro.json"] + [f"results/cpu_micro/bert/result_{i}.txt" for i in range(10)])
-    assert (copy / "results" / "cpu_micro" / "bert" / "result_3.txt").read_bytes() == \
-        (org / "results" / "cpu_micro" / "bert" / "result_3.txt").read_bytes()
-    assert {p.name for p in (_copy_for_tools(org, tmp_path / "all", None) / "systems").iterdir()} == \
-        {"cpu_micro.json", "other.json"}
+def test_the_reference_hyperparameters_are_those_of_the_installed_rcp_file():
+    installed = Path(mlperf_logging.__file__).parent / "rcp_checker" / "training_4.1.0" / "rcps_bert.json"
+    by_size = {r["BS"]: r["Hyperparams"] for r in json.loads(installed.read_text()).values()}
+    assert rcp_reference(4608, "4.1.0").hyperparameters == {4608: by_size[4608]}
+    assert rcp_reference(1000, "4.1.0").hyperparameters == {448: by_size[448], 4608: by_size[4608]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from bert.cli import main
@@ -86,15 +87,30 @@ def test_a_corpus_written_before_the_owner_mark_is_still_recognised(tmp_path):
     assert not is_complete(data)
 
 
-def test_report_never_deletes_other_files_in_its_folder(tmp_path):
+def _holding(folder: Path, files: dict[str, bytes]) -> Path:
+    folder.mkdir(exist_ok=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return folder
+
+
+@pytest.mark.parametrize("files, first", [
+    ({"report.md": b"# an earlier report\n\n![accuracy](cpu_micro_accuracy.png)\n", "cpu_micro_accuracy.png": b"x",
+      "thesis.tex": b"months of work"}, "cpu_micro_accuracy.png"),
+    # A report.md is anyone's to write: the files it shows are no proof of who wrote them.
+    ({"report.md": b"# notes\n\n![x](my_db.sqlite)\n", "my_db.sqlite": b"a database"}, "my_db.sqlite"),
+])
+def test_report_removes_only_what_it_wrote_never_what_a_report_md_names(tmp_path, files, first):
     org = write_package(tmp_path / "Org")
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "report.md").write_text("# an earlier report\n\n![accuracy](cpu_micro_accuracy.png)\n")
-    (out / "cpu_micro_accuracy.png").write_bytes(b"figure")
-    (out / "thesis.tex").write_text("months of work")
+    out = _holding(tmp_path / "out", files)
     code, output = _cli("report", org, "-o", out)
     assert code == 1
-    assert f"{out} holds thesis.tex, which no earlier report wrote; a report replaces only an earlier report" \
-        in " ".join(output.split())
-    assert (out / "thesis.tex").read_text() == "months of work" and (out / "report.md").is_file()
+    assert f"{out}: holds files that `mlperf-bert report` did not write ({first}); nothing is written there: choose " \
+        "another -o folder, or move those files away" in " ".join(output.split())
+    assert all((out / name).read_bytes() == data for name, data in files.items())
+    for name in files:
+        (out / name).unlink()
+    assert _cli("report", org, "-o", out)[0] == 0  # its own folder: written, then replaced
+    _holding(out, {"report.md": (out / "report.md").read_bytes() + b"\n![x](my_db.sqlite)\n", "my_db.sqlite": b"db"})
+    code, output = _cli("report", org, "-o", out)
+    assert code == 1 and "(my_db.sqlite)" in output and (out / "my_db.sqlite").read_bytes() == b"db"

@@ -17,7 +17,7 @@ from compliance import plots
 from compliance.checkers import CheckResult
 from compliance.package import _refusals
 from compliance.provenance import package_provenance
-from compliance.report import _rcp_text, _runs_table
+from compliance.report import rcp_text, runs_table
 from compliance.result_log import read_result_log, result_logs_in
 from tests.compliance.fakes import edit_events, head_code, micro_system, write_package, write_run, write_runs
 from tests.helpers.compliance import cli
@@ -78,9 +78,10 @@ def _variants(template: Path) -> list[list[str]]:
 @pytest.fixture
 def passing_tools(monkeypatch):
     """The official checkers, as if they passed (their verdict is not what these tests look at)."""
-    monkeypatch.setattr(check_module, "compliance_check", lambda path, ruleset: CheckResult("compliance", str(path),
-                                                                                             True, ""))
-    monkeypatch.setattr(check_module, "rcp_check", lambda folder, ruleset: CheckResult("rcp", str(folder), True, ""))
+    def passing(logs, rcp_folders, ruleset, advance=None):
+        return ({log: CheckResult("compliance", str(log), True, "") for log in logs.values()},
+                {folder: CheckResult("rcp", str(folder), True, "") for folder in rcp_folders.values()})
+    monkeypatch.setattr(check_module, "run_logs", passing)
 
 
 @pytest.mark.filterwarnings("ignore:Tight layout not applied")  # a legend of a hundred runs
@@ -98,8 +99,8 @@ def test_a_json_object_wherever_a_value_belongs_is_reported_not_a_traceback(tmp_
         assert result.exit_code in (0, 1) and "VERDICT" in result.output
         _refusals(micro_system(), folder, [read_result_log(p) for p in result_logs_in(folder)], DEFAULT_RULESET)
     logs = [read_result_log(p) for folder in folders for p in result_logs_in(folder)]
-    _runs_table(logs)
-    _rcp_text(logs, DEFAULT_RULESET)
+    runs_table(logs)
+    rcp_text(logs, DEFAULT_RULESET)
     plots.accuracy_plot(logs, None, "", tmp_path / "accuracy.png")
     plots.throughput_plot(logs, tmp_path / "throughput.png")
 

@@ -1,5 +1,6 @@
-"""`mlperf-bert check | package | score | report` (bert.cli.compliance): how a compliance function's refusal
-reaches the user, as one line and an exit status. The verdicts themselves: tests/compliance."""
+"""`mlperf-bert check | package | score | report | review` (bert.cli.compliance): how a compliance function's
+refusal reaches the user, as one line and an exit status, and its progress as bars. The verdicts themselves:
+tests/compliance."""
 
 import errno
 
@@ -7,24 +8,27 @@ import click
 import pytest
 
 from bert.cli.compliance import _with_progress
+from compliance.check import Progress
 from compliance.errors import InputError, UsageError
 
 
 def _failing(error: Exception):
     def work(path, progress):
-        progress("reading")
+        progress.step("reading", 1)
         raise error
     return work
 
 
-def test_the_work_runs_with_a_status_line_and_returns_its_result():
+def test_the_work_gets_a_progress_and_returns_its_result():
     seen = []
 
     def work(path, progress):
-        progress("reading")
-        seen.append(path)
+        progress.step("reading", 2)
+        progress.advance(2)
+        seen.append((path, isinstance(progress, Progress)))
         return "verdict"
-    assert _with_progress(work, "logs") == "verdict" and seen == ["logs"]
+    assert _with_progress(work, "logs") == "verdict" and seen == [("logs", True)]
+    assert _with_progress(work, "logs", quiet=True) == "verdict"
 
 
 @pytest.mark.parametrize("error, kind, line", [

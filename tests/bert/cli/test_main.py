@@ -65,10 +65,13 @@ def test_one_way_to_give_each_kind_of_target():
         assert "SYSTEM" not in usage and "OUT" not in usage.split("[OPTIONS]", 1)[-1], (where, usage)
         for param in command.params:
             shown = isinstance(param, click.Option) and not param.hidden
-            if param.name in ("system", "systems", "system_name"):  # a descriptor: --system, and where names are read
+            if param.name in ("system", "systems", "system_name"):  # a system, named by --system
                 assert isinstance(param, click.Option) and param.opts == ["--system"], (where, param.opts)
+            if param.name in ("system", "system_name"):  # a descriptor: the help says where names are read
                 assert param.help.endswith(f"{SYSTEM_HELP}.") or param.help.endswith(f"{SYSTEM_HELP}. Repeatable."), \
                     where
+            if param.name == "systems":  # systems picked from the submissions a compliance command reads
+                assert param.multiple and param.help.startswith("A system of the package"), where
             if shown and "--out" in param.opts:
                 assert param.opts == ["-o", "--out"], (where, param.opts)
             if shown:  # what a command acts on is positional: the options scripts passed it in before are hidden

@@ -103,8 +103,10 @@ def test_a_start_the_pre_flight_refuses_is_one_line_with_no_result_and_nothing_w
                CHECKPOINTDIR=str(checkpoints))
     if case == "cuda":  # everything else is in place: the dataset, a file where the checkpoint should be
         (checkpoints / "model.pt").write_bytes(b"")
-        system, expected = "h200_1x1", ("pre-flight: h200_1x1 runs on CUDA (run.device) but torch "
-                                        f"{torch.__version__} here is a build without CUDA: run in a CUDA container")
+        # In the open division: a closed run would also be told that this dataset and checkpoint are not official.
+        system = load_descriptor("h200_1x1").variant(description={"division": "open"}).write(tmp_path / "systems").path
+        expected = (f"pre-flight: h200_1x1 runs on CUDA (run.device) but torch {torch.__version__} here is a build "
+                    "without CUDA: run in a CUDA container")
     elif case == "dataset":
         env["DATADIR"] = str(tmp_path / "no_data")
         system = _cpu_micro_from(tmp_path, small_dataset)

@@ -1,6 +1,7 @@
 """`mlperf-bert package`: a submission tree from a descriptor and its result logs, then `check` on it.
 
-    OUT/ORG/systems/<name>.json                       the descriptor's MLPerf system description
+    OUT/ORG/systems/<name>.json                       the descriptor's MLPerf system description, its software
+                                                      fields from what the runs logged (compliance.software)
     OUT/ORG/results/<name>/bert/result_0..9.txt       the logs, renumbered in run order
     OUT/ORG/benchmarks/bert/implementations/<impl>/   `git archive HEAD` of this harness (code, README,
                                                       run_and_time.sh) and systems/<name>.json, the descriptor
@@ -38,6 +39,7 @@ from compliance.judgement import count_run, dropped_runs
 from compliance.precheck import descriptor_findings, folder_findings, log_findings
 from compliance.provenance import code_findings, folder_name_for, org_is_submitter
 from compliance.result_log import ResultLog, read_result_log, result_logs_in
+from compliance.software import software_description
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 
@@ -115,9 +117,10 @@ def _refusals(system: Descriptor, logs_dir: Path, logs: list[ResultLog], ruleset
     return [f for f in found if f.level == ERROR and (f.blocks or Path(f.where) == logs_dir)]
 
 
-def _write_tree(root: Path, system: Descriptor, logs: list[Path], impl: str, archive: bytes) -> None:
+def _write_tree(root: Path, system: Descriptor, description: dict, logs: list[Path], impl: str,
+                archive: bytes) -> None:
     (root / "systems").mkdir()
-    (root / "systems" / f"{system.name}.json").write_text(json.dumps(system.description, indent=2) + "\n")
+    (root / "systems" / f"{system.name}.json").write_text(json.dumps(description, indent=2) + "\n")
     results = root / "results" / system.name / BENCHMARK
     results.mkdir(parents=True)
     for index, log in enumerate(logs):  # read as check read them: a log swapped for a FIFO since is refused
@@ -157,9 +160,10 @@ def build_package(system: str | Path, logs_dir: str | Path, org: str | None, out
                 + _provenance(logs_dir, logs, commit, archive))
     if refusals:
         raise PackageError("not packaged, nothing written:\n" + "\n".join(f"  {f}" for f in refusals))
+    description = software_description(descriptor, logs)  # framework, other_software_stack: what the runs ran
     target = out / org
     if target.exists() and not force:
         raise PackageError(f"{target} already exists; pass --force to replace it")
-    build_in_place(target, lambda staging: _write_tree(staging, descriptor, [log.path for log in logs], impl,
-                                                       archive))
+    build_in_place(target, lambda staging: _write_tree(staging, descriptor, description, [log.path for log in logs],
+                                                       impl, archive))
     return PackageResult(target, commit, dirty, check(target, ruleset, descriptor.division, progress))

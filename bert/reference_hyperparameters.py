@@ -41,12 +41,13 @@ FOLLOWING_PATHS = (*OPTIMIZER_PATHS, CAP_PATH)  # what an RCP sets: its hyperpar
 SCHEDULE_PATHS = ("optimizer.base_learning_rate", "optimizer.training_steps")
 
 
-def _get(run: dict, path: str) -> object:
+def value_at(data: object, path: str) -> object:
+    """The value at the dotted `path` of descriptor JSON `data`, or None where it states none."""
     for part in path.split("."):
-        if not isinstance(run, dict) or part not in run:
+        if not isinstance(data, dict) or part not in data:
             return None
-        run = run[part]
-    return run
+        data = data[part]
+    return data
 
 
 def _has(run: object, path: str) -> bool:
@@ -77,7 +78,7 @@ def without_base_values(base: object) -> object:
     if isinstance(run, dict):
         for path in FOLLOWING_PATHS:
             *parents, name = path.split(".")
-            block = _get(run, ".".join(parents)) if parents else run
+            block = value_at(run, ".".join(parents)) if parents else run
             if isinstance(block, dict):
                 block.pop(name, None)
     return data
@@ -111,7 +112,7 @@ def with_reference_values(data: object, where: str) -> tuple[object, list[str]]:
     ruleset = run.get(RULESET, DEFAULT_RULESET)
     if not isinstance(ruleset, str):
         return data, []
-    name = _get(run, "optimizer.name")
+    name = value_at(run, "optimizer.name")
     if name not in (None, RCP_OPTIMIZER):
         raise RcpError(f"the reference convergence points are LAMB runs, but run.optimizer.name is {name!r}: use "
                        f"\"{RCP_OPTIMIZER}\", or state the optimizer's values and set run.{ASK} to false")
@@ -136,7 +137,7 @@ def with_reference_values(data: object, where: str) -> tuple[object, list[str]]:
 def _derived_cap(run: dict, ruleset: str) -> int | None:
     """The sample cap of bert.rcp.safe_sample_cap at the run's batch size and eval interval (None when the run
     block's values are not numbers yet: the loader refuses them)."""
-    batch, interval = run.get("global_batch_size"), _get(run, "eval.interval_samples")
+    batch, interval = run.get("global_batch_size"), value_at(run, "eval.interval_samples")
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
         return None
     if interval is None:
@@ -163,7 +164,7 @@ def stale_hyperparameters(chain: list[tuple[Path, object]], data: dict) -> str |
     its learning rate or its decay horizon (SCHEDULE_PATHS) is stated only by a base of another global batch. None
     when both are its own."""
     run = data["run"]
-    if data["system"].get("division") != "closed" or run.get(ASK) or _get(run, "optimizer.name") != RCP_OPTIMIZER:
+    if data["system"].get("division") != "closed" or run.get(ASK) or value_at(run, "optimizer.name") != RCP_OPTIMIZER:
         return None
     files = [path for path, _ in chain]
     batch_origin = origin_of(chain, "run.global_batch_size")
@@ -177,7 +178,7 @@ def stale_hyperparameters(chain: list[tuple[Path, object]], data: dict) -> str |
         return None
     inherited = [path for path in OPTIMIZER_PATHS
                  if (origin := origin_of(chain, f"run.{path}")) is not None and files.index(origin) < batch_at]
-    values = ", ".join(f"{path.split('.')[-1]} {_get(run, path):g}" for path in inherited)
+    values = ", ".join(f"{path.split('.')[-1]} {value_at(run, path):g}" for path in inherited)
     return (f"{values} were chosen for global batch {their_batch} by {files[chosen_at].name}, not for this "
             f"descriptor's {batch}; {_reference_hint(batch, run.get(RULESET, DEFAULT_RULESET))}")
 

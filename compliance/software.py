@@ -113,3 +113,12 @@ def software_description(system: Descriptor, logs: list[ResultLog]) -> dict:
     description["other_software_stack"] = {**logged, **({"stated": stated} if stated else {})}
     return description
 
+
+
+def packaged_description(system: Descriptor, logs: list[ResultLog]) -> dict:
+    """The system description `package` writes for `system` and its runs `logs` (software_description), or the
+    descriptor's own where the runs contradict it (such a package was never written by `package`)."""
+    try:
+        return software_description(system, logs)
+    except SoftwareContradiction:
+        return dict(system.description)

@@ -71,14 +71,14 @@ def system_show(system: str, origins: bool) -> None:
     filled in, every value stated; stderr says which files (or RCP) the values come from."""
     from collections import Counter
 
-    from bert.reference_hyperparameters import shown_descriptor
+    from bert.reference_hyperparameters import shown_descriptor, value_at
 
     s = descriptor_for_command(system)
     data, where = shown_descriptor(s.path)
     if origins:
         width = max(map(len, where))
         for path, origin in where.items():
-            value = _value_at(data, path)
+            value = value_at(data, path)
             shown = value if isinstance(value, str) and len(value) <= 60 else json.dumps(value)
             click.echo(f"{path:<{width}}  {shown if len(str(shown)) <= 60 else str(shown)[:57] + '...'}  <- {origin}")
     else:
@@ -86,14 +86,6 @@ def system_show(system: str, origins: bool) -> None:
         counts = ", ".join(f"{origin} ({n})" for origin, n in Counter(where.values()).items())
         click.echo(f"{s.path}: values from {counts}; `--origins` names each", err=True)
     _notes_hint(s.path)
-
-
-def _value_at(data: dict, path: str) -> object:
-    for part in path.split("."):
-        if not isinstance(data, dict) or part not in data:
-            return None
-        data = data[part]
-    return data
 
 
 @system_group.command(name="env")

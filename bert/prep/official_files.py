@@ -20,6 +20,7 @@ import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bert.prep.official_inputs import md5_of
 from bert.prep.published_checksums import checkpoint_files, eval_article_md5s, published, source_text, text_files
 
 OFFICIAL_RECORD = "official.json"  # beside a tree `data mlperf` made: its verdict and the files it covers
@@ -39,21 +40,13 @@ class Verdict:
         return f"{'' if self.official else 'not the '}official MLPerf {what}: {self.reason}"
 
 
-def md5_of_file(path: Path) -> str:
-    digest = hashlib.md5()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _differs(path: Path, name: str, size: int, md5: str | None, variant: str | None = None) -> str | None:
     """What differs between `path` (of `size` bytes and `md5`, when known) and the published file `name`."""
     entry = published(name, variant)
     what = f"{name} ({variant.upper()})" if variant else name
     if size != entry.size:
         return f"{path} is {size:,} bytes, the published {what} {entry.size:,} ({source_text()})"
-    md5 = md5 if md5 is not None else md5_of_file(path)
+    md5 = md5 if md5 is not None else md5_of(path)
     if md5 != entry.md5:
         return f"{path} has md5 {md5}, the published {what} {entry.md5} ({source_text()})"
     return None

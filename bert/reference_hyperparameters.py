@@ -29,6 +29,7 @@ from bert.rcp import (
     nearest_text,
     point_for,
     rcp_source,
+    reference_points,
     safe_sample_cap,
 )
 
@@ -171,6 +172,9 @@ def stale_hyperparameters(chain: list[tuple[Path, object]], data: dict) -> str |
     schedule = [origin_of(chain, f"run.{path}") for path in SCHEDULE_PATHS]
     if batch_origin is None or any(origin is None for origin in schedule):
         return None  # a required value missing: the loader says so
+    copied = _another_rcps_values(run)
+    if copied:
+        return copied
     batch_at = files.index(batch_origin)
     chosen_at = min(files.index(origin) for origin in schedule)  # a stated peak with an inherited horizon: stale too
     their_batch, batch = _batch_of(chain, chosen_at), run["global_batch_size"]
@@ -181,6 +185,31 @@ def stale_hyperparameters(chain: list[tuple[Path, object]], data: dict) -> str |
     values = ", ".join(f"{path.split('.')[-1]} {value_at(run, path):g}" for path in inherited)
     return (f"{values} were chosen for global batch {their_batch} by {files[chosen_at].name}, not for this "
             f"descriptor's {batch}; {_reference_hint(batch, run.get(RULESET, DEFAULT_RULESET))}")
+
+
+def _another_rcps_values(run: dict) -> str | None:
+    """Why a run's optimizer values are another RCP batch size's (copied with its descriptor, the batch changed)."""
+    ruleset = run.get(RULESET, DEFAULT_RULESET)
+    if not isinstance(ruleset, str):
+        return None
+    try:
+        points = reference_points(ruleset)
+    except RcpError:
+        return None  # the loader names the ruleset
+    stated = {path.split(".")[-1]: value_at(run, path) for path in OPTIMIZER_PATHS}
+
+    def same(point) -> bool:
+        return all(stated[field] == value for field, value in point.hyperparameters.items())
+
+    own = points.get(run["global_batch_size"])
+    if own is not None and same(own):  # 6144's and 6912's reference values are the same, for one
+        return None
+    for point in points.values():
+        if point.batch_size != run["global_batch_size"] and same(point):
+            return (f"{point.hyperparameters_text()} are the reference's values for global batch {point.batch_size} "
+                    f"({point.name}), not for this descriptor's {run['global_batch_size']}; "
+                    f"{_reference_hint(run['global_batch_size'], ruleset)}")
+    return None
 
 
 def _reference_hint(batch: int, ruleset: object) -> str:

@@ -156,3 +156,24 @@ def test_bad_requests_are_one_line_naming_the_field(tmp_path):
         with pytest.raises(ConfigError) as info:
             load_descriptor(_site(tmp_path, f"bad_{index}", run, {"number_of_nodes": "6", "division": "open"}))
         assert info.value.field == field and said in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_copied_descriptor_with_another_batchs_reference_values_is_refused(tmp_path):
+    """A flat copy of dgxa100_1x8 (batch 448, the RCP's own values) with only its batch changed."""
+    data = json.loads((REPO / "systems" / "dgxa100_1x8.json").read_text())
+    data["run"]["global_batch_size"], data["system"]["number_of_nodes"] = 3072, "6"
+    data["run"]["performance"]["inter_node_gb_s"] = 100.0
+    (tmp_path / "copied.json").write_text(json.dumps(data))
+    with pytest.raises(ConfigError) as info:
+        load_descriptor(tmp_path / "copied.json")
+    assert "training_steps 6700" in str(info.value) and \
+        "are the reference's values for global batch 448 (bert_ref_448), not for this descriptor's 3072" in \
+        str(info.value)
+    # Two RCPs with the same values (6144 and 6912): either batch size may state them.
+    values = point_for(6144, DEFAULT_RULESET).hyperparameters
+    assert values == point_for(6912, DEFAULT_RULESET).hyperparameters
+    data["run"].update(global_batch_size=6912, max_samples=4_000_000)
+    data["run"]["optimizer"].update(values)
+    data["system"]["number_of_nodes"] = "108"
+    (tmp_path / "at_6912.json").write_text(json.dumps(data))
+    assert load_descriptor(tmp_path / "at_6912.json").run.optimizer.training_steps == values["training_steps"]

@@ -8,6 +8,7 @@ synthetic download made."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -76,7 +77,7 @@ def _sbatch_running_the_job_here(folder: Path) -> Path:
 
 def test_the_closed_pages_commands_run_as_written_to_a_scored_package(tmp_path):
     checkout = fresh_copy(tmp_path / "checkout")
-    env = {**__import__("os").environ, **this_python_env(), "OMP_NUM_THREADS": "1", "SHARDS": "8"}
+    env = {**os.environ, **this_python_env(), "OMP_NUM_THREADS": "1", "SHARDS": "8"}
     env.pop(SEARCH_PATH_ENV, None)
     env["PATH"] = f"{_sbatch_running_the_job_here(tmp_path / 'bin')}:{env['PATH']}"
     _synthetic_download(checkout, env)
@@ -99,7 +100,8 @@ def test_the_closed_pages_commands_run_as_written_to_a_scored_package(tmp_path):
     described = json.loads((checkout / "submission" / ORG / "systems" / f"{NAME}.json").read_text())
     assert described["framework"] == f"PyTorch {torch.__version__} (CPU)"  # what the ten runs logged
     assert (checkout / "submission" / ORG / "results" / NAME / "bert" / "result_9.txt").is_file()
-    assert "score" in said.lower() and "PASS" in said
+    verdicts = re.findall(r"^VERDICT: (\w+)", proc.stdout, re.M)  # check's, package's check's, score's
+    assert len(verdicts) == 3 and set(verdicts) == {"PASS"}, verdicts
 
     # The page's own closed descriptor: the RCP's values at its batch, and a pre-flight refusing this dataset.
     (block,) = re.findall(r"```json\n(.*?)```", PAGE.read_text(), re.DOTALL)

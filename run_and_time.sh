@@ -114,6 +114,10 @@ if [[ -n "${CHECKPOINTDIR:-}" ]]; then plan_args+=(--checkpoint-dir "$CHECKPOINT
 if [[ -n "${MOUNTS:-}" && -z "${CONT:-}" ]]; then refuse "MOUNTS=$MOUNTS needs CONT=<container image>"; fi
 unplaced=""  # why the pre-flight cannot run here (a dry run away from the nodes)
 if [[ -n "${SLURM_JOB_ID:-}" ]]; then
+    if [[ $dry_run == 0 ]] && ! command -v srun >/dev/null; then  # the ranks and the pre-flight start through it
+        refuse "SLURM_JOB_ID=$SLURM_JOB_ID is set but srun is not on PATH: run inside a Slurm job on a node that has" \
+               "Slurm's commands, or unset SLURM_JOB_ID to start the ranks with torchrun"
+    fi
     # Refuses an allocation that cannot run the descriptor (one line); prints the first node's address.
     first_node=$(mlperf-bert system allocation "$system") || exit 2
     plan_args+=(--launcher slurm --master-addr "${MASTER_ADDR:-$first_node}")

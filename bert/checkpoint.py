@@ -9,6 +9,7 @@ TF kernels are transposed there, and vocabulary tensors gain (or keep) their pad
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -357,13 +358,17 @@ def convert(src: str | os.PathLike, out: str | os.PathLike, config: BertConfig, 
     Written to a temporary name and renamed, so `out` is either complete or absent. An existing `out` is
     replaced only when convert wrote it (bert.ownership), or with `force`.
     """
+    from bert.prep.official_files import judge_checkpoint_source
+
     source, mapping = _usable_state(src, config)
+    # Whether it is the published phase-1 checkpoint, kept in the file: a closed run's pre-flight reads it there.
+    official = dataclasses.asdict(judge_checkpoint_source(source.path, source.container))
     try:
         with claim_file(out, "checkpoint convert", [source.path], replace=True, force=force,
                         foreign_hint="pass --force to replace it, or choose another OUT") as out:
             tmp = temporary_path(out)
             try:
-                torch.save({"model": mapping.state, "converted_from": str(source.path)}, tmp)
+                torch.save({"model": mapping.state, "converted_from": str(source.path), "official": official}, tmp)
                 os.replace(tmp, out)
             except (OSError, RuntimeError) as e:  # torch.save says "unexpected pos" when the disk fills
                 free = shutil.disk_usage(out.parent).free / 2**20

@@ -38,6 +38,10 @@ TARGET_ACCURACY = "target_accuracy"
 # Which code ran (bert.provenance: the digest of the bert package's source, and the checkout's commit in the
 # metadata), logged before run_start: `package` and `check` compare it with the code a package holds.
 CODE_VERSION = "code_version"
+# The software the run ran on (bert.software_stack: torch, CUDA, cuDNN, NCCL, the driver, Python, mlperf-logging,
+# the container image when known), logged before run_start: `package` fills the system description's software
+# fields from it (compliance.software). The official checkers pass a key they do not know.
+SOFTWARE_STACK = "software_stack"
 # How long compiling before the clock took (bert.compile_warmup), logged between init_start and init_stop.
 COMPILE_WARMUP_SECONDS = "compile_warmup_seconds"
 # A compiled part that runs eager because compiling it failed in that warm-up: what, and why, in one line.
@@ -230,6 +234,16 @@ class RunLog:
         if self._logger is not None:
             version = version or running_code()
             self._event(CODE_VERSION, version.digest, metadata={"commit": version.commit})
+
+    def software_stack(self, stack: dict[str, str | None] | None = None) -> None:
+        """The software this process runs on (default: bert.software_stack.running_stack(), read only where this
+        log writes)."""
+        if self._logger is not None:
+            if stack is None:
+                from bert.software_stack import running_stack
+
+                stack = running_stack()
+            self._event(SOFTWARE_STACK, stack)
 
     def weights_initialization(self, names: list[TensorName]) -> None:
         for entry in names:

@@ -29,6 +29,14 @@ SYSTEM_DESCRIPTION_FIELDS = (
 )
 DIVISIONS = ("closed", "open")
 MLPERF_TARGET_ACCURACY = 0.720  # masked-LM eval accuracy a closed-division run must reach
+# What the closed division fixes of the benchmark (its reference model, sequence length, target and optimizer's
+# kind): the named model config (bert.model.config) that is the reference's BERT-large, and the fields of it that
+# make the model (GELU's form is free: NVIDIA's accepted closed runs compute erf, the reference tanh).
+CLOSED_MODEL = "large"
+CLOSED_MODEL_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
+                       "max_position_embeddings", "type_vocab_size", "layer_norm_eps", "hidden_dropout",
+                       "attention_dropout")
+CLOSED_OPTIMIZER = "lamb"
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,31 @@ class ReferencePreprocessing:
 
 REFERENCE_PREP = ReferencePreprocessing()
 EVAL_SAMPLES = 10000  # the eval set: the samples pick_eval_samples.py keeps
+
+
+def closed_benchmark_problems(model: str, config: object, reference: object, max_seq_length: int,
+                              max_predictions: int, target: float, eval_samples: int, optimizer: str
+                              ) -> list[tuple[str, str]]:
+    """What keeps a run from being the closed division's benchmark, as (run field, problem): its model `config`
+    against the `reference` config (CLOSED_MODEL's, field by field), the sequence shape of the reference
+    preprocessing, the target, the eval set and the optimizer's kind. A closed log of anything else states a
+    benchmark that did not run."""
+    fix = 'or set system.division to "open"'
+    problems = []
+    differ = [f"{name} {getattr(config, name)!r} (BERT-large: {getattr(reference, name)!r})"
+              for name in CLOSED_MODEL_FIELDS if getattr(config, name) != getattr(reference, name)]
+    if differ:
+        problems.append(("run.model", f"{model!r} is not the closed division's model: {', '.join(differ)}; use "
+                                      f'"{CLOSED_MODEL}" without these overrides, {fix}'))
+    prep = REFERENCE_PREP
+    for field, value, fixed in (("run.max_seq_length", max_seq_length, prep.max_seq_length),
+                                ("run.max_predictions_per_seq", max_predictions, prep.max_predictions_per_seq),
+                                ("run.eval.target_accuracy", target, MLPERF_TARGET_ACCURACY),
+                                ("run.eval.samples", eval_samples, EVAL_SAMPLES),
+                                ("run.optimizer.name", optimizer, CLOSED_OPTIMIZER)):
+        if value != fixed:
+            problems.append((field, f"{value!r}, but the closed division fixes it at {fixed!r}: use {fixed!r}, {fix}"))
+    return problems
 TRAINING_SHARDS = 4320  # the usual re-cut of the 500 prepared parts (2048 below 256 nodes)
 # System-description status -> the value of the `submission_status` log key.
 STATUSES = {
@@ -60,6 +93,18 @@ STATUSES = {
 def mlperf_eval_interval(global_batch_size: int) -> int:
     """Samples between evaluations under the MLPerf BERT rules."""
     return math.floor(0.05 * (230.23 * global_batch_size + 3_000_000) / 25_000) * 25_000
+
+
+def converging_eval(samples_to_converge: float, global_batch: int, interval: int) -> tuple[int, int]:
+    """(steps, evals) of the first eval whose sample count reaches `samples_to_converge`: evals run at the first
+    step past each multiple of the interval (as bert.train runs them), and a run stops at the first that reaches
+    the target."""
+    evals = max(1, int(samples_to_converge // interval))
+    while True:
+        steps = -(-evals * interval // global_batch)
+        if steps * global_batch >= samples_to_converge:
+            return steps, evals
+        evals += 1
 
 
 # How the official tools read a system description (mlperf-logging 4.1.68, measured field by field): the system

@@ -31,16 +31,32 @@ from bert.descriptor_files import (
 )
 from bert.distributed.launch_settings import LaunchSpec
 from bert.eval_settings import EvalSpec
-from bert.mlperf_rules import REFERENCE_PREP, STATUSES, description_problems
+from bert.mlperf_rules import DEFAULT_RULESET, REFERENCE_PREP, STATUSES, description_problems
 from bert.model.config import BertConfig, ModelSpec
 from bert.optim.settings import OptimizerSpec
+from bert.rcp import RcpError, rcp_file
+from bert.reference_hyperparameters import resolved_with_request, stale_hyperparameters, with_reference_values
 from bert.search_settings import SearchParam
 from bert.simulate.settings import PerformanceSpec
 from bert.step_settings import StepSpec
-from bert.typed_config import ConfigError, choice, from_dict, ranged
+from bert.typed_config import ConfigError, checked, choice, from_dict, ranged
 
 MAX_GLOBAL_BATCH = 2**20  # samples per step; the published BERT submissions use at most 16384
 DEFAULT_SYSTEM = "cpu_tiny"  # what run_and_time.sh and the commands run when no system is named
+
+
+def _rcp_choice(value: bool | int) -> str | None:
+    if isinstance(value, bool) or value >= 1:
+        return None
+    return f"must be true, false or the global batch size of a reference convergence point, got {value!r}"
+
+
+def _ruleset_problem(value: str) -> str | None:
+    try:
+        rcp_file(value)
+    except RcpError as e:
+        return str(e)
+    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +79,19 @@ class RunSpec(ModelSpec, StepSpec, BalanceSpec):
     """Masked positions of a sequence at most (MLPerf: 76). MLPerf key max_predictions_per_seq."""
     optimizer: OptimizerSpec
     """The optimizer and its learning-rate schedule (bert.optim.settings)."""
+    rcp_hyperparameters: bool | int = checked(_rcp_choice, default=False)
+    """Take the optimizer values that the reference convergence points (RCPs) carry (base_learning_rate,
+    epsilon, training_steps, warmup_steps, start_warmup_step, beta_1, beta_2, weight_decay_rate) and max_samples
+    from the RCP in the installed mlperf-logging's rcp_checker/training_<run.ruleset>/rcps_bert.json: true, the
+    RCP of run.global_batch_size (an RCP batch size: 256, 448, 1536, 3072, ... 16384); a batch size, that RCP's
+    (a stated choice for a batch between RCP batch sizes); false, the descriptor states them. A value the
+    descriptor that asks (or one based on it) states wins; its bases' values are not inherited, as they were
+    chosen for their batch sizes; max_samples is derived from the RCP's runs (bert.rcp.safe_sample_cap). `mlperf-bert
+    system show --origins` says where each value comes from. A closed LAMB descriptor that asks for none and whose
+    learning rate or training_steps a base of another batch size states is refused, naming the nearest RCPs."""
+    ruleset: str = checked(_ruleset_problem, default=DEFAULT_RULESET)
+    """The MLPerf Training ruleset the runs are made for ("4.1.0" or "5.0.0"): its RCPs give
+    rcp_hyperparameters and the closed division's least max_samples (`mlperf-bert system check`)."""
     eval: EvalSpec = field(default_factory=EvalSpec)
     """The eval and the stop rule (bert.eval_settings)."""
     max_samples: int = ranged(1)
@@ -268,7 +297,11 @@ def descriptor_from_data(data: object, path: Path) -> Descriptor:
         raise ConfigError(where, "system", "expected an object with the MLPerf system description fields")
     for key, problem in description_problems(data["system"]):
         raise ConfigError(where, f"system.{key}", problem)
-    run = from_dict(RunSpec, data["run"], where, "run")
+    try:
+        filled, _ = with_reference_values(data, where)
+    except RcpError as e:
+        raise ConfigError(where, e.field, str(e)) from None
+    run = from_dict(RunSpec, filled["run"], where, "run")
     system = Descriptor(path.stem, path.resolve(), dict(data["system"]), run,
                         balance_strategy(run.balance, run.max_seq_length), copy.deepcopy(data))
     for name, problem in _cross_component_problems(system, run.model_config()):
@@ -280,14 +313,21 @@ def load_descriptor(path: str | os.PathLike) -> Descriptor:
     """Loads and validates a descriptor: a path, or a name looked up in the site folders, then in systems/
     (bert.descriptor_files.find_descriptor). A descriptor may name a base (`"base": "dgxa100_1x8"`) and state
     only what differs (merged_descriptor); the Descriptor holds the resolved values, and an error in a value it
-    inherits names the base that sets it."""
+    inherits names the base that sets it. A descriptor that asks for the reference's hyperparameters
+    (run.rcp_hyperparameters) takes none of them from its bases (bert.reference_hyperparameters); a closed one
+    that asks for none, with a learning-rate schedule its bases chose for another batch size, is refused."""
     path = find_descriptor(path)
     data, chain = resolved_descriptor(path)
+    data = resolved_with_request(chain) or data
     try:
-        return descriptor_from_data(data, path)
+        system = descriptor_from_data(data, path)
     except ConfigError as e:
         origin = origin_of(chain, e.field) or path
         if origin == path:
             raise
         raise ConfigError(e.where, e.field, f"{e.problem} (the value comes from the base {origin.name}; state "
                           "the field in this descriptor to override it)") from None
+    stale = stale_hyperparameters(chain, system.data)
+    if stale:
+        raise ConfigError(str(path), "run.optimizer", stale)
+    return system

@@ -236,6 +236,7 @@ def _log_run_description(system: Descriptor, ctx: DistContext, log: RunLog, seed
     log.hyperparameters(system)
     log.target(system.run.eval.target_accuracy)
     log.code_version()
+    log.software_stack()
 
 
 def _place_rank(system: Descriptor, ctx: DistContext) -> None:

@@ -1,6 +1,7 @@
 """`mlperf-bert package`: a submission tree from a descriptor and its result logs, then `check` on it.
 
-    OUT/ORG/systems/<name>.json                       the descriptor's MLPerf system description
+    OUT/ORG/systems/<name>.json                       the descriptor's MLPerf system description, its software
+                                                      fields from what the runs logged (compliance.software)
     OUT/ORG/results/<name>/bert/result_0..9.txt       the logs, renumbered in run order
     OUT/ORG/benchmarks/bert/implementations/<impl>/   `git archive HEAD` of this harness (code, README,
                                                       run_and_time.sh) and systems/<name>.json, the descriptor
@@ -39,6 +40,7 @@ from compliance.judgement import dropped_runs
 from compliance.precheck import descriptor_findings
 from compliance.provenance import code_findings, folder_name_for, org_is_submitter
 from compliance.result_log import ResultLog, result_logs_in
+from compliance.software import software_description
 from compliance.staging import read_staged
 from compliance.verdict import judge_folder
 
@@ -114,9 +116,10 @@ def _refusals(system: Descriptor, logs_dir: Path, logs: list[ResultLog], ruleset
     return [f for f in found if f.level == ERROR and (f.blocks or Path(f.where) == logs_dir)]
 
 
-def _write_tree(root: Path, system: Descriptor, logs: list[Path], impl: str, archive: bytes) -> None:
+def _write_tree(root: Path, system: Descriptor, description: dict, logs: list[Path], impl: str,
+                archive: bytes) -> None:
     (root / "systems").mkdir()
-    (root / "systems" / f"{system.name}.json").write_text(json.dumps(system.description, indent=2) + "\n")
+    (root / "systems" / f"{system.name}.json").write_text(json.dumps(description, indent=2) + "\n")
     results = root / "results" / system.name / BENCHMARK
     results.mkdir(parents=True)
     for index, log in enumerate(logs):  # the copies that were judged
@@ -161,6 +164,7 @@ def build_package(system: str | Path, logs_dir: str | Path, org: str | None, out
         target = out / org
         if target.exists() and not force:
             raise PackageError(f"{target} already exists; pass --force to replace it")
+        description = software_description(descriptor, logs)  # framework, other_software_stack: what the runs ran
         copies = [Path(scratch) / log.path.name for log in logs]
-        build_in_place(target, lambda staging: _write_tree(staging, descriptor, copies, impl, archive))
+        build_in_place(target, lambda staging: _write_tree(staging, descriptor, description, copies, impl, archive))
     return PackageResult(target, commit, dirty, check(target, ruleset, descriptor.division, progress))

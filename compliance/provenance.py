@@ -21,6 +21,7 @@ from compliance.files import MAX_LOG_BYTES, UnreadableFile, read_regular_file
 from compliance.findings import WARNING, Finding
 from compliance.precheck import descriptor_findings
 from compliance.result_log import ResultLog
+from compliance.software import packaged_description
 
 
 def implementations(org: Path) -> list[Path]:
@@ -133,7 +134,7 @@ def package_provenance(org: Path, descriptions: dict[str, dict], logs: dict[str,
         found += descriptor_findings(folder, runs, system, "the official tools do not compare them, but no run of the "
                                      "descriptor packaged with the code logs this: a log was edited, or the "
                                      "results are another system's")
-        if name in descriptions and descriptions[name] != system.description:
+        if name in descriptions and descriptions[name] != packaged_description(system, runs):
             found.append(Finding(str(org / "systems" / f"{name}.json"), f"differs from the system block of "
                                  f"{system.path}, the descriptor packaged with the code: the system description "
                                  "of a package is its descriptor's; was it swapped or edited?"))

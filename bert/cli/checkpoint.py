@@ -48,8 +48,11 @@ def convert(src: Path, out: Path, system: str | None, model: str, force: bool) -
         fit = run_convert(src, out, _config(system, model), force)
     except CheckpointError as e:
         raise click.ClickException(str(e)) from None
+    from bert.prep.official_files import checkpoint_verdict
+
     click.echo(f"wrote {out}: {len(fit.state)} tensors from {fit.naming} names "
                f"({len(fit.ignored)} non-parameters skipped)")
+    click.echo(checkpoint_verdict(out).line("phase-1 checkpoint"))
     if fit.unexpected:
         click.echo(f"warning: {len(fit.unexpected)} tensor(s) of {src} have no place in the model and were "
                    f"left out: {', '.join(fit.unexpected[:5])}", err=True)

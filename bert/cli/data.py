@@ -333,12 +333,14 @@ def import_(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, 
     record stops the import naming the file and the record. TFRECORDS: TFRecord files, or folders of them
     (*.tfrecord, *.tfrecords)."""
     from bert.data.vocab import load_vocab
+    from bert.prep.official_files import imported_verdict
     from bert.prep.tfrecord_import import SUFFIXES, import_tfrecords
 
     paths = _paths(inputs, more_inputs, out, "give at least one TFRecord file or folder (TFRECORDS...)", SUFFIXES)
     vocab_size = len(_data_errors(lambda: load_vocab(vocab_path))) if vocab_path else None
     results = _data_errors(lambda: import_tfrecords(paths, out, form, vocab_size, workers, overwrite, not quiet))
     click.echo(f"imported {sum(r.samples for r in results):,} samples from {len(results)} file(s) into {out}")
+    click.echo(imported_verdict(vocab_path).line("dataset"))
 
 
 @data.command()
@@ -407,11 +409,14 @@ def verify(directory: Path, vocab_path: Path | None, max_seq_length: int | None,
 
 
 def _print_verification(report) -> None:
-    """A verification's summary, its problems (then a failing exit) or the manifest it wrote."""
+    """A verification's summary, whether the tree is the official MLPerf dataset, its problems (then a failing
+    exit) or the manifest it wrote."""
+    from bert.prep.official_files import dataset_verdict
     from bert.prep.verify import summary_lines
 
     for line in [*summary_lines(report), *report.check_lines]:
         click.echo(line)
+    click.echo(dataset_verdict(report.root, {e.path: e.sha256 for e in report.entries}).line("dataset"))
     if report.problems:
         for line in report.problems:
             click.echo(line, err=True)

@@ -81,8 +81,9 @@ def _samples_to_converge(system, given: int | None) -> tuple[int, str]:
     return round(reference.mean_samples), f"reference convergence point ({reference.source}, GBS {gbs})"
 
 
-def predicted_run_seconds(system) -> tuple[float | None, str]:
-    """The predicted time to train of one run of `system` (`mlperf-bert simulate`'s figure), or None and why not."""
+def predicted_run(system):
+    """`mlperf-bert simulate`'s prediction for one run of `system` (bert.simulate.time_to_train.Prediction), or
+    None and why not."""
     from bert.simulate.time_to_train import predict
 
     if system.run.performance is None:
@@ -91,7 +92,32 @@ def predicted_run_seconds(system) -> tuple[float | None, str]:
         samples, _ = _samples_to_converge(system, None)
     except click.ClickException as e:
         return None, e.message.split(": ", 1)[-1]
-    return predict(system, samples).time_to_train_s, ""
+    return predict(system, samples), ""
+
+
+def predicted_run_seconds(system) -> tuple[float | None, str]:
+    """The predicted time to train of one run of `system` (`mlperf-bert simulate`'s figure), or None and why not."""
+    prediction, why_not = predicted_run(system)
+    return (prediction.time_to_train_s if prediction is not None else None), why_not
+
+
+def predicted_job_seconds(system) -> tuple[float | None, str, str]:
+    """What one run of `system` takes in a job, as its RESULT line counts it (its start-up, compile warm-up and
+    checkpoint, and the time to train), or None and why not; the third value says what of its untimed start the
+    figure counts."""
+    prediction, why_not = predicted_run(system)
+    if prediction is None:
+        return None, why_not, ""
+    return prediction.end_to_end_s, "", prediction.untimed.counted()
+
+
+def cap_warning(system, prediction) -> str | None:
+    """A line when the predicted converging eval comes after run.max_samples: the run would stop aborted first."""
+    if prediction.samples <= system.run.max_samples:
+        return None
+    return (f"warning: the eval that reaches the target at {prediction.samples_to_converge:,} samples runs at "
+            f"{prediction.samples:,} samples, past run.max_samples {system.run.max_samples:,}: the run would stop "
+            "aborted before it; raise run.max_samples (`mlperf-bert system check` says the least a closed run needs)")
 
 
 @click.command("simulate")
@@ -134,6 +160,9 @@ def simulate(system: str, samples_to_converge: int | None, lengths: str, seed: i
             raise click.ClickException(str(e)) from None
     click.echo(_shape_line(descriptor, source))
     worker = "GPU" if descriptor.run.device == "cuda" else "CPU process"
+    warning = cap_warning(descriptor, prediction)
+    if warning:
+        click.echo(warning, err=True)
     for line in breakdown_lines(prediction, worker):
         click.echo(line)
     if rate is not None:

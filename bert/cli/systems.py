@@ -25,18 +25,28 @@ def system_group() -> None:
 @system_group.command(name="check")
 @system_option("A descriptor to check", required=True, positional_alias=True, multiple=True)
 def system_check(system: tuple[str, ...]) -> None:
-    """Validate descriptors; prints one line per descriptor."""
+    """Validate descriptors; prints one line per descriptor, or for a closed one one line per reason it cannot make
+    an accepted closed run (not the benchmark, a sample cap that aborts converging runs), exit status 1."""
+    from bert.closed_division import descriptor_problems
     from bert.search_space import check_search_space
 
+    refused = 0
     for name in system:
         s = descriptor_for_command(name)
         try:
             check_search_space(s)
         except ConfigError as e:
             raise click.ClickException(str(e)) from None
-        click.echo(f"{s.path}: ok ({s.nodes} node(s) x {s.run.processes_per_node} process(es), "
-                   f"global batch {s.run.global_batch_size}, model {s.run.model})")
+        problems = descriptor_problems(s)
+        for field, problem in problems:  # what a closed run may not be, one line each
+            click.echo(f"{s.path}: {field}: {problem}", err=True)
+        refused += bool(problems)
+        if not problems:
+            click.echo(f"{s.path}: ok ({s.nodes} node(s) x {s.run.processes_per_node} process(es), "
+                       f"global batch {s.run.global_batch_size}, model {s.run.model}, {s.division} division)")
         _notes_hint(s.path)
+    if refused:
+        sys.exit(1)
 
 
 def _notes_hint(descriptor: Path) -> None:
@@ -54,10 +64,27 @@ def _notes_hint(descriptor: Path) -> None:
 
 @system_group.command(name="show")
 @system_option("The descriptor to show", required=True, positional_alias=True)
-def system_show(system: str) -> None:
-    """Print a descriptor as the trainer reads it: its bases merged in, every value stated."""
+@click.option("--origins", is_flag=True, help="Instead of the JSON, one line per value: its path, the value and "
+              "where it comes from (the file of the base chain that states it, or the reference convergence point).")
+def system_show(system: str, origins: bool) -> None:
+    """Print a descriptor as the trainer reads it: its bases merged in, the reference's hyperparameters it asks for
+    filled in, every value stated; stderr says which files (or RCP) the values come from."""
+    from collections import Counter
+
+    from bert.reference_hyperparameters import shown_descriptor, value_at
+
     s = descriptor_for_command(system)
-    click.echo(json.dumps(s.data, indent=2))
+    data, where = shown_descriptor(s.path)
+    if origins:
+        width = max(map(len, where))
+        for path, origin in where.items():
+            value = value_at(data, path)
+            shown = value if isinstance(value, str) and len(value) <= 60 else json.dumps(value)
+            click.echo(f"{path:<{width}}  {shown if len(str(shown)) <= 60 else str(shown)[:57] + '...'}  <- {origin}")
+    else:
+        click.echo(json.dumps(data, indent=2))
+        counts = ", ".join(f"{origin} ({n})" for origin, n in Counter(where.values()).items())
+        click.echo(f"{s.path}: values from {counts}; `--origins` names each", err=True)
     _notes_hint(s.path)
 
 
@@ -113,13 +140,13 @@ def _time_limit(sbatch_args: list[str] | None) -> tuple[str, str]:
 
 
 def _time_line(system: Descriptor, runs: int, sbatch_args: list[str] | None = None) -> str:
-    from bert.cli.simulate import predicted_run_seconds
+    from bert.cli.simulate import predicted_job_seconds
     from bert.distributed.slurm import time_check_line
 
     limit, source = _time_limit(sbatch_args)
-    seconds, why_none = predicted_run_seconds(system)
+    seconds, why_none, counted = predicted_job_seconds(system)
     try:
-        return time_check_line(runs, seconds, limit, source, why_none)
+        return time_check_line(runs, seconds, limit, source, why_none, counted)
     except ValueError as e:
         raise click.ClickException(f"the job's time limit ({source}): {e}") from None
 

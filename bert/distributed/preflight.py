@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bert.closed_division import preflight_problems as closed_division_problems
 from bert.data.dataset import dataset_files
 from bert.data.shards import ShardError
 from bert.distributed.plan import launch_env, nearest_folder
@@ -222,6 +223,7 @@ def node_facts(system: Descriptor, node: int, master_addr: str, data_dir: Path |
     fingerprint, summary, problems = _dataset(system, data_dir)
     checkpoint = checkpoint_problems(system.init_checkpoint_path(checkpoint_dir), checkpoint_dir)
     problems = device_problems(system, gpus_needed) + problems + checkpoint
+    problems += closed_division_problems(system, node, data_dir, checkpoint_dir)
     if system.nodes > 1:
         single_host = any(_loopback(a) for a in _resolve(master_addr))
         interface = launch_env(system.run.launch, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")

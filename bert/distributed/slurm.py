@@ -144,13 +144,15 @@ def time_option(sbatch_args: list[str]) -> str | None:
     return found
 
 
-def time_check_line(runs: int, run_s: float | None, limit: str, limit_source: str, why_none: str = "") -> str:
-    """The dry run's and the submission's comparison of the job's time limit with NEXP x the predicted run length."""
+def time_check_line(runs: int, run_s: float | None, limit: str, limit_source: str, why_none: str = "",
+                    counted: str = "start-up included") -> str:
+    """The dry run's and the submission's comparison of the job's time limit with NEXP x the predicted length of a
+    run end to end (`counted` says what of its untimed start the prediction includes)."""
     if run_s is None:
         return f"time: no prediction of a run's length ({why_none}); the job's time limit is {limit} ({limit_source})"
     total = runs * run_s
-    said = (f"time: NEXP={runs} run(s) x {run_s / 60:.1f} min predicted (mlperf-bert simulate; initialisation not "
-            f"included) = {total / 60:.1f} min")
+    said = (f"time: NEXP={runs} run(s) x {run_s / 60:.1f} min predicted (mlperf-bert simulate; {counted}) = "
+            f"{total / 60:.1f} min")
     limit_s = time_limit_seconds(limit)
     if limit_s is None or total <= limit_s:
         return f"{said}, within the job's time limit {limit} ({limit_source})"

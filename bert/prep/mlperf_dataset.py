@@ -15,6 +15,10 @@ command (bert.ownership): a DATA that holds anything it did not write is refused
     DATA/vocab.txt, DATA/manifest.json               the manifest that `data verify` writes
     DATA/provenance.json                              each input and its md5, the flags, the seeds, the eval
                                                       set's source (which `data verify` checks the pick against)
+    DATA/official.json                                whether the download is the official one, by the checksums
+                                                      the reference publishes (bert.prep.official_files), and the
+                                                      SHA-256 of each file verified: an official tree stays so
+                                                      only while its files are those
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from bert.data.vocab import load_vocab
 from bert.mlperf_rules import EVAL_SAMPLES, REFERENCE_PREP, TRAINING_SHARDS
 from bert.ownership import OwnedFolder, claim_folder, temporary_path, write_text_atomically
 from bert.prep.instances import SampleSpec
+from bert.prep.official_files import OFFICIAL_RECORD, judge_download, record_tree
 from bert.prep.official_inputs import OfficialInputs, find_inputs, read_md5_list, verify_inputs
 from bert.prep.prepare import PrepareOptions, prepare
 from bert.prep.progress import Advance, progress_bar
@@ -64,7 +69,7 @@ def build_mlperf_dataset(root: Path, out: Path, options: MlperfOptions = MlperfO
     inputs = find_inputs(root)
     with claim_folder(out, WRITER, [root], mode="resume") as tree:
         tree.record(WORK, "vocab.txt", "eval.hdf5", "eval_varlen.hdf5", "train", "train_varlen", PROVENANCE,
-                    MANIFEST_FILE)
+                    MANIFEST_FILE, OFFICIAL_RECORD)
         with tree.subfolder(WORK) as work:
             return _build(inputs, out, work, options, show_progress, log)
 
@@ -99,8 +104,11 @@ def _build(inputs: OfficialInputs, out: Path, work: OwnedFolder, options: Mlperf
                    options.workers, show_progress)
     log("6/6 verifying the tree")
     _write_provenance(out, inputs, options)
-    return verify_dataset(out, vocab, Limits(shape.max_seq_length, shape.max_predictions), options.workers,
-                          show_progress, WRITER)
+    report = verify_dataset(out, vocab, Limits(shape.max_seq_length, shape.max_predictions), options.workers,
+                            show_progress, WRITER)
+    verdict = judge_download(inputs.parts, inputs.eval_text, inputs.vocab, read_md5_list(inputs.md5_list))
+    record_tree(out, verdict, {entry.path: entry.sha256 for entry in report.entries})
+    return report
 
 
 def _write_provenance(out: Path, inputs: OfficialInputs, options: MlperfOptions) -> None:

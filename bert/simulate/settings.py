@@ -36,6 +36,18 @@ class PerformanceSpec:
     """The inter-node allreduce algorithm (NCCL_ALGO)."""
     samples_to_converge: int | None = ranged(1, default=None)
     """Training samples to the target; null: the reference convergence point of the global batch size."""
+    startup_s: float | None = ranged(0, default=None)
+    """Seconds of each run outside its timed region (run_start to run_stop) besides compiling and the checkpoint:
+    the launcher and the processes starting, importing torch, the process groups, the model, the dataset and the
+    exit. Measured as a run's RESULT seconds minus its log's run_start to run_stop (a run that compiles nothing and
+    starts from no checkpoint: benchmarks/end_to_end_time.py); null: unknown, which `simulate` and the Slurm time
+    check say."""
+    compile_warmup_s: float | None = ranged(0, default=None)
+    """Seconds a run that compiles (run.compile, or a compiled optimizer) spends compiling before the clock: its
+    log's compile_warmup_seconds; null: unknown, said where it counts."""
+    storage_gb_s: float = ranged(0, low_open=True, default=1.0)
+    """Read rate in GB/s of the storage run.init_checkpoint is loaded from before the clock (the checkpoint modelled
+    as the model's fp32 parameters); the checkpoint's eval that follows is modelled as one eval."""
 
     def problems(self) -> list[tuple[str, str]]:
         estimate = self.model_flops_utilization is not None or self.peak_tflops is not None

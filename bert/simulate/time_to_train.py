@@ -2,7 +2,9 @@
 
 `predict(descriptor, samples_to_converge, lengths)` returns a `Prediction`: the step's parts (`StepBreakdown`:
 compute, the exposed allreduce, the optimizer, in seconds), the eval's, the steps and evals to the first eval past
-`samples_to_converge`, and their sum, the time to train (untimed initialisation not in it). `gpu_throughput` is the
+`samples_to_converge`, and their sum, the time to train; `untimed` what a run adds outside its timed region (the
+start-up, the compile warm-up, loading and evaluating the checkpoint), so that `end_to_end_s` is what its RESULT
+line says. `gpu_throughput` is the
 descriptor's compute rate (declared, or estimated from its FLOPs utilisation); `calibrated_samples_per_s` the rate
 with which the model reproduces a measured time to train; `CALIBRATION_POINTS` the figures the published
 descriptors' rates were calibrated on. The model, term by term: docs/simulate.md, "The model".
@@ -15,8 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bert.compile_warmup import compiles_anything
 from bert.data.balance_plans import attention_width
 from bert.distributed.clipping import COMM_DTYPES
+from bert.mlperf_rules import converging_eval
 from bert.model.size import FP32_BYTES, gradient_buckets, parameter_count
 from bert.model.token_rounding import token_sizes
 from bert.optim.traffic import optimizer_bytes_per_parameter
@@ -92,6 +96,32 @@ class StepBreakdown:
 
 
 @dataclass(frozen=True)
+class Untimed:
+    """What a run spends outside its timed region, in seconds (None: not declared, so not counted)."""
+
+    startup_s: float | None  # run.performance.startup_s
+    compile_s: float | None  # run.performance.compile_warmup_s of a run that compiles; 0 for one that does not
+    checkpoint_s: float  # loading run.init_checkpoint (fp32 parameters at storage_gb_s) and its eval; 0 without
+
+    @property
+    def total_s(self) -> float:
+        """What is known of it."""
+        return (self.startup_s or 0.0) + (self.compile_s or 0.0) + self.checkpoint_s
+
+    def unknown(self) -> str:
+        """What it leaves out, in words ("" when nothing)."""
+        missing = [f"{what} (run.performance.{name} not declared)" for what, name, value in
+                   (("start-up", "startup_s", self.startup_s), ("compile warm-up", "compile_warmup_s", self.compile_s))
+                   if value is None]
+        return " and ".join(missing)
+
+    def counted(self) -> str:
+        """What of a run's untimed start a prediction with it counts, in words."""
+        missing = self.unknown()
+        return f"NOT counted: {missing}" if missing else "start-up, compile warm-up and checkpoint counted"
+
+
+@dataclass(frozen=True)
 class Prediction:
     system: str
     throughput: Throughput
@@ -102,6 +132,7 @@ class Prediction:
     evals: int
     eval_s: float
     samples_to_converge: int
+    untimed: Untimed
 
     @property
     def train_s(self) -> float:
@@ -110,6 +141,12 @@ class Prediction:
     @property
     def time_to_train_s(self) -> float:
         return self.train_s + self.evals * self.eval_s
+
+    @property
+    def end_to_end_s(self) -> float:
+        """A whole run, as its RESULT line counts it: the time to train and what it does untimed (of which
+        untimed.unknown() says what is not declared, so not counted)."""
+        return self.time_to_train_s + self.untimed.total_s
 
 
 def allreduce_seconds(nbytes: float, nodes: int, gpus_per_node: int, perf: PerformanceSpec,
@@ -164,17 +201,6 @@ def token_cost(count: int, max_len: int, lengths: np.ndarray, batch: int, seed: 
     return epoch_shapes(lengths, batch * ROUNDED_BATCHES, batch, [sizes], seed)[0].cost
 
 
-def converging_eval(samples_to_converge: int, global_batch: int, interval: int) -> tuple[int, int]:
-    """(steps, evals) of the first eval whose sample count reaches `samples_to_converge` (evals at the first
-    step past each multiple of the interval, as bert.train runs them)."""
-    evals = max(1, samples_to_converge // interval)
-    while True:
-        steps = -(-evals * interval // global_batch)
-        if steps * global_batch >= samples_to_converge:
-            return steps, evals
-        evals += 1
-
-
 @dataclass(frozen=True)
 class _Costs:
     """What a prediction takes from the descriptor besides the accelerator's rate: the costly parts (the
@@ -210,7 +236,17 @@ def _prediction(system: Descriptor, costs: _Costs, throughput: Throughput, sampl
     eval_s = (math.ceil(run.eval.samples / system.world_size)
               / (throughput.samples_per_s * run.performance.eval_speedup) * costs.eval_token_cost)
     return Prediction(system.name, throughput, costs.parameters, step, costs.steps,
-                      costs.steps * run.global_batch_size, costs.evals, eval_s, samples_to_converge)
+                      costs.steps * run.global_batch_size, costs.evals, eval_s, samples_to_converge,
+                      untimed_seconds(system, costs.parameters, eval_s))
+
+
+def untimed_seconds(system: Descriptor, parameters: int, eval_s: float) -> Untimed:
+    """The untimed part of a run of `system`: the declared start-up and compile warm-up, and the checkpoint's load
+    (its fp32 parameters from storage) and eval, modelled."""
+    perf, run = system.run.performance, system.run
+    compile_s = perf.compile_warmup_s if compiles_anything(run, run.optimizer) else 0.0
+    checkpoint_s = parameters * FP32_BYTES / (perf.storage_gb_s * 1e9) + eval_s if run.init_checkpoint else 0.0
+    return Untimed(perf.startup_s, compile_s, checkpoint_s)
 
 
 def _lengths(system: Descriptor, lengths: np.ndarray | None, seed: int) -> np.ndarray:
@@ -271,7 +307,22 @@ def breakdown_lines(p: Prediction, worker: str = "GPU") -> list[str]:
         ("training", f"{p.train_s:.2f} s"),
         ("evals", f"{p.evals} x {p.eval_s * 1e3:.2f} ms = {p.evals * p.eval_s:.2f} s"),
         ("time to train", f"{p.time_to_train_s:.2f} s ({p.time_to_train_s / 60:.2f} min)"),
+        *_untimed_rows(p),
     ]
     width = max(len(name) for name, _ in rows)
     return [f"{p.system}:"] + [f"  {name:<{width}}  {value}" for name, value in rows] + [
-        f"predicted_time_to_train_s={p.time_to_train_s:.3f}"]
+        f"predicted_end_to_end_s={p.end_to_end_s:.3f}", f"predicted_time_to_train_s={p.time_to_train_s:.3f}"]
+
+
+def _untimed_rows(p: Prediction) -> list[tuple[str, str]]:
+    u = p.untimed
+
+    def seconds(value: float | None, name: str) -> str:
+        return f"{value:.2f} s" if value is not None else f"not counted (run.performance.{name} not declared)"
+
+    missing = u.unknown()
+    return [("start-up and exit (untimed)", seconds(u.startup_s, "startup_s")),
+            ("compile warm-up (untimed)", seconds(u.compile_s, "compile_warmup_s")),
+            ("checkpoint load and eval (untimed)", f"{u.checkpoint_s:.2f} s"),
+            ("a run end to end (its RESULT)", f"{p.end_to_end_s:.2f} s ({p.end_to_end_s / 60:.2f} min)"
+             + (f"; without {missing}" if missing else ""))]

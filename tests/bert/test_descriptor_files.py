@@ -20,6 +20,8 @@ from bert.descriptor_files import (
     notes_from_elsewhere,
     resolved_descriptor,
 )
+from bert.mlperf_rules import DEFAULT_RULESET
+from bert.rcp import point_for
 from bert.system import load_descriptor
 from bert.typed_config import ConfigError
 from tests.helpers.repo import REPO
@@ -103,7 +105,8 @@ def site(tmp_path, monkeypatch):
     """Two site folders on the search path, the first holding an 8-node DGX H100 that inherits the published one."""
     first, second = tmp_path / "site" / "systems", tmp_path / "shared"
     _write(first, "site_h100_8x8", {"base": "dgxh100_1x8", "system": EIGHT_NODES,
-                                    "run": {"global_batch_size": 3072, "performance": {"inter_node_gb_s": 400.0},
+                                    "run": {"global_batch_size": 3072, "rcp_hyperparameters": True,
+                                            "performance": {"inter_node_gb_s": 400.0},
                                             "notes": {"site": "Our cluster."}}})
     second.mkdir(parents=True)
     monkeypatch.setenv(SEARCH_PATH_ENV, f"{first}:{second}")
@@ -114,7 +117,8 @@ def test_a_site_descriptor_is_found_by_name_and_inherits_a_published_one_by_name
     first, second = site
     system = load_descriptor("site_h100_8x8")
     assert system.path == (first / "site_h100_8x8.json").resolve() and system.nodes == 8
-    assert system.run.optimizer.training_steps == load_descriptor("dgxh100_1x8").run.optimizer.training_steps
+    # Its batch's reference hyperparameters, not the base's (chosen for 768): the installed RCP file's.
+    assert system.run.optimizer.training_steps == point_for(3072, DEFAULT_RULESET).hyperparameters["training_steps"]
     assert available_descriptors()["site_h100_8x8"] == first / "site_h100_8x8.json"
     assert available_descriptors()["cpu_tiny"] == PUBLISHED_SYSTEMS / "cpu_tiny.json"
     # The published notes that describe the base's own system are named, the site's own topic is not.

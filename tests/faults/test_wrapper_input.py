@@ -103,8 +103,10 @@ def test_a_start_the_pre_flight_refuses_is_one_line_with_no_result_and_nothing_w
                CHECKPOINTDIR=str(checkpoints))
     if case == "cuda":  # everything else is in place: the dataset, a file where the checkpoint should be
         (checkpoints / "model.pt").write_bytes(b"")
-        system, expected = "h200_1x1", ("pre-flight: h200_1x1 runs on CUDA (run.device) but torch "
-                                        f"{torch.__version__} here is a build without CUDA: run in a CUDA container")
+        # In the open division: a closed run would also be told that this dataset and checkpoint are not official.
+        system = load_descriptor("h200_1x1").variant(description={"division": "open"}).write(tmp_path / "systems").path
+        expected = (f"pre-flight: h200_1x1 runs on CUDA (run.device) but torch {torch.__version__} here is a build "
+                    "without CUDA: run in a CUDA container")
     elif case == "dataset":
         env["DATADIR"] = str(tmp_path / "no_data")
         system = _cpu_micro_from(tmp_path, small_dataset)
@@ -125,3 +127,30 @@ def test_an_unknown_option_is_one_line_naming_the_one_meant(tmp_path, cpu_env):
     assert proc.returncode == 2 and proc.stdout == ""
     assert single_line_error(proc.stderr) == ("run_and_time: unknown option --dryrun; did you mean --dry-run? the "
                                               "options are --dry-run and --help")
+
+
+def _path_without_slurm(folder: Path) -> str:
+    """A PATH that has this machine's commands but Slurm's (a host without Slurm)."""
+    folder.mkdir()
+    for directory in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for command in Path(directory).iterdir() if Path(directory).is_dir() else []:
+            if command.name not in ("sbatch", "srun", "salloc", "scontrol") and not (folder / command.name).exists():
+                (folder / command.name).symlink_to(command)
+    return str(folder)
+
+
+def test_a_host_without_slurm_is_one_line_exit_2_for_sbatch_and_srun(tmp_path, cpu_env):
+    env = dict(cpu_env, PATH=_path_without_slurm(tmp_path / "bin"), LOGDIR=str(tmp_path / "logs"))
+    env.pop("SLURM_JOB_ID", None)
+    submitted = subprocess.run([str(REPO / "run_and_time.sbatch"), "cpu_micro"], env=env, capture_output=True,
+                               text=True, timeout=120)
+    assert submitted.returncode == 2 and submitted.stdout == ""
+    assert single_line_error(submitted.stderr) == (
+        "run_and_time.sbatch: sbatch is not on PATH: run it on a Slurm login node (or put Slurm's commands on PATH); "
+        "without Slurm, start ./run_and_time.sh cpu_micro on each host instead")
+    in_job = wrapper("cpu_micro", dict(env, SLURM_JOB_ID="7"))
+    assert in_job.returncode == 2 and "RESULT" not in in_job.stdout
+    assert single_line_error(in_job.stderr) == (
+        "run_and_time: SLURM_JOB_ID=7 is set but srun is not on PATH: run inside a Slurm job on a node that has "
+        "Slurm's commands, or unset SLURM_JOB_ID to start the ranks with torchrun")
+    assert not (tmp_path / "logs").exists()

@@ -7,6 +7,7 @@ import subprocess
 from click.testing import CliRunner
 
 from bert.cli import main
+from bert.cli.simulate import predicted_job_seconds
 from bert.distributed.plan import Container, TrainArgs, build_plan, launch_command, missing_mounts, run_mounts
 from bert.system import load_descriptor
 from tests.helpers.repo import REPO
@@ -33,7 +34,9 @@ def test_the_plan_of_the_papers_system_under_slurm(tmp_path):
     ranks = [line.split() for line in lines if line.startswith("  rank ")]
     assert len(ranks) == 1024
     assert ranks[-1][:8] == ["rank", "1023", "node", "127", "local", "7", "group", "127"]
-    assert lines[-1].startswith("time: NEXP=1 run(s) x 0.3 min predicted")
+    run_s, _, counted = predicted_job_seconds(load_descriptor("dgxa100_128x8_adam"))  # start-up included
+    assert lines[-1].startswith(f"time: NEXP=1 run(s) x {run_s / 60:.1f} min predicted (mlperf-bert simulate; "
+                                f"{counted})")
     assert not list(tmp_path.iterdir())  # nothing started, nothing written
 
 
@@ -83,7 +86,7 @@ def test_a_site_descriptor_outside_the_repository_in_a_slurm_dry_run(tmp_path):
     site.mkdir(parents=True)
     (site / "site_h100_8x8.json").write_text(json.dumps({
         "base": "dgxh100_1x8", "system": {"system_name": "Site DGX H100 (8 nodes)", "number_of_nodes": "8"},
-        "run": {"global_batch_size": 3072, "performance": {"inter_node_gb_s": 400.0}}}))
+        "run": {"global_batch_size": 3072, "rcp_hyperparameters": True, "performance": {"inter_node_gb_s": 400.0}}}))
     env = {"SLURM_JOB_ID": "0", "MLPERF_BERT_SYSTEMS": str(site), "CONT": "nvcr.io#site/bert:25.04",
            "MOUNTS": "/scratch:/scratch", "DROP_CACHES": "1", "NEXP": "100", "SBATCH_TIMELIMIT": "0:30:00",
            "DATADIR": str(data), "CHECKPOINTDIR": str(checkpoints), "LOGDIR": str(tmp_path / "logs")}

@@ -103,7 +103,7 @@ def test_slurms_time_limits_and_the_option_that_asks_for_one():
 def test_the_time_check_says_how_many_runs_the_limit_lets_end_and_what_to_ask_for():
     limit = "2:00:00", "#SBATCH --time"
     assert time_check_line(10, 3823.2, *limit) == (
-        "time: NEXP=10 run(s) x 63.7 min predicted (mlperf-bert simulate; initialisation not included) = 637.2 min, "
+        "time: NEXP=10 run(s) x 63.7 min predicted (mlperf-bert simulate; start-up included) = 637.2 min, "
         "MORE than the job's time limit 2:00:00 (#SBATCH --time): Slurm would end the job after about 1 run(s); pass "
         "--time=13:17:00 to run_and_time.sbatch, or lower NEXP")
     assert time_check_line(2, 3000, *limit).endswith("= 100.0 min, within the job's time limit 2:00:00 "

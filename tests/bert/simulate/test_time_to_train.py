@@ -157,3 +157,45 @@ def test_calibrating_on_less_time_than_the_rest_takes_is_refused():
     floor = predict(system.variant({"performance.gpu_samples_per_s": 1e15}), 1000).time_to_train_s
     with pytest.raises(ValueError, match="no accelerator rate makes the prediction .* alone take"):
         calibrated_samples_per_s(system, floor / 2, 1000)
+
+
+def test_a_run_end_to_end_adds_its_start_up_compile_warm_up_and_checkpoint():
+    base = _small_cluster("after_allreduce")
+    plain = predict(base.variant({"performance.startup_s": 10.0}), 1000)
+    assert plain.untimed.total_s == 10.0 and plain.end_to_end_s == plain.time_to_train_s + 10.0
+    assert plain.untimed.counted() == "start-up, compile warm-up and checkpoint counted"
+    compiled = base.variant({"performance.startup_s": 10.0, "performance.compile_warmup_s": 30.0,
+                             "performance.storage_gb_s": 2.0, "compile": True, "init_checkpoint": "phase1.pt"})
+    p = predict(compiled, 1000)
+    load_s = parameter_count(compiled.model_config()) * 4 / 2e9
+    assert p.untimed.checkpoint_s == pytest.approx(load_s + p.eval_s)  # loaded, then evaluated before the clock
+    assert p.end_to_end_s == pytest.approx(p.time_to_train_s + 10.0 + 30.0 + load_s + p.eval_s)
+    unknown = predict(compiled.variant({"performance.compile_warmup_s": None}), 1000)
+    assert unknown.untimed.counted() == ("NOT counted: compile warm-up (run.performance.compile_warmup_s not "
+                                         "declared)")
+
+
+def test_simulate_prints_the_run_end_to_end_and_says_when_the_converging_eval_passes_the_cap(tmp_path):
+    system = _small_cluster("after_allreduce", {"max_samples": 1024, "performance.startup_s": 5.0}).write(tmp_path)
+    within = CliRunner().invoke(main, ["simulate", "--system", str(system.path)])
+    assert within.exit_code == 0 and within.stderr == ""
+    lines = within.stdout.splitlines()
+    assert lines[-2] == f"predicted_end_to_end_s={predict(system, 1000).end_to_end_s:.3f}"
+    passed = CliRunner().invoke(main, ["simulate", "--system", str(system.path), "--samples-to-converge", "1100"])
+    assert passed.exit_code == 0
+    assert passed.stderr == ("warning: the eval that reaches the target at 1,100 samples runs at 1,280 samples, past "
+                             "run.max_samples 1,024: the run would stop aborted before it; raise run.max_samples "
+                             "(`mlperf-bert system check` says the least a closed run needs)\n")
+
+
+def test_the_slurm_time_check_counts_each_runs_start_up():
+    system = load_descriptor("cpu_micro")
+    expected = predict(system, system.run.performance.samples_to_converge).end_to_end_s
+    checked = CliRunner().invoke(main, ["system", "time-check", "cpu_micro", "--runs", "3"])
+    assert checked.exit_code == 0
+    assert checked.stdout.startswith(f"time: NEXP=3 run(s) x {expected / 60:.1f} min predicted (mlperf-bert simulate; "
+                                     "start-up, compile warm-up and checkpoint counted) = ")
+    assert expected >= system.run.performance.startup_s > 0
+    gpu = CliRunner().invoke(main, ["system", "time-check", "dgxa100_1x8", "--runs", "10"])
+    assert "(mlperf-bert simulate; NOT counted: compile warm-up (run.performance.compile_warmup_s not declared))" in \
+        gpu.output

@@ -22,6 +22,7 @@ from bert.model.config import named_config
 from bert.model.pretraining import BertForPreTraining
 from bert.rcp import point_for
 from bert.system import load_descriptor
+from compliance.provenance import folder_name_for
 from tests.helpers.compliance import MICRO_EVAL
 from tests.helpers.downloads import official_download
 from tests.helpers.readme import readme_commands
@@ -30,7 +31,7 @@ from tests.helpers.repo import REPO, fresh_copy, this_python_env
 PAGE = REPO / "docs" / "closed.md"
 NAME = "site_h100_8x8"
 STANDS_IN = ("mlc-r2-downloader.sh", "pip install")  # lines the test does not type: it made their result itself
-ORG = "MLPerf_BERT_harness_developers"  # the stand-in's system.submitter (cpu_micro's), as a folder name
+ORG = folder_name_for(load_descriptor("cpu_micro").description["submitter"])  # the stand-in's submitter, as a folder
 
 
 def _run(argv: list[str], cwd: Path, env: dict) -> str:

@@ -31,7 +31,7 @@ from compliance.checkers import (
 )
 from compliance.errors import UsageError
 from compliance.findings import ERROR, Finding
-from compliance.judgement import RunCount, count_run, dropped_runs, platform_findings
+from compliance.judgement import RunCount, count_run, dropped_runs, package_judgement, platform_findings
 from compliance.precheck import folder_findings, log_findings, package_findings, read_system_json
 from compliance.provenance import package_provenance
 from compliance.result_log import ResultLog, read_result_log, result_logs_in
@@ -218,6 +218,7 @@ def _check_package(report: CheckReport, org: Path, division: str | None, score: 
             unreadable.add(name)
         runs[name] = report.logs_of(name)
     report.findings += platform_findings(org, report.descriptions, runs)
+    report.findings += package_judgement(org, report.descriptions, runs)
     report.findings += package_provenance(org, report.descriptions, runs)
     unreadable |= {Path(f.where).name for f in found if f.blocks and Path(f.where).parent.name == "results"}
     whole = any(f.blocks and Path(f.where) == org for f in found)

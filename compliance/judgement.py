@@ -444,11 +444,12 @@ def _stated_systems(org: Path, folder: str, runs: list[ResultLog], description: 
 def hardware_findings(folder: Path, runs: list[ResultLog], machine: Machine, sample_flops: float,
                       model: str) -> list[Finding]:
     """Rule 7 for a package: each run no faster than `machine` trains `model` (compliance.hardware)."""
+    found = []
     for log in runs:
         problem = too_fast(log, machine, sample_flops, model)
         if problem is not None and _faster_than_any_machine(log) is None:  # else judge_run has said it
-            return [Finding(str(folder / log.path.name), problem)]
-    return []
+            found.append(Finding(str(folder / log.path.name), problem))
+    return found
 
 
 def package_judgement(org: Path, descriptions: dict[str, dict], logs: dict[str, list[ResultLog]]) -> list[Finding]:

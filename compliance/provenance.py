@@ -143,7 +143,7 @@ def _packaged_descriptor(name: str, impls: list[Path]) -> tuple[Descriptor | Non
 
 def _missing_parts(org: Path, name: str, runs: list[ResultLog], impls: list[Path], marks: list[str]) -> list[Finding]:
     """The parts of a package of this harness that system `name` lacks."""
-    why = f"a package this harness made holds it, and this one is ({'; '.join(marks[:2])})"
+    why = f"a package this harness made holds it, and this one is this harness's ({'; '.join(marks[:2])})"
     folder, found = org / "results" / name / BENCHMARK, []
     for key in (TARGET_ACCURACY, CODE_VERSION):
         lacking = [log.path.name for log in runs if log.value(key) is None]
@@ -164,7 +164,7 @@ def _code_problems(org: Path, impls: list[Path], logs: dict[str, list[ResultLog]
     if not held:
         return [Finding(str(org / "benchmarks" / BENCHMARK / "implementations"), "no implementation folder holds "
                         "the bert package (implementations/<impl>/bert/) that the runs ran: a package this harness "
-                        f"made holds it, and this one is ({'; '.join(marks[:2])}). Was it deleted?")]
+                        f"made holds it, and this one is this harness's ({'; '.join(marks[:2])}). Was it deleted?")]
     found = []
     for name, runs in logs.items():
         logged = [log for log in runs if log.value(CODE_VERSION) is not None]

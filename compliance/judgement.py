@@ -15,10 +15,11 @@ patterns it accepts and the forgeries it refuses:
 2. One run. Exactly one run_start and one run_stop, run_stop not earlier than run_start. Refused: a second
    run_start or run_stop (two runs in one file), run_stop timed before run_start.
 3. The work lies inside the clock. No work of the run is timed before run_start, by any margin: the clock starts
-   before the run touches its data, and in every published log the first block starts 5 ms or more after it.
-   Accepted: an eval_accuracy of epoch_num 0 before run_start (the initial checkpoint's eval during
-   initialisation, as PCL's v1.0 logs print it). Refused: run_start moved later, which shortens the scored time
-   (said in minutes); nodes' clock differences are no excuse here, since they would shorten the run.
+   before the run touches its data, and in none of the 3,381 published logs of v0.7 to v5.0 does a block or an eval
+   precede it (some start in its millisecond). Accepted: an eval_accuracy of epoch_num 0 before run_start (the
+   initial checkpoint's eval during initialisation, as PCL's v1.0 logs print it). Refused: run_start moved later,
+   which shortens the scored time (said in minutes); nodes' clock differences are no excuse here, since they would
+   shorten the run.
 4. The evals end before the clock stops. A run stops its clock when the eval that reached its target ends, so
    no eval is timed after run_stop. Refused: run_stop timed before the eval that reached the target (xFusion's
    v3.1 logs, accepted then, stop their clock up to 71 minutes before it): the score understates the time to

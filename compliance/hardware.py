@@ -15,9 +15,11 @@ a fraction of it; an accelerator model not in the table counts UNKNOWN_PEAK, abo
 folder without a system JSON, names no hardware: its machine is counted as one accelerator per sequence of its
 global batch (data parallelism gives every accelerator at least one sequence a step) at UNKNOWN_PEAK.
 
-So the least time is S x F / (N x P). Against the published BERT runs of Training v4.1 and v5.0 every run takes
-many times longer (benchmarks/published_results.py measures them); a run logged below it did not run: its times
-were edited (a run of 1 ms, or one compressed a thousand times, is refused).
+So the least time is S x F / (N x P). Every published BERT run takes many times longer: at least 12.4 times on
+the hardware of its system JSON in Training v4.1 and v5.0 (the closest: Clemson's A100 PCIe runs; NVIDIA's 7.1 s
+on 3,472 H100 is 74 times its least time), at least 7.8 times in v0.7 to v4.0, and a lone log at least 3,700 times
+(one accelerator per sequence). A run logged below it did not run: its times were edited (a run of 1 ms, or one
+compressed a thousand times, is refused).
 """
 
 from __future__ import annotations
@@ -125,7 +127,8 @@ def least_sample_flops(config: BertConfig | None = None, sequence: int = MLPERF_
                        max_predictions: int = MLPERF_MAX_PREDICTIONS) -> float:
     """The training FLOPs of one sample of a quarter of the sequence length (see the module), of BERT-large
     unless `config` says otherwise."""
-    return flops_per_sequence(config or named_config("large"), np.array([max(sequence // 4, 1)]), max_predictions)
+    return float(flops_per_sequence(config or named_config("large"), np.array([max(sequence // 4, 1)]),
+                                    max_predictions))
 
 
 def samples_trained(log: ResultLog) -> float | None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET, DIVISIONS
 from compliance.checkers import CheckResult, Scoring, require_ruleset
 from compliance.findings import WARNING, Finding
-from compliance.judgement import platform_findings
+from compliance.judgement import package_judgement, platform_findings
 from compliance.precheck import package_findings, read_system_json
 from compliance.provenance import package_provenance
 from compliance.result_log import result_logs_in
@@ -164,6 +164,7 @@ def _judge_package(org: Path, index: int, staging: Staging, ruleset: str, divisi
             folders[name] = judged
     runs = {name: list(judged.logs) for name, judged in folders.items()}
     report.findings += platform_findings(org, report.descriptions, runs)
+    report.findings += package_judgement(org, report.descriptions, runs)
     report.findings += package_provenance(org, report.descriptions, runs)
     report.findings = _grouped(org, report.findings)
     unreadable |= {Path(f.where).name for f in report.findings if f.blocks and Path(f.where).parent.name == "results"}

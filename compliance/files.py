@@ -4,19 +4,27 @@ A result folder may hold anything under a result's name: a FIFO (opening it wait
 symlink to /dev/zero (reading it never ends) or a log of gigabytes. So a file is opened without blocking,
 judged by what the open descriptor is (not by its name, which a symlink can change between a look and the
 open), and read only when it is a regular file no larger than the cap; a file growing while read is cut at
-the cap and refused.
+the cap and refused. JSON read from such a file (`read_json`) is parsed without letting a hostile value end in a
+traceback: a document nested deeper than the parser recurses, or an integer of thousands of digits (Python refuses
+to convert more than 4,300), is refused in one sentence, and integers too long for a float become infinities, which
+the rules that read them refuse as no measurement.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 # A BERT result log is under 1 MiB from one rank and a few MiB when every rank of a large run writes to it (the
 # largest published v4.1/v5.0 BERT log is 3.1 MB); a system JSON is a few KiB.
 MAX_LOG_BYTES = 64 << 20
 MAX_JSON_BYTES = 1 << 20
+# Integers of more digits are read as floats: a float holds up to about 308 digits, so a longer one becomes an
+# infinity (which no rule takes as a time, an accuracy or a count), and no number ever reaches int()'s limit.
+MAX_INT_DIGITS = 300
 
 
 class UnreadableFile(OSError):
@@ -50,12 +58,13 @@ def read_regular_file(path: Path, limit: int) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise UnreadableFile(path, f"cannot be opened ({e.strerror or e})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):  # judged on the descriptor before fdopen, which refuses a folder with a traceback
+        os.close(fd)
+        raise UnreadableFile(path, f"is {_kind(mode)}, not a regular file; a submission holds plain files "
+                             "only: replace it with the file itself")
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        mode, size = info.st_mode, info.st_size
-        if not stat.S_ISREG(mode):
-            raise UnreadableFile(path, f"is {_kind(mode)}, not a regular file; a submission holds plain files "
-                                 "only: replace it with the file itself")
+        size = os.fstat(fd).st_size
         if size > limit:
             raise UnreadableFile(path, f"is {size:,} bytes, over the {limit:,} bytes such a file can be; it is not "
                                  "read")
@@ -63,3 +72,32 @@ def read_regular_file(path: Path, limit: int) -> bytes:
     if len(data) > limit:
         raise UnreadableFile(path, f"grew past {limit:,} bytes while it was read; it is not read")
     return data
+
+
+def _parse_int(text: str) -> int | float:
+    digits = len(text.lstrip("-"))
+    return int(text) if digits <= MAX_INT_DIGITS else float(text)
+
+
+def parse_json(text: str | bytes) -> Any:
+    """`text` as JSON, with integers too long for a float read as infinities; ValueError saying what is wrong
+    (not JSON, or nested deeper than the parser recurses) otherwise."""
+    try:
+        return json.loads(text, parse_int=_parse_int)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not valid JSON: {e.msg}, line {e.lineno} column {e.colno}") from None
+    except RecursionError:  # the parser recurses once per level of objects and lists
+        raise ValueError("nested deeper than a JSON parser follows (objects or lists inside each other a thousand "
+                         "levels and more)") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def read_json(path: Path, limit: int = MAX_JSON_BYTES) -> Any:
+    """The JSON document of the file at `path` (read as read_regular_file reads it); UnreadableFile saying why
+    not, in a sentence, for a file that cannot be read or parsed (parse_json)."""
+    data = read_regular_file(path, limit)
+    try:
+        return parse_json(data)
+    except ValueError as e:
+        raise UnreadableFile(path, str(e)) from None

@@ -1,23 +1,59 @@
 """Whether result logs are the honest record of genuine runs, and which runs count: every rule about what a log
-says, calibrated on the published BERT results of MLPerf Training v4.1 and v5.0 (630 logs of 63 systems, all
-accepted by the official tools; benchmarks/published_results.py runs `check` and `score` on them).
+says, judged on the times its lines carry (not on their order in the file), calibrated on the published BERT
+results of MLPerf Training v4.1 and v5.0 (630 logs of 63 systems, all accepted by the official tools;
+benchmarks/published_results.py runs `check` and `score` on them) and read against those of v0.7 to v4.0.
 
-What genuine logs do, and is therefore accepted: every rank may log init_start and cache_clear (512 times in a
-512-GPU run), a few ms out of order, and nodes' clocks differ (lines before run_start go back by up to 2.8 s in
-Dell's 2-node runs); hyperparameters and the seed may come after run_start; one run of ten may fail (miss the
-target, take more than 30 minutes to initialise, or stop without run_stop), and the package checker drops it
-under olympic scoring. What no genuine run writes, and is refused even where the official tools pass it or would
-drop it: a second run_start or run_stop, run_stop before run_start, a line between run_start and run_stop that
-goes back by more than nodes' clocks differ, a run that trains and evaluates in no time, an accuracy or a time
-that is no measurement, a `success` that the log's own evals do not back, and more than one copy of a run (logs
-identical to the millisecond; the one copy a published submission holds is named in a warning). A log edited
-consistently (every time shifted alike, a value changed everywhere) is undetectable here, as it is for the
-official tools: an unsigned log proves nothing about who wrote it.
+The run is what happens from run_start to run_stop: its work is the training (block_start, block_stop,
+epoch_start, epoch_stop) and the evals (eval_start, eval_accuracy, eval_stop). Each rule, with the genuine
+patterns it accepts and the forgeries it refuses:
+
+1. Values. Every time_ms is a clock's reading (milliseconds since 1970, before 2100), every eval_accuracy a
+   fraction and its epoch_num a count. Accepted: an impossible time on a line before run_start that no rule reads
+   (Intel's v2.1 CPU logs hold a cache_clear at a time ten times too large): a warning, the score stands. Refused:
+   an impossible time on any line a rule reads (init_start, init_stop, run_start, run_stop, the run's work), an
+   accuracy of Infinity, a 400-digit epoch_num (the official tools are not run on them: they crash on some).
+2. One run. Exactly one run_start and one run_stop, run_stop not earlier than run_start. Refused: a second
+   run_start or run_stop (two runs in one file), run_stop timed before run_start.
+3. The work lies inside the clock. No work of the run is timed before run_start, by any margin: the clock starts
+   before the run touches its data, and in none of the 3,381 published logs of v0.7 to v5.0 does a block or an eval
+   precede it (some start in its millisecond). Accepted: an eval_accuracy of epoch_num 0 before run_start (the
+   initial checkpoint's eval during initialisation, as PCL's v1.0 logs print it). Refused: run_start moved later,
+   which shortens the scored time (said in minutes); nodes' clock differences are no excuse here, since they would
+   shorten the run.
+4. The evals end before the clock stops. A run stops its clock when the eval that reached its target ends, so
+   no eval is timed after run_stop. Refused: run_stop timed before the eval that reached the target (xFusion's
+   v3.1 logs, accepted then, stop their clock up to 71 minutes before it): the score understates the time to
+   train, and the message says by how many minutes; run_stop moved earlier (a forged shorter run) is refused the
+   same way.
+5. Training after the clock stops. Accepted, with a warning: training timed after run_stop in a log whose evals
+   are all printed after its training (a run evaluated offline: Intel-Habana's logs of v1.0 to v3.1 train to
+   their last step, then print each eval with the time its checkpoint was trained; run_stop is the time of the
+   first that reached the target). Refused: training timed after run_stop where evals are printed as they
+   happen (the clock was stopped while the run went on).
+6. Line order. Lines may be printed in any order: every rank logs init_start and cache_clear, a few ms out of
+   order; nodes' clocks differ by seconds (up to 2.8 s in Dell's 2-node runs); evals may be printed in a batch
+   after the last block_stop, each with the time it ended. Accepted (a warning names eval lines printed more than
+   LATE_PRINT_MS late); only the times above are judged.
+7. Time taken. Refused: run_stop at run_start's time, or an eval at run_start's time (work done in no time); and
+   a run faster than its hardware (compliance.hardware): in the closed division, whose model is BERT-large, a
+   lone log's run against the largest machine its global batch can use, a package's against its system JSON.
+8. Success. A `success` is backed by an eval timed inside the run that reached the log's own target
+   (target_accuracy, which this harness logs; 0.720 at least in the closed division). Refused: a success no eval
+   backs.
+9. Copies (compliance.copies). Refused: runs repeating another run's measurements (eval accuracies at their
+   epoch_num, each measured at the same time), whatever was edited around them; across a package's systems
+   always, and within a folder when more than one run is a copy (one is named in a warning: tinycorp's accepted
+   v4.1 tinybox_green holds result_8.txt, a copy of result_3.txt with another seed).
+10. Hardware (package_judgement, platform_findings). Refused: logs whose stated platform contradicts their
+   system's node or accelerator count, names another system of the package, or names another accelerator model
+   than the system's (a :::SYSJSON line, which NVIDIA's scripts print, likewise).
+
+A log edited consistently (every time shifted alike, a value changed everywhere, a whole run written by hand)
+is undetectable here, as it is for the official tools: an unsigned log proves nothing about who wrote it.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -26,13 +62,24 @@ from pathlib import Path
 from bert.mllog import ABORTED, SUCCESS, TARGET_ACCURACY
 from bert.mlperf_rules import MLPERF_TARGET_ACCURACY
 from compliance.checkers import CheckResult
+from compliance.copies import find_copies, runs_measured
 from compliance.findings import ERROR, WARNING, Finding
+from compliance.hardware import (
+    Machine,
+    accelerator_model,
+    least_sample_flops,
+    lone_machine,
+    system_machine,
+    too_fast,
+    whole,
+)
 from compliance.result_log import Event, ResultLog, number
 
-# How far a line between run_start and run_stop may go back: about twice what nodes' clocks differ by in the
-# published logs (2.8 s; no published line between run_start and run_stop goes back at all).
-CLOCK_SKEW_MS = 5_000
 LATEST_TIME_MS = 4_102_444_800_000  # 2100-01-01: a time_ms after it is no clock's reading
+LATE_PRINT_MS = 5_000  # an eval line timed this much before a line above it was printed late, not out of order
+TRAINING_KEYS = ("block_start", "block_stop", "epoch_start", "epoch_stop")
+EVAL_KEYS = ("eval_start", "eval_accuracy", "eval_stop")
+RULE_KEYS = {"init_start", "init_stop", "run_start", "run_stop", *TRAINING_KEYS, *EVAL_KEYS}  # times a rule reads
 _EDITED = "no genuine run writes this: the log was edited or holds more than one run; keep one run per result " \
           "file and rerun this one"
 _DROPPABLE = ("the run does not count; olympic scoring may drop it as the slowest run (the package checker does), "
@@ -47,45 +94,82 @@ class RunCount:
     droppable: bool = False
 
 
-def _impossible_value(log: ResultLog) -> Finding | None:
-    """A time that no clock reads or an accuracy that is no fraction (the official tools take both as they are)."""
+def span(ms: float) -> str:
+    """A duration as the messages give it: minutes and seconds to the millisecond, so that 5.001 s is never shown
+    as the 5 s it exceeds."""
+    return f"{ms / 60_000:,.4f} minutes ({ms / 1000:,.3f} s)" if abs(ms) >= 60_000 else f"{ms / 1000:,.3f} s"
+
+
+def _is_clock_reading(time_ms: float) -> bool:
+    return math.isfinite(time_ms) and 0 <= time_ms < LATEST_TIME_MS
+
+
+def _impossible_values(log: ResultLog) -> list[Finding]:
+    """Rule 1: times no clock reads and accuracies that are no fraction (the official tools take both as they are)."""
+    where, found = str(log.path), []
+    start = log.first("run_start")
     for e in log.events:
-        if not (math.isfinite(e.time_ms) and 0 <= e.time_ms < LATEST_TIME_MS):
-            return Finding(str(log.path), f"line {e.lineno} ({e.key}) has time_ms {e.time_ms!r}, which no clock "
-                           f"reads (milliseconds since 1970, before 2100); {_EDITED}")
+        if not _is_clock_reading(e.time_ms):
+            harmless = e.key not in RULE_KEYS and start is not None and e.lineno < start.lineno
+            if not harmless:  # the official tools crash on a time past a float's range: they are not run on it
+                return [Finding(where, f"line {e.lineno} ({e.key}) has time_ms {e.time_ms!r}, which no clock reads "
+                                f"(milliseconds since 1970, before 2100); {_EDITED}", blocks=True)]
+            if not found:
+                found.append(Finding(where, f"line {e.lineno} ({e.key}) has time_ms {e.time_ms!r}, which no clock "
+                                     "reads; it comes before run_start and no rule reads its time, so the score "
+                                     "stands (a published, accepted log holds such a line)", WARNING))
         accuracy = number(e.value) if e.key == "eval_accuracy" else None
         if accuracy is not None and not (math.isfinite(accuracy) and 0 <= accuracy <= 1):
-            return Finding(str(log.path), f"line {e.lineno}: eval_accuracy {accuracy!r} is no accuracy (a fraction "
-                           f"of the masked tokens, between 0 and 1); {_EDITED}")
-    return None
+            return [Finding(where, f"line {e.lineno}: eval_accuracy {accuracy!r} is no accuracy (a fraction "
+                            f"of the masked tokens, between 0 and 1); {_EDITED}", blocks=True)]
+        samples = number(e.metadata.get("epoch_num")) if e.key == "eval_accuracy" else None
+        if samples is not None and not (math.isfinite(samples) and samples >= 0):
+            return [Finding(where, f"line {e.lineno}: eval_accuracy at epoch_num {samples!r}, which is no count of "
+                            f"samples trained; {_EDITED}", blocks=True)]
+    return found
 
 
-def _timed(log: ResultLog, start: Event, stop: Event) -> list[Event]:
-    return [e for e in log.events if start.lineno <= e.lineno <= stop.lineno]
+def _run_bounds(log: ResultLog) -> list[Finding] | tuple[Event, Event]:
+    """Rule 2: (run_start, run_stop) of a log holding exactly one of each; else what the log says instead."""
+    where = str(log.path)
+    starts, stops = log.all("run_start"), log.all("run_stop")
+    if len(starts) > 1 or len(stops) > 1:
+        many = f"{len(starts)} run_start" if len(starts) > 1 else f"{len(stops)} run_stop"
+        statuses = ", ".join(str(e.metadata.get("status")) for e in stops)
+        return [Finding(where, f"{many} lines (run_stop status {statuses or 'none'}): a run starts and stops its "
+                        f"clock once; {_EDITED}")]
+    if not starts:
+        return [Finding(where, "no run_start line: the run ended before its clock started (it crashed or was "
+                        f"stopped while initialising); {_DROPPABLE}", WARNING)]
+    if not stops:
+        return [Finding(where, "no run_stop line: the log is truncated (the run crashed, was killed or is still "
+                        f"running): {_DROPPABLE}", WARNING)]
+    start, stop = starts[0], stops[0]
+    if stop.time_ms < start.time_ms:
+        return [Finding(where, f"run_stop (line {stop.lineno}, time_ms {stop.time_ms:.0f}) is timed before "
+                        f"run_start (line {start.lineno}, time_ms {start.time_ms:.0f}); {_EDITED}")]
+    return start, stop
 
 
-def _goes_back(timed: list[Event]) -> str | None:
-    latest = timed[0]
-    for e in timed[1:]:
-        if latest.time_ms - e.time_ms > CLOCK_SKEW_MS:
-            return (f"line {e.lineno} ({e.key}) is logged {(latest.time_ms - e.time_ms) / 1000:,.1f} s before line "
-                    f"{latest.lineno} ({latest.key}) above it, between run_start and run_stop; nodes' clocks differ "
-                    f"by seconds (up to {CLOCK_SKEW_MS / 1000:.0f} s is taken for that), and the timed lines of a run "
-                    f"go forward: {_EDITED}")
-        if e.time_ms > latest.time_ms:
-            latest = e
-    return None
+def _work(log: ResultLog, keys: tuple[str, ...]) -> list[Event]:
+    return [e for e in log.events if e.key in keys]
 
 
-def _no_time_taken(timed: list[Event], start: Event, stop: Event) -> str | None:
-    if stop.time_ms == start.time_ms:
-        return ("run_stop is logged at run_start's time: the run trained and evaluated in no time. The official tools "
-                f"score it 0 minutes; {_EDITED}")
-    early = next((e for e in timed if e.key == "eval_accuracy" and e.time_ms <= start.time_ms), None)
-    if early is not None:
-        return (f"eval_accuracy on line {early.lineno} is logged at run_start's time (or before): samples trained in "
-                f"no time; {_EDITED}")
-    return None
+def _initial_eval(event: Event) -> bool:
+    """The initial checkpoint's eval, which some implementations log as an eval_accuracy of epoch_num 0."""
+    return event.key == "eval_accuracy" and number(event.metadata.get("epoch_num")) == 0
+
+
+def _before_start(log: ResultLog, start: Event) -> str | None:
+    """Rule 3."""
+    early = [e for e in _work(log, TRAINING_KEYS + EVAL_KEYS) if e.time_ms < start.time_ms and not _initial_eval(e)]
+    if not early:
+        return None
+    first = min(early, key=lambda e: e.time_ms)
+    return (f"line {first.lineno} ({first.key}) is timed {span(start.time_ms - first.time_ms)} before run_start (line "
+            f"{start.lineno}): a run's work begins after its clock starts, so the scored time leaves out at least "
+            f"{span(start.time_ms - first.time_ms)}. Nodes' clocks may differ, but never so as to shorten the run; "
+            f"{_EDITED}")
 
 
 def _target(log: ResultLog) -> tuple[float | None, str | None]:
@@ -101,7 +185,82 @@ def _target(log: ResultLog) -> tuple[float | None, str | None]:
     return (max(target, MLPERF_TARGET_ACCURACY) if log.division == "closed" else target), None
 
 
-def _success_backed(log: ResultLog, timed: list[Event]) -> list[Finding]:
+def _evals_after_stop(log: ResultLog, stop: Event) -> str | None:
+    """Rule 4."""
+    late = [e for e in _work(log, EVAL_KEYS) if e.time_ms > stop.time_ms]
+    if not late:
+        return None
+    target, _ = _target(log)
+    reached = [e for e in log.all("eval_accuracy") if target is not None and (number(e.value) or 0) >= target]
+    first = min(reached, key=lambda e: e.time_ms) if reached else None
+    if first is not None and first.time_ms > stop.time_ms:
+        return (f"run_stop (line {stop.lineno}) is timed {span(first.time_ms - stop.time_ms)} before the eval that "
+                f"reached the target (line {first.lineno}: eval_accuracy {first.value} at epoch_num "
+                f"{first.metadata.get('epoch_num')}): a run stops its clock when that eval ends, so the score "
+                f"understates the time to train by {(first.time_ms - stop.time_ms) / 60_000:,.4f} minutes. The "
+                "official tools accept it; no honest log does")
+    last = max(late, key=lambda e: e.time_ms)
+    return (f"line {last.lineno} ({last.key}) is timed {span(last.time_ms - stop.time_ms)} after run_stop (line "
+            f"{stop.lineno}): a run's evals end before its clock stops, so the scored time leaves out at least "
+            f"that much; {_EDITED}")
+
+
+def _training_after_stop(log: ResultLog, stop: Event) -> Finding | None:
+    """Rule 5."""
+    training = _work(log, TRAINING_KEYS)
+    late = [e for e in training if e.time_ms > stop.time_ms]
+    if not late:
+        return None
+    last = max(late, key=lambda e: e.time_ms)
+    evals = log.all("eval_accuracy")
+    offline = bool(evals) and min(e.lineno for e in evals) > max(e.lineno for e in training)
+    after = (f"training is timed up to {span(last.time_ms - stop.time_ms)} after run_stop (line {last.lineno}, "
+             f"{last.key})")
+    if offline:
+        return Finding(str(log.path), f"{after}, and every eval is printed after the training: the run was "
+                       "evaluated offline and trained on past the checkpoint that reached the target, as "
+                       "Intel-Habana's published runs did. The run is scored to that eval's time, as the official "
+                       "tools score it", WARNING)
+    return Finding(str(log.path), f"{after}, while its evals are printed as they happen: the clock was stopped while "
+                   f"the run went on; {_EDITED}")
+
+
+def _printed_late(log: ResultLog) -> Finding | None:
+    """Rule 6: eval lines printed long after they were timed (accepted; named in a warning)."""
+    latest: Event | None = None
+    for e in _work(log, TRAINING_KEYS + EVAL_KEYS):
+        if e.key == "eval_accuracy" and latest is not None and latest.time_ms - e.time_ms > LATE_PRINT_MS:
+            return Finding(str(log.path), f"eval_accuracy lines are printed late: line {e.lineno} is timed "
+                           f"{span(latest.time_ms - e.time_ms)} before line {latest.lineno} ({latest.key}) above it. "
+                           "Only the times are judged (each eval inside the run), as the official tools judge them",
+                           WARNING)
+        if latest is None or e.time_ms > latest.time_ms:
+            latest = e
+    return None
+
+
+def _no_time_taken(log: ResultLog, start: Event, stop: Event) -> str | None:
+    """Rule 7, the first part."""
+    if stop.time_ms == start.time_ms:
+        return ("run_stop is logged at run_start's time: the run trained and evaluated in no time. The official tools "
+                f"score it 0 minutes; {_EDITED}")
+    early = next((e for e in log.all("eval_accuracy") if e.time_ms == start.time_ms and not _initial_eval(e)), None)
+    if early is not None:
+        return (f"eval_accuracy on line {early.lineno} is logged at run_start's time: samples trained in no time; "
+                f"{_EDITED}")
+    return None
+
+
+def _faster_than_any_machine(log: ResultLog) -> str | None:
+    """Rule 7, the second part, for a log alone (a package's system JSON bounds it more tightly: package_judgement)."""
+    machine = lone_machine(log)
+    if log.division != "closed" or machine is None:
+        return None
+    return too_fast(log, machine, least_sample_flops(), "BERT-large")
+
+
+def _success_backed(log: ResultLog, start: Event, stop: Event) -> list[Finding]:
+    """Rule 8."""
     where = str(log.path)
     target, problem = _target(log)
     if problem:
@@ -111,61 +270,48 @@ def _success_backed(log: ResultLog, timed: list[Event]) -> list[Finding]:
         return [Finding(where, f"run_stop says success, and the log states no {TARGET_ACCURACY} (this harness logs "
                         "one before run_start): the open division's target is the submitter's, so the success is "
                         "taken as the log states it, as the official tools take it", WARNING)]
-    accuracies = [number(e.value) for e in timed if e.key == "eval_accuracy"]
+    accuracies = [number(e.value) for e in log.all("eval_accuracy") if start.time_ms < e.time_ms <= stop.time_ms]
     reached = [a for a in accuracies if a is not None and a >= target]
     if reached:
         return []
     best = max((a for a in accuracies if a is not None), default=None)
     best_text = "none" if best is None else f"{best:.4f}"
-    return [Finding(where, f"run_stop says success, but no eval_accuracy between run_start and run_stop reached the "
-                    f"target {target} (best: {best_text}); a run stops with success when an eval reaches its target, "
-                    f"so {_EDITED}")]
+    return [Finding(where, f"run_stop says success, but no eval_accuracy timed between run_start and run_stop "
+                    f"reached the target {target} (best: {best_text}); a run stops with success when an eval reaches "
+                    f"its target, so {_EDITED}")]
 
 
-def _lines_of_one_run(log: ResultLog) -> list[Finding] | tuple[Event, Event]:
-    """(run_start, run_stop) of a log holding exactly one of each, in order; else what the log says instead."""
-    where = str(log.path)
-    starts, stops = log.all("run_start"), log.all("run_stop")
-    if len(starts) > 1 or len(stops) > 1:
-        many = f"{len(starts)} run_start" if len(starts) > 1 else f"{len(stops)} run_stop"
-        statuses = ", ".join(str(e.metadata.get("status")) for e in stops)
-        return [Finding(where, f"{many} lines (run_stop status {statuses or 'none'}): a run starts and stops its "
-                        f"clock once; {_EDITED}")]
-    if not starts:
-        return [Finding(where, "no run_start line: the run ended before its clock started (it crashed or was "
-                        f"stopped while initialising); {_DROPPABLE}", WARNING)]
-    if not stops:
-        return [Finding(where, "no run_stop line: the log is truncated (the run crashed, was killed or is still "
-                        f"running): {_DROPPABLE}", WARNING)]
-    start, stop = starts[0], stops[0]
-    if stop.lineno < start.lineno or stop.time_ms < start.time_ms:
-        return [Finding(where, f"run_stop (line {stop.lineno}, time_ms {stop.time_ms:.0f}) is not after run_start "
-                        f"(line {start.lineno}, time_ms {start.time_ms:.0f}); {_EDITED}")]
-    return start, stop
+def _timing(log: ResultLog, start: Event, stop: Event) -> list[Finding]:
+    """Rules 3 to 7: an error, or the warnings of the genuine patterns."""
+    problem = (_before_start(log, start) or _evals_after_stop(log, stop) or _no_time_taken(log, start, stop)
+               or _faster_than_any_machine(log))
+    if problem is not None:
+        return [Finding(str(log.path), problem)]
+    return [f for f in (_training_after_stop(log, stop), _printed_late(log)) if f is not None]
 
 
 def judge_run(log: ResultLog) -> list[Finding]:
-    """What the log says about its run: an error when no genuine run writes it (see the module), a warning when
-    the run did not finish or did not converge (it does not count, and olympic scoring may drop it)."""
+    """What the log says about its run: an error when no genuine run writes it (see the module), a warning for a
+    genuine pattern worth naming, or when the run did not finish or did not converge (it does not count, and
+    olympic scoring may drop it)."""
     where = str(log.path)
-    impossible = _impossible_value(log)
-    if impossible is not None:
-        return [impossible]
-    lines = _lines_of_one_run(log)
-    if isinstance(lines, list):
-        return lines
-    start, stop = lines
-    timed = _timed(log, start, stop)
-    problem = _goes_back(timed) or _no_time_taken(timed, start, stop)
-    if problem is not None:
-        return [Finding(where, problem)]
+    found = _impossible_values(log)
+    if any(f.level == ERROR for f in found):
+        return found
+    bounds = _run_bounds(log)
+    if isinstance(bounds, list):
+        return found + bounds
+    start, stop = bounds
+    found += _timing(log, start, stop)
+    if any(f.level == ERROR for f in found):
+        return [f for f in found if f.level == ERROR]
     if log.status == SUCCESS:
-        return _success_backed(log, timed)
+        return found + _success_backed(log, start, stop)
     if log.status != ABORTED:
         return [Finding(where, f"run_stop status {log.status!r} is neither {SUCCESS!r} nor {ABORTED!r}")]
     reason = stop.metadata.get("reason")
-    return [Finding(where, f"did not converge (run_stop status {log.status!r}{f': {reason}' if reason else ''}); "
-                    f"{_DROPPABLE}", WARNING)]
+    why = f": {reason}" if reason else ""
+    return found + [Finding(where, f"did not converge (run_stop status {log.status!r}{why}); {_DROPPABLE}", WARNING)]
 
 
 def count_run(log: ResultLog, findings: list[Finding], compliance: CheckResult | None = None) -> RunCount:
@@ -203,45 +349,21 @@ def dropped_runs(folder: Path, failing: dict[str, RunCount]) -> list[Finding]:
     return []
 
 
-def _timed_record(log: ResultLog) -> str | None:
-    """Every line from run_start to run_stop, its time taken from run_start's: equal for two logs only when one
-    is a copy of the other (byte for byte, or with other seeds, or every time shifted alike)."""
-    starts, stops = log.all("run_start"), log.all("run_stop")
-    if len(starts) != 1 or len(stops) != 1:
-        return None
-    start = starts[0].time_ms
-    return json.dumps([(e.key, e.time_ms - start, e.value, e.metadata) for e in _timed(log, starts[0], stops[0])],
-                      sort_keys=True, default=repr)
-
-
-def _copies(logs: list[ResultLog]) -> dict[str, str]:
-    """{the name of each log whose timed lines repeat an earlier log's to the millisecond: that log's name}."""
-    first: dict[str, str] = {}
-    copied = {}
-    for log in logs:
-        record = _timed_record(log)
-        if record is not None:
-            copied_from = first.setdefault(record, log.path.name)
-            if copied_from != log.path.name:
-                copied[log.path.name] = copied_from
-    return copied
+_SAME = ("the official tools accept this, but runs of different seeds never repeat each other's measurements")
 
 
 def copied_runs(folder: Path, logs: list[ResultLog]) -> list[Finding]:
-    """Runs whose timed lines are identical to the millisecond. No two genuine runs are, and the official tools
-    accept them; but a published, accepted submission holds one such pair (tinycorp's v4.1 tinybox_green,
-    result_3.txt and result_8.txt, the seed alone differing, beside a truncated run that olympic scoring drops),
-    so one copy is named in a warning and counted as the official tools count it; more are refused."""
-    copied = _copies(logs)
-    if not copied:
+    """Rule 9 within a folder: one copy is named in a warning and counted as the official tools count it (a
+    published, accepted submission holds one: tinycorp's v4.1 tinybox_green, result_3.txt and result_8.txt, the
+    seed alone differing, beside a truncated run that olympic scoring drops); more are refused."""
+    copies = find_copies(runs_measured(logs))
+    if not copies:
         return []
-    shown = "; ".join(f"{name} of {original}" for name, original in copied.items())
-    same = ("every line from run_start to run_stop holds the same value at the same time after run_start. The "
-            "official tools accept this, but no two genuine runs are identical to the millisecond")
-    if len(copied) == 1:
-        return [Finding(str(folder), f"a copy of one run ({shown}): {same}; one copy is taken as the official tools "
+    shown = "; ".join(f"{c.copy} of {c.original}: {c.evidence}" for c in copies)
+    if len(copies) == 1:
+        return [Finding(str(folder), f"a copy of one run ({shown}); {_SAME}. One copy is taken as the official tools "
                         "take it (a published, accepted submission holds one), more are refused", WARNING)]
-    return [Finding(str(folder), f"copies of one run ({shown}): {same}: keep one of each and rerun the others")]
+    return [Finding(str(folder), f"copies of one run ({shown}); {_SAME}: keep one of each and rerun the others")]
 
 
 _COUNT_PREFIX = re.compile(r"^\s*(\d+)\s*x", re.IGNORECASE)  # "2xNVIDIA GB200": nodes (or accelerators) x platform
@@ -252,20 +374,23 @@ def _names(folder: str, description: dict) -> set[str]:
     return {n.strip().lower() for n in names | {_COUNT_PREFIX.sub("", n, count=1) for n in names} if n.strip()}
 
 
-def _whole(value: object) -> int | None:
-    try:
-        return int(str(value))
-    except ValueError:
-        return None
+def _other_model(stated: object, description: dict) -> str | None:
+    """The accelerator model `stated` names when it is not the one the system description names."""
+    said, own = accelerator_model(str(stated)), accelerator_model(str(description.get("accelerator_model_name", "")))
+    return said if said is not None and own is not None and said != own else None
 
 
 def _platform_problem(platform: str, folder: str, descriptions: dict[str, dict]) -> str | None:
     description = descriptions[folder]
     prefix = _COUNT_PREFIX.match(platform)
-    nodes, per_node = _whole(description.get("number_of_nodes")), _whole(description.get("accelerators_per_node"))
+    nodes, per_node = whole(description.get("number_of_nodes")), whole(description.get("accelerators_per_node"))
     if prefix and nodes is not None and per_node is not None and int(prefix[1]) not in (nodes, nodes * per_node):
         return (f"its count ({prefix[1]}) is neither the {nodes} node(s) nor the {nodes * per_node} accelerators of "
                 f"systems/{folder}.json")
+    model = _other_model(platform, description)
+    if model is not None:
+        return (f"it names {model} accelerators, and systems/{folder}.json has "
+                f"{description.get('accelerator_model_name')!r}")
     said = {platform.strip().lower(), _COUNT_PREFIX.sub("", platform, count=1).strip().lower()}
     if said & _names(folder, description):
         return None
@@ -274,9 +399,10 @@ def _platform_problem(platform: str, folder: str, descriptions: dict[str, dict])
 
 
 def platform_findings(org: Path, descriptions: dict[str, dict], logs: dict[str, list[ResultLog]]) -> list[Finding]:
-    """The logs of results/<name>/ are runs of systems/<name>.json: the platform a log states ("2xNVIDIA GB200",
-    free text, often a placeholder) must not contradict that system's node count nor name another system of the
-    package. The official tools compare neither, so results folders swapped between two systems pass them."""
+    """Rule 10, the stated platform: the logs of results/<name>/ are runs of systems/<name>.json, so the platform a
+    log states ("2xNVIDIA GB200", free text, often a placeholder) must not contradict that system's node count or
+    accelerator model, nor name another system of the package. The official tools compare none of them, so results
+    folders swapped between two systems pass them."""
     found = []
     for folder, runs in logs.items():
         if folder not in descriptions:
@@ -286,7 +412,67 @@ def platform_findings(org: Path, descriptions: dict[str, dict], logs: dict[str, 
             problem = _platform_problem(platform, folder, descriptions)
             if problem:
                 found.append(Finding(str(org / "results" / folder), f"the logs state submission_platform "
-                                     f"{platform!r}, but {problem}: are the results folders of two systems swapped? "
-                                     "The official tools do not compare them; results/<name>/ must hold the runs "
-                                     "of systems/<name>.json"))
+                                     f"{platform!r}, but {problem}: are these another system's results? The "
+                                     "official tools do not compare them; results/<name>/ must hold the runs of "
+                                     "systems/<name>.json"))
+    return found
+
+
+def _stated_system_problem(stated: dict, folder: str, description: dict) -> str | None:
+    """What a :::SYSJSON object a log prints says against the system's description, or None."""
+    for field in ("number_of_nodes", "accelerators_per_node"):
+        said, own = whole(stated.get(field)), whole(description.get(field))
+        if said is not None and own is not None and said != own:
+            return f"{field} {said}, and systems/{folder}.json has {own}"
+    model = _other_model(stated.get("accelerator_model_name", ""), description)
+    if model is not None:
+        return f"{model} accelerators, and systems/{folder}.json has {description.get('accelerator_model_name')!r}"
+    return None
+
+
+def _stated_systems(org: Path, folder: str, runs: list[ResultLog], description: dict) -> list[Finding]:
+    """Rule 10, the printed system: what the run saw of its machine against the system it is filed under."""
+    for log in runs:
+        for stated in log.stated_systems:
+            problem = _stated_system_problem(stated, folder, description)
+            if problem:
+                return [Finding(str(org / "results" / folder), f"{log.path.name} prints the system it ran on "
+                                f"(:::SYSJSON): {problem}. These are another system's results; results/<name>/ must "
+                                "hold the runs of systems/<name>.json")]
+    return []
+
+
+def hardware_findings(folder: Path, runs: list[ResultLog], machine: Machine, sample_flops: float,
+                      model: str) -> list[Finding]:
+    """Rule 7 for a package: each run no faster than `machine` trains `model` (compliance.hardware)."""
+    found = []
+    for log in runs:
+        problem = too_fast(log, machine, sample_flops, model)
+        if problem is not None and _faster_than_any_machine(log) is None:  # else judge_run has said it
+            found.append(Finding(str(folder / log.path.name), problem))
+    return found
+
+
+def package_judgement(org: Path, descriptions: dict[str, dict], logs: dict[str, list[ResultLog]]) -> list[Finding]:
+    """The rules that read a whole package: copies across its systems (rule 9: the same runs filed under two
+    systems), the machine each system's logs print against the one its system JSON describes (rule 10), and each
+    closed-division run against the least time its system's hardware allows (rule 7)."""
+    found = []
+    logs = {name: [log for log in runs if log.unreadable is None] for name, runs in logs.items()}
+    measured = [m for name, runs in logs.items()
+                for m in runs_measured(runs, lambda log, name=name: f"{name}/bert/{log.path.name}")]
+    for c in find_copies(measured):
+        if c.copy.split("/")[0] != c.original.split("/")[0]:
+            found.append(Finding(str(org / "results"), f"results/{c.copy} is a copy of results/{c.original} "
+                                 f"({c.evidence}); {_SAME}, and one run is one system's"))
+    for name, runs in logs.items():
+        description = descriptions.get(name)
+        if description is None:
+            continue
+        found += _stated_systems(org, name, runs, description)
+        machine = system_machine(description, f"systems/{name}.json")
+        closed = [log for log in runs if log.division == "closed"]
+        if machine is not None and closed:
+            found += hardware_findings(org / "results" / name / "bert", closed, machine, least_sample_flops(),
+                                       "BERT-large")
     return found

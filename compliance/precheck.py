@@ -15,7 +15,7 @@ from bert.mllog import STATED_KEYS, stated_values
 from bert.mlperf_rules import BENCHMARK, DIVISIONS, TOOL_READ_FIELDS, description_problems
 from bert.system import Descriptor
 from compliance.checkers import rcp_batch_sizes, rcp_reference
-from compliance.files import MAX_JSON_BYTES, UnreadableFile, read_regular_file
+from compliance.files import MAX_JSON_BYTES, UnreadableFile, read_json
 from compliance.findings import ERROR, WARNING, Finding
 from compliance.judgement import copied_runs, judge_run
 from compliance.result_log import ResultLog, number
@@ -203,8 +203,10 @@ def _rcp_range(folder: Path, batch_size: int, ruleset: str) -> list[Finding]:
 
 
 def folder_findings(folder: Path, logs: list[ResultLog], division: str | None, ruleset: str) -> list[Finding]:
-    """Problems of the runs of one submission taken together (not those of each log)."""
+    """Problems of the runs of one submission taken together (not those of each log; a log that could not be read
+    has its own finding, and says nothing about the others)."""
     found = _run_count(folder, logs)
+    logs = [log for log in logs if log.unreadable is None]
     if logs:
         found += _consistency(folder, logs, division) + copied_runs(folder, logs)
         size = shared_batch_size(logs)
@@ -219,8 +221,8 @@ def read_system_json(path: Path) -> tuple[dict | None, list[Finding]]:
     misread the package (it blocks them); the fields they never read may hold any JSON value."""
     where = str(path)
     try:
-        data = json.loads(read_regular_file(path, MAX_JSON_BYTES))
-    except (UnreadableFile, UnicodeDecodeError, json.JSONDecodeError) as e:
+        data = read_json(path, MAX_JSON_BYTES)
+    except UnreadableFile as e:
         return None, [Finding(where, f"not readable as JSON ({e}); the package checker crashes on it", blocks=True)]
     if not isinstance(data, dict):
         return None, [Finding(where, "not a JSON object of system description fields", blocks=True)]

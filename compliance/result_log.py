@@ -4,6 +4,12 @@ Lines are found the way the official parser finds them (any line holding `:::MLL
 occurrence), so that what is reported here is what the checkers see. A line is malformed when it is not a JSON
 object with `time_ms`, `key`, `value` and `metadata`: the official parser rejects the file for bad JSON and
 crashes on a missing field, so such a line is reported here, with its line number in the file.
+
+Before any line is parsed, the log is screened for what the official tools cannot parse in bounded time: their
+parser strips each `:::MLLOG` line with `re.sub(".*:::MLLOG ", ...)`, whose time grows with the square of the
+line's length (measured with mlperf-logging 4.1.68: 0.1 s for a line of 4,000 characters, 5 s at 64,000, hours at a
+megabyte). A log with a longer line than MAX_MLLOG_LINE, or whose lines add up to more work than MAX_PARSE_WORK,
+is not read (its ResultLog says why), so it never reaches those tools.
 """
 
 from __future__ import annotations
@@ -15,10 +21,18 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from compliance.files import MAX_LOG_BYTES, UnreadableFile, read_regular_file
+from compliance.files import MAX_LOG_BYTES, UnreadableFile, parse_json, read_regular_file
 
 TOKEN = ":::MLLOG "
+SYSTEM_TOKEN = ":::SYSJSON "  # NVIDIA's scripts print the system description the run saw (its GPUs, its nodes)
 ENCODING = "latin-1"  # what the official tools read logs as
+# The longest :::MLLOG line of the 3,381 published BERT logs of Training v0.7 to v5.0 is 377 characters; the official
+# parser takes about 0.1 s (at worst, 0.14 s) for a line of 4,096.
+MAX_MLLOG_LINE = 4096
+# The sum over a log's :::MLLOG lines of their length squared: the parser's time is about 1 to 8 ns times it
+# (8 at worst: lines of colons), so this bound keeps one parse under about 16 s. The busiest published BERT log
+# (NVIDIA's 512-node v2.0 run, 5,054 lines) comes to 2.04e8, a tenth of it.
+MAX_PARSE_WORK = 2 * 10**9
 
 
 @dataclass(frozen=True)
@@ -58,9 +72,9 @@ def _parse_line(text: str) -> dict | str:
     """The event fields of one `:::MLLOG` line, or what is wrong with it."""
     body = text[text.rindex(TOKEN) + len(TOKEN):].strip()
     try:
-        data = json.loads(body)
-    except json.JSONDecodeError as e:
-        return f"not valid JSON: {e.msg}, column {e.colno}"
+        data = parse_json(body)
+    except ValueError as e:
+        return str(e)
     if not isinstance(data, dict):
         return "not a JSON object"
     missing = [f for f in ("time_ms", "key", "value", "metadata") if f not in data]
@@ -81,6 +95,7 @@ class ResultLog:
     events: tuple[Event, ...]
     malformed: tuple[Malformed, ...]
     unreadable: str | None = None  # why the file was not read (compliance.files); then it has no events
+    stated_systems: tuple[dict, ...] = ()  # the :::SYSJSON objects the log prints (no official tool reads them)
 
     def all(self, key: str) -> list[Event]:
         return [e for e in self.events if e.key == key]
@@ -155,25 +170,66 @@ class ResultLog:
         return points
 
 
+def _stated_system(line: str) -> dict | None:
+    """The system description a :::SYSJSON line prints (the JSON object after the token; a shell's echo may leave
+    a quote after it), or None."""
+    body = line[line.rindex(SYSTEM_TOKEN) + len(SYSTEM_TOKEN):].strip()
+    try:
+        data, _ = json.JSONDecoder().raw_decode(body)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _mllog_lines(text: str) -> list[tuple[int, str]] | str:
+    """(line number, line) of each :::MLLOG line (and :::SYSJSON line), as Python's text files split lines
+    (universal newlines, as the official parser reads them); or why the official parser could not read them in
+    bounded time."""
+    lines, work = [], 0
+    for lineno, line in enumerate(io.StringIO(text, newline=None), start=1):
+        if TOKEN not in line:
+            if SYSTEM_TOKEN in line and len(line) <= MAX_MLLOG_LINE:
+                lines.append((lineno, line))
+            continue
+        if len(line) > MAX_MLLOG_LINE:
+            return (f"line {lineno} is a :::MLLOG line of {len(line):,} characters, over the {MAX_MLLOG_LINE:,} "
+                    "that are handed to the official tools: their parser takes time growing with the square of a "
+                    "line's length (5 s at 64,000 characters, hours at a megabyte), and no genuine MLLOG line is "
+                    "longer than a few hundred characters. The log is damaged or forged; it is not read")
+        lines.append((lineno, line))
+        work += len(line) ** 2
+    if work > MAX_PARSE_WORK:
+        longest = max(len(line) for _, line in lines)
+        return (f"its {sum(TOKEN in line for _, line in lines):,} :::MLLOG lines (up to {longest:,} characters) "
+                "would keep the official parser busy for minutes: its time grows with the square of each line's "
+                f"length, and these come to {work:.2e} characters squared, over the {MAX_PARSE_WORK:.0e} handed to "
+                "it (ten times the busiest published BERT log). The log is not read")
+    return lines
+
+
 def read_result_log(path: str | Path) -> ResultLog:
-    """The log at `path`, read once through compliance.files (a file that is no regular file, or too large, is
-    not read: its ResultLog says why)."""
+    """The log at `path`, read once through compliance.files (a file that is no regular file, too large, or too
+    slow for the official parser (MAX_MLLOG_LINE, MAX_PARSE_WORK) is not read: its ResultLog says why)."""
     path = Path(path)
     try:
         data = read_regular_file(path, MAX_LOG_BYTES)
     except UnreadableFile as e:
         return ResultLog(path, (), (), str(e))
-    events, malformed = [], []
-    # Lines as Python's text files split them (universal newlines), as the official parser reads them.
-    for lineno, line in enumerate(io.StringIO(data.decode(ENCODING), newline=None), start=1):
+    lines = _mllog_lines(data.decode(ENCODING))
+    if isinstance(lines, str):
+        return ResultLog(path, (), (), lines)
+    events, malformed, systems = [], [], []
+    for lineno, line in lines:
         if TOKEN not in line:
+            if (system := _stated_system(line)) is not None:
+                systems.append(system)
             continue
         parsed = _parse_line(line)
         if isinstance(parsed, str):
             malformed.append(Malformed(lineno, line.rstrip("\n"), parsed))
         else:
             events.append(Event(lineno, float(parsed["time_ms"]), parsed["key"], parsed["value"], parsed["metadata"]))
-    return ResultLog(path, tuple(events), tuple(malformed))
+    return ResultLog(path, tuple(events), tuple(malformed), stated_systems=tuple(systems))
 
 
 def result_logs_in(folder: Path) -> list[Path]:

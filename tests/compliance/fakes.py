@@ -1,16 +1,20 @@
 """Result logs written in seconds through bert.mllog (the trainer's own writer), with chosen contents: runs of
-the committed code, on a clock that advances as a run's would."""
+the committed code, on a clock that advances as a run's would, each seed measuring its own accuracies (runs of
+different seeds never measure the same); and packages of them as `package` writes them."""
 
 from __future__ import annotations
 
 import functools
+import io
 import itertools
 import json
+import subprocess
+import tarfile
 import time
 from pathlib import Path
 from unittest import mock
 
-from bert.mllog import RunLog
+from bert.mllog import CODE_VERSION, TARGET_ACCURACY, RunLog
 from bert.provenance import CodeVersion, committed_code
 from bert.system import Descriptor, load_descriptor
 
@@ -38,16 +42,38 @@ class _Clock:
         return self.now
 
 
-def micro_system(division: str = "open", batch_size: int = 32) -> Descriptor:
-    """cpu_micro in `division` at `batch_size` (its sample cap raised to one step where the batch is larger)."""
+# The machine a closed-division fake run claims: its logs train BERT-large's millions of samples in a minute,
+# which only a machine of this size can (compliance.hardware); two CPU cores would need days.
+CLOSED_MACHINE = {"system_name": "micro BERT on 8x8 H100 (a fake for tests)", "number_of_nodes": "8",
+                  "accelerators_per_node": "8", "accelerator_model_name": "NVIDIA H100-SXM5-80GB"}
+
+
+def micro_system(division: str = "open", batch_size: int = 32, **description: str) -> Descriptor:
+    """cpu_micro in `division` at `batch_size` (its sample cap raised to one step where the batch is larger), its
+    system description changed by `description`; in the closed division, on CLOSED_MACHINE."""
     base = load_descriptor("cpu_micro")
+    machine = CLOSED_MACHINE if division == "closed" else {}
     return base.variant({"global_batch_size": batch_size, "max_samples": max(batch_size, base.run.max_samples)},
-                        description={"division": division})
+                        description={"division": division, **machine, **description})
+
+
+def gpu_system(name: str, nodes: int, per_node: int, model: str, batch_size: int = 768) -> Descriptor:
+    """A closed-division system of `nodes` x `per_node` accelerators of `model`, named `name` (its runs train the
+    micro model, but state BERT-large's batch and reach 0.720 as a closed run must)."""
+    return micro_system("closed", batch_size, system_name=name, number_of_nodes=str(nodes),
+                        accelerators_per_node=str(per_node), accelerator_model_name=model).variant(name=name)
+
+
+def seed_accuracy(accuracy: float, seed: int) -> float:
+    """`accuracy` as the run of `seed` measures it: off by a few hundred-millionths, its own to each seed (and never
+    a round number), as genuine runs of different seeds differ."""
+    return accuracy + (seed % 997 + 1) * 1e-8
 
 
 def write_run(path: Path, seed: int, system: Descriptor | None = None, accuracies=(0.04, 0.05, 0.07),
               status: str = "success", interval: int = INTERVAL) -> Path:
-    """One run's log: init, the hyperparameters, an eval every `interval` samples, run_stop with `status`."""
+    """One run's log: init, the hyperparameters, an eval every `interval` samples (the accuracies as the run of
+    `seed` measures them: seed_accuracy), run_stop with `status`."""
     system = system or micro_system()
     path.unlink(missing_ok=True)  # the log's file handler appends
     with mock.patch("mlperf_logging.mllog.mllog._current_time_ms", _Clock(STEP_MS + next(_RUNS) % 997)):
@@ -65,7 +91,7 @@ def write_run(path: Path, seed: int, system: Descriptor | None = None, accuracie
             log.block_start(i * interval, interval)
             log.block_stop(i * interval)
             log.eval_start((i + 1) * interval)
-            log.eval_result((i + 1) * interval, accuracy)
+            log.eval_result((i + 1) * interval, seed_accuracy(accuracy, seed))
         log.run_stop(status, len(accuracies) * interval, 256)
         log.close()
     return path
@@ -83,12 +109,57 @@ def write_runs(folder: Path, count: int = 10, system: Descriptor | None = None, 
 CLOSED_RUN = {"accuracies": (0.4, 0.5, 0.6, 0.65, 0.68, 0.70, 0.71, 0.73), "interval": 300_000}
 
 
-def write_package(root: Path, system: Descriptor | None = None, name: str = "cpu_micro", **run) -> Path:
-    """ORG/systems/<name>.json and ORG/results/<name>/bert/result_0..9.txt (no implementation folder)."""
-    system = system or micro_system()
-    (root / "systems").mkdir(parents=True)
+IMPLEMENTATION = Path("benchmarks") / "bert" / "implementations" / "pytorch"
+
+
+@functools.cache
+def _head_bert_archive() -> bytes:
+    """`git archive HEAD bert`: the code the fake runs log (head_code)."""
+    return subprocess.run(["git", "archive", "--format=tar", "HEAD", "bert"], cwd=Path(__file__).parents[2],
+                          capture_output=True, check=True, timeout=120).stdout
+
+
+def write_implementation(root: Path) -> Path:
+    """ORG/benchmarks/bert/implementations/pytorch/ holding HEAD's bert package, as `package` writes it."""
+    impl = root / IMPLEMENTATION
+    impl.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(_head_bert_archive())) as tar:
+        tar.extractall(impl, filter="data")
+    return impl
+
+
+def add_system(root: Path, system: Descriptor | None = None, name: str = "cpu_micro", **run) -> Path:
+    """A system of a package as `package` writes it: systems/<name>.json, results/<name>/bert/result_0..9.txt, and
+    the descriptor beside the code; returns the results folder."""
+    system = (system or micro_system()).variant(name=name)
+    (root / "systems").mkdir(parents=True, exist_ok=True)
     (root / "systems" / f"{name}.json").write_text(json.dumps(system.description, indent=2))
-    write_runs(root / "results" / name / "bert", system=system, **run)
+    system.write(write_implementation(root) / "systems")
+    return write_runs(root / "results" / name / "bert", system=system, **run)
+
+
+def published_style(path: Path) -> Path:
+    """The log without the lines only this harness writes (target_accuracy, code_version), as another
+    submitter's harness writes it."""
+    edit_events(path, lambda _, e: None if e["key"] in (TARGET_ACCURACY, CODE_VERSION) else e)
+    return path
+
+
+def write_published_package(root: Path, system: Descriptor, name: str, **run) -> Path:
+    """ORG/systems/<name>.json and ORG/results/<name>/bert/result_0..9.txt as another submitter publishes them: no
+    implementation folder of this harness, no line only this harness logs; returns the results folder."""
+    (root / "systems").mkdir(parents=True, exist_ok=True)
+    (root / "systems" / f"{name}.json").write_text(json.dumps(system.description, indent=2))
+    folder = write_runs(root / "results" / name / "bert", system=system, **run)
+    for log in folder.glob("result_*.txt"):
+        published_style(log)
+    return folder
+
+
+def write_package(root: Path, system: Descriptor | None = None, name: str = "cpu_micro", **run) -> Path:
+    """ORG/systems/<name>.json, ORG/results/<name>/bert/result_0..9.txt and the implementation folder (HEAD's bert
+    package and the descriptor), as `package` writes them."""
+    add_system(root, system, name, **run)
     return root
 
 
@@ -225,4 +296,65 @@ def with_value(path: Path, key: str, field: str, value) -> Path:
             return dict(event, **{field: value})
         return event
     edit_events(path, edit)
+    return path
+
+
+# Forms a forger tried (and genuine patterns of other submitters' logs), on the times of a written log.
+
+def _retimed(path: Path, new_time) -> Path:
+    """Every event after run_start given the time `new_time(start, time_ms)`."""
+    start = time_of(path, "run_start")
+    edit_events(path, lambda _, e: dict(e, time_ms=new_time(start, e["time_ms"])) if e["time_ms"] > start else e)
+    return path
+
+
+def moved_to_start(path: Path, ms: int = 1) -> Path:
+    """Every line after run_start moved to run_start + `ms` (a "run" of 1 ms)."""
+    return _retimed(path, lambda start, _: start + ms)
+
+
+def compressed(path: Path, factor: float = 1000) -> Path:
+    """Every line after run_start brought `factor` times closer to it."""
+    return _retimed(path, lambda start, t: start + round((t - start) / factor))
+
+
+def clock_moved_in(path: Path, ms: int = 4900) -> Path:
+    """run_start moved `ms` later and run_stop `ms` earlier, every other line as it was."""
+    shift = {"run_start": ms, "run_stop": -ms}
+    edit_events(path, lambda _, e: dict(e, time_ms=e["time_ms"] + shift.get(e["key"], 0)))
+    return path
+
+
+def evals_printed_late(path: Path) -> Path:
+    """The eval_accuracy lines moved, each with its time, to a batch after the last block_stop (another
+    submitter's style: the times are right, the line order is not time order)."""
+    events = [json.loads(line[len(":::MLLOG "):]) for line in path.read_text().splitlines()]
+    evals = [e for e in events if e["key"] == "eval_accuracy"]
+    rest = [e for e in events if e["key"] != "eval_accuracy"]
+    last_block = max(i for i, e in enumerate(rest) if e["key"] == "block_stop")
+    ordered = rest[:last_block + 1] + evals + rest[last_block + 1:]
+    path.write_text("".join(f":::MLLOG {json.dumps(e)}\n" for e in ordered))
+    return path
+
+
+def evaluated_offline(path: Path, reached: int) -> Path:
+    """Intel-Habana's style: the run trains to its last step, then prints each eval (eval_accuracy lines only) after
+    the training, with the time its checkpoint was trained (the block's block_stop), up to the eval `reached` (from
+    0) that reached the target; run_stop is timed at that eval."""
+    events = [json.loads(line[len(":::MLLOG "):]) for line in path.read_text().splitlines()]
+    block_ends = [e["time_ms"] for e in events if e["key"] == "block_stop"]
+    evals = [dict(e, time_ms=end) for e, end in zip([e for e in events if e["key"] == "eval_accuracy"], block_ends)]
+    rest = [e for e in events if e["key"] not in ("eval_start", "eval_stop", "eval_accuracy")]
+    last_block = max(i for i, e in enumerate(rest) if e["key"] == "block_stop")
+    ordered = rest[:last_block + 1] + evals[:reached + 1] + rest[last_block + 1:]
+    stop_time = evals[reached]["time_ms"]
+    ordered = [dict(e, time_ms=stop_time) if e["key"] == "run_stop" else e for e in ordered]
+    path.write_text("".join(f":::MLLOG {json.dumps(e)}\n" for e in ordered))
+    return path
+
+
+def with_stated_system(path: Path, description: dict) -> Path:
+    """A :::SYSJSON line, as NVIDIA's scripts print the system a run sees, at the top of the log (after a shell's
+    echo, with its quote)."""
+    path.write_text(f"+ echo ':::SYSJSON {json.dumps(description)}'\n" + path.read_text())
     return path

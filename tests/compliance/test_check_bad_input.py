@@ -3,6 +3,7 @@
 import json
 import re
 import shutil
+import time
 
 import pytest
 
@@ -156,3 +157,63 @@ def test_a_folder_without_logs_is_refused(tmp_path):
     result = cli("check", tmp_path)
     assert result.exit_code == 2 and "neither a result log, a folder of result_*.txt logs, a submission" \
         in result.output
+
+
+def _one_line(result, said: str) -> None:
+    """The command ended with a verdict (or an error) in plain words: `said` on one line, no traceback."""
+    assert result.exit_code in (1, 2), result.output
+    assert "Traceback" not in result.output and "Error: 3:" not in result.output
+    assert any(said in line for line in result.output.splitlines()), result.output
+
+
+def test_a_folder_named_as_a_result_is_refused_in_one_line(tmp_path):
+    """A folder named result_10.txt among the logs ended `check` with 'Error: 3: Is a directory' and no verdict."""
+    logs = write_runs(tmp_path / "logs")
+    (logs / "result_10.txt").mkdir()
+    result = cli("check", logs)
+    _one_line(result, "result_10.txt: is a folder, not a regular file; a submission holds plain files only")
+    assert "VERDICT: FAIL" in result.output and "11 result logs" in result.output
+
+
+@pytest.mark.parametrize("field, digits", [("time_ms", 400), ("eval_accuracy", 400), ("epoch_num", 400)])
+def test_numbers_of_hundreds_of_digits_end_in_one_line(tmp_path, field, digits):
+    """A 400-digit time_ms, eval_accuracy or epoch_num raised OverflowError in the judgement and the report."""
+    org = write_package(tmp_path / "Org")
+    log = org / "results" / "cpu_micro" / "bert" / "result_3.txt"
+    pattern = {"time_ms": r'"time_ms": \d+', "eval_accuracy": r'"value": [0-9.e-]+', "epoch_num": r'"epoch_num": \d+'}
+    huge = {"time_ms": '"time_ms": ', "eval_accuracy": '"value": ', "epoch_num": '"epoch_num": '}[field] + "9" * digits
+    edit_lines(log, lambda line: re.sub(pattern[field], huge, line) if '"key": "eval_accuracy"' in line else line)
+    said = {"time_ms": "(eval_accuracy) has time_ms inf, which no clock reads", "eval_accuracy": "eval_accuracy inf "
+            "is no accuracy", "epoch_num": "eval_accuracy at epoch_num inf, which is no count of samples"}[field]
+    _one_line(cli("check", log), said)
+    _one_line(cli("score", org), said)
+    report = cli("report", org, "-o", tmp_path / "report")
+    assert report.exit_code == 1 and "verdict FAIL" in report.output, report.output
+
+
+@pytest.mark.parametrize("text, said", [
+    ('{"a": ' * 100_000 + "1" + "}" * 100_000, "nested deeper than a JSON parser follows"),
+    ('{"number_of_nodes": ' + "9" * 5000 + "}", "number_of_nodes: must be a whole number"),
+    ('{"number_of_nodes": "' + "9" * 5000 + '"}', "number_of_nodes: must be a whole number"),
+])
+def test_a_hostile_system_json_ends_in_one_line(tmp_path, text, said):
+    """A system JSON nested 100,000 deep raised RecursionError; a 5000-digit integer, ValueError."""
+    org = write_package(tmp_path / "Org")
+    (org / "systems" / "cpu_micro.json").write_text(text)
+    _one_line(cli("check", org), said)
+
+
+def test_a_log_the_official_parser_cannot_read_in_bounded_time_ends_in_one_line(tmp_path):
+    """A 1.1 MB log of one 1 MB :::MLLOG line kept the official parser busy for 600 s, then a TimeoutExpired
+    traceback; nested 100,000 deep, a RecursionError."""
+    logs = write_runs(tmp_path / "logs")
+    body = json.dumps({"namespace": "", "time_ms": 1, "event_type": "POINT_IN_TIME", "key": "x",
+                       "value": "v" * (1 << 20), "metadata": {}})
+    (logs / "result_4.txt").write_text((logs / "result_4.txt").read_text() + f":::MLLOG {body}\n")
+    (logs / "result_5.txt").write_text(":::MLLOG " + "[" * 100_000 + "]" * 100_000 + "\n")
+    started = time.perf_counter()
+    result = cli("check", logs)
+    assert time.perf_counter() - started < 300
+    _one_line(result, f"result_4.txt: line 43 is a :::MLLOG line of {len(body) + 10:,} characters, over the 4,096 "
+                      "that are handed to the official tools")
+    _one_line(result, "result_5.txt: line 1 is a :::MLLOG line of 200,010 characters")

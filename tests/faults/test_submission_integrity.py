@@ -5,6 +5,7 @@ belongs are reported, never a traceback."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,16 @@ from compliance.package import _refusals
 from compliance.provenance import package_provenance
 from compliance.report import rcp_text, runs_table
 from compliance.result_log import read_result_log, result_logs_in
-from tests.compliance.fakes import edit_events, head_code, micro_system, write_package, write_run, write_runs
+from tests.compliance.fakes import (
+    IMPLEMENTATION,
+    edit_events,
+    head_code,
+    micro_system,
+    published_style,
+    write_package,
+    write_run,
+    write_runs,
+)
 from tests.helpers.compliance import cli
 
 
@@ -126,10 +136,86 @@ def test_package_refuses_another_organisations_runs_and_code_that_is_not_what_ra
 
 def test_check_compares_the_logs_with_the_code_a_package_holds(tmp_path):
     org = write_package(tmp_path / "MLPerf")
-    code = org / "benchmarks" / "bert" / "implementations" / "pytorch" / "bert"
-    code.mkdir(parents=True)
-    (code / "train.py").write_text("# not what ran\n")
     logs = {"cpu_micro": [read_result_log(p) for p in result_logs_in(org / "results" / "cpu_micro" / "bert")]}
+    assert package_provenance(org, {}, logs) == []
+    (org / IMPLEMENTATION / "bert" / "train.py").write_text("# not what ran\n")
     (finding,) = package_provenance(org, {}, logs)
     assert "result_0.txt, result_1.txt" in finding.message and finding.level == "error"
     assert "but the package holds the bert package of implementations/pytorch" in finding.message
+
+
+@pytest.fixture
+def packaged(tmp_path):
+    """A package made by `package` of ten open-division cpu_micro runs (its descriptor's target: 0.06)."""
+    logs = write_runs(tmp_path / "logs")
+    result = cli("package", "--system", "cpu_micro", "--logs", logs, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    return next((tmp_path / "out").iterdir())
+
+
+def _refused(org) -> str:
+    result = cli("check", org)
+    assert result.exit_code == 1 and "VERDICT: FAIL" in result.output, result.output
+    return " ".join(result.output.split())
+
+
+def _cut_at(log, accuracy):
+    """The run as if it had stopped with success at its first eval (of `accuracy`), with no target or code line."""
+    seed = read_result_log(log).seed
+    write_run(log, seed, system=load_descriptor("cpu_micro").variant({"eval.target_accuracy": accuracy}),
+              accuracies=(accuracy,))
+    published_style(log)
+
+
+def test_a_package_is_whole_or_refused(packaged):
+    """Deleting the target_accuracy and code_version lines of runs cut at 0.045 (the descriptor's target is 0.06),
+    the packaged descriptor, or the packaged bert package: each part's absence is refused, naming it."""
+    results = packaged / "results" / "cpu_micro" / "bert"
+    for log in results.glob("result_*.txt"):
+        _cut_at(log, 0.045)
+    said = _refused(packaged)
+    assert "result_0.txt, result_1.txt, result_2.txt, result_3.txt, result_4.txt, result_5.txt, result_6.txt, " \
+           "result_7.txt, result_8.txt, result_9.txt: no target_accuracy line, which every run of this harness logs " \
+           "before run_start: a package this harness made holds it, and this one is this harness's " \
+           "(benchmarks/bert/implementations/pytorch/systems/ holds a descriptor;" in said
+    assert "no code_version line, which every run of this harness logs" in said
+    assert "target_accuracy is 0.06 in the descriptor, but None in result_0.txt" in said
+
+
+@pytest.mark.parametrize("part, said", [
+    ("systems/cpu_micro.json", "no descriptor of system cpu_micro beside the code (benchmarks/bert/implementations/"
+                               "<impl>/systems/cpu_micro.json; found: cpu_tiny, "),
+    ("bert", "no implementation folder holds the bert package (implementations/<impl>/bert/) that the runs ran: a "
+             "package this harness made holds it"),
+])
+def test_a_deleted_part_of_a_package_is_named(packaged, part, said):
+    shutil.rmtree(packaged / IMPLEMENTATION / part) if part == "bert" else (packaged / IMPLEMENTATION / part).unlink()
+    refused = _refused(packaged)
+    assert said in refused
+    assert "a package this harness made holds it, and this one is this harness's (cpu_micro/result_0.txt logs " \
+           "code_version;" in refused
+
+
+def test_results_renamed_to_another_system_are_refused(packaged):
+    """The results folder and system JSON renamed to a "DGX H100 (fake)" of 8 H100s: the CPU runs are no runs of
+    it, and the package holds no descriptor of it."""
+    (packaged / "results" / "cpu_micro").rename(packaged / "results" / "dgx_h100_fake")
+    description = json.loads((packaged / "systems" / "cpu_micro.json").read_text())
+    description.update(system_name="DGX H100 (fake)", accelerators_per_node="8",
+                       accelerator_model_name="NVIDIA H100-SXM5-80GB")
+    (packaged / "systems" / "dgx_h100_fake.json").write_text(json.dumps(description))
+    (packaged / "systems" / "cpu_micro.json").unlink()
+    said = _refused(packaged)
+    assert "no descriptor of system dgx_h100_fake beside the code (benchmarks/bert/implementations/<impl>/systems/" \
+           "dgx_h100_fake.json; found: cpu_micro, cpu_tiny, " in said
+    assert "Was it deleted, or the results folder and system JSON renamed?" in said
+
+
+@pytest.mark.parametrize("text", ['{"run": {"max_samples": ' + "9" * 5000 + "}}", '{"a": ' * 100_000 + "}" * 100_000])
+def test_a_hostile_packaged_descriptor_is_refused_in_one_line(tmp_path, text):
+    """A 5000-digit integer (ValueError) or nesting 100,000 deep in the descriptor beside the code."""
+    org = write_package(tmp_path / "MLPerf")
+    (org / IMPLEMENTATION / "systems" / "cpu_micro.json").write_text(text)
+    logs = {"cpu_micro": [read_result_log(p) for p in result_logs_in(org / "results" / "cpu_micro" / "bert")]}
+    (finding,) = package_provenance(org, {}, logs)
+    assert finding.message.startswith("the descriptor packaged with the code cannot be read (")

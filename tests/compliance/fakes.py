@@ -182,14 +182,13 @@ def write_other_benchmark(org: Path, system: str, benchmark: str, log: Path | No
 
 def write_round(root: Path) -> Path:
     """A results repository of three submitters: OrgA with a BERT system and a retinanet one, OrgB with two BERT
-    systems whose JSONs carry a field MLPerf does not know, OrgC with an rgat system only; a .github folder and a
-    licence beside them, as a checkout of mlcommons/training_results holds."""
+    systems published by another harness, whose JSONs carry a field MLPerf does not know, OrgC with an rgat system
+    only; a .github folder and a licence beside them, as a checkout of mlcommons/training_results holds."""
     write_package(root / "OrgA", name="a_bert")
     write_other_benchmark(root / "OrgA", "a_vision", "retinanet")
-    write_package(root / "OrgB", name="b_one")
-    write_runs(root / "OrgB" / "results" / "b_two" / "bert", first_seed=100)
-    for name in ("b_one", "b_two"):  # as NVIDIA's v5.0 JSONs carry framework_name
-        described = dict(micro_system().description, framework_name="PyTorch")
+    for name, first_seed in (("b_one", 1), ("b_two", 100)):  # published as another harness's, as NVIDIA's v5.0
+        write_published_package(root / "OrgB", micro_system().variant(name=name), name, first_seed=first_seed)
+        described = dict(micro_system().description, framework_name="PyTorch")  # whose JSONs carry framework_name
         (root / "OrgB" / "systems" / f"{name}.json").write_text(json.dumps(described, indent=2))
     write_other_benchmark(root / "OrgC", "c_graph", "rgat")
     (root / ".github" / "workflows").mkdir(parents=True)

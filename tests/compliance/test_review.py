@@ -17,10 +17,10 @@ from tests.helpers.compliance import cli
 @pytest.fixture(scope="module")
 def reviewed(tmp_path_factory):
     root = write_round(tmp_path_factory.mktemp("round") / "results")
-    write_package(root / "OrgD", micro_system("closed", 448), name="d_closed", **CLOSED_RUN)
-    described = root / "OrgD" / "systems" / "d_closed.json"  # accelerators, as the CPU descriptors have none
-    described.write_text(json.dumps(dict(json.loads(described.read_text()), accelerators_per_node="4",
-                                         accelerator_model_name="Test Accelerator")))
+    # accelerators in the system description, as the CPU descriptors have none
+    closed = micro_system("closed", 448, number_of_nodes="1", accelerators_per_node="4",
+                          accelerator_model_name="Test Accelerator")
+    write_package(root / "OrgD", closed, name="d_closed", **CLOSED_RUN)
     out = tmp_path_factory.mktemp("review") / "out"
     result = cli("review", root, "-o", out)
     return root, out, result

@@ -45,8 +45,10 @@ patterns it accepts and the forgeries it refuses:
    always, and within a folder when more than one run is a copy (one is named in a warning: tinycorp's accepted
    v4.1 tinybox_green holds result_8.txt, a copy of result_3.txt with another seed).
 10. Hardware (package_judgement, platform_findings). Refused: logs whose stated platform contradicts their
-   system's node or accelerator count, names another system of the package, or names another accelerator model
-   than the system's (a :::SYSJSON line, which NVIDIA's scripts print, likewise).
+   system's node or accelerator count or names another system of the package, and logs whose printed system
+   (a :::SYSJSON line, which NVIDIA's scripts print from the system JSON) names another node count or
+   accelerator model. A free-text platform naming another accelerator model is a warning: genuine logs carry
+   copied platform text (NVIDIA's accepted v2.0 2xa30 package logs "1xNVIDIA DGX A100" on its A30 system).
 
 A log edited consistently (every time shifted alike, a value changed everywhere, a whole run written by hand)
 is undetectable here, as it is for the official tools: an unsigned log proves nothing about who wrote it.
@@ -380,22 +382,23 @@ def _other_model(stated: object, description: dict) -> str | None:
     return said if said is not None and own is not None and said != own else None
 
 
-def _platform_problem(platform: str, folder: str, descriptions: dict[str, dict]) -> str | None:
+def _platform_problem(platform: str, folder: str, descriptions: dict[str, dict]) -> tuple[str, str] | None:
+    """(what the stated platform contradicts, the finding's level), or None."""
     description = descriptions[folder]
     prefix = _COUNT_PREFIX.match(platform)
     nodes, per_node = whole(description.get("number_of_nodes")), whole(description.get("accelerators_per_node"))
     if prefix and nodes is not None and per_node is not None and int(prefix[1]) not in (nodes, nodes * per_node):
         return (f"its count ({prefix[1]}) is neither the {nodes} node(s) nor the {nodes * per_node} accelerators of "
-                f"systems/{folder}.json")
-    model = _other_model(platform, description)
-    if model is not None:
-        return (f"it names {model} accelerators, and systems/{folder}.json has "
-                f"{description.get('accelerator_model_name')!r}")
+                f"systems/{folder}.json"), ERROR
     said = {platform.strip().lower(), _COUNT_PREFIX.sub("", platform, count=1).strip().lower()}
-    if said & _names(folder, description):
-        return None
     others = [name for name, d in descriptions.items() if name != folder and said & _names(name, d)]
-    return f"it names the package's other system {others[0]}" if others else None
+    if others and not said & _names(folder, description):
+        return f"it names the package's other system {others[0]}", ERROR
+    model = _other_model(platform, description)
+    if model is not None:  # free text, copied between systems in genuine logs: see rule 10
+        return (f"it names {model} accelerators, and systems/{folder}.json has "
+                f"{description.get('accelerator_model_name')!r}"), WARNING
+    return None
 
 
 def platform_findings(org: Path, descriptions: dict[str, dict], logs: dict[str, list[ResultLog]]) -> list[Finding]:
@@ -412,9 +415,9 @@ def platform_findings(org: Path, descriptions: dict[str, dict], logs: dict[str, 
             problem = _platform_problem(platform, folder, descriptions)
             if problem:
                 found.append(Finding(str(org / "results" / folder), f"the logs state submission_platform "
-                                     f"{platform!r}, but {problem}: are these another system's results? The "
+                                     f"{platform!r}, but {problem[0]}: are these another system's results? The "
                                      "official tools do not compare them; results/<name>/ must hold the runs of "
-                                     "systems/<name>.json"))
+                                     "systems/<name>.json", problem[1]))
     return found
 
 

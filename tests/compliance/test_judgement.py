@@ -366,12 +366,15 @@ def test_a_fifo_a_device_and_a_huge_file_are_refused_unread(tmp_path):
 
 def test_the_hardware_a_log_names_must_be_its_systems(tmp_path):
     """Dell's B200 logs name their model in the platform and print the system they ran on (:::SYSJSON); under an
-    H200 system both contradict it. A platform that names no model (a placeholder), or the same model by another
-    name ("Dell B200" for "NVIDIA Blackwell GPU (B200-SXM-180GB)"), is genuine."""
+    H200 system both contradict it: the printed system is refused, the free-text platform warned of. A platform
+    that names no model (a placeholder), or the same model by another name ("Dell B200" for "NVIDIA Blackwell GPU
+    (B200-SXM-180GB)"), is genuine."""
     h200 = dict(_description("2", "8", "2xXE9680Lx8H200-SXM-141GB"), accelerator_model_name="NVIDIA H200-SXM5-141GB")
     b200 = dict(h200, accelerator_model_name="NVIDIA Blackwell GPU (B200-SXM-180GB)")
     named = _logs_stating(tmp_path / "a", ["2xXE9680Lx8B200-SXM-180GB"])
-    said = [f.message for f in platform_findings(tmp_path, {"h200": h200}, {"h200": named})]
+    found = platform_findings(tmp_path, {"h200": h200}, {"h200": named})
+    assert [f.level for f in found] == [WARNING]  # free text: NVIDIA's accepted v2.0 2xa30 logs name an A100
+    said = [f.message for f in found]
     assert said == ["the logs state submission_platform '2xXE9680Lx8B200-SXM-180GB', but it names B200 accelerators, "
                     "and systems/h200.json has 'NVIDIA H200-SXM5-141GB': are these another system's results? The "
                     "official tools do not compare them; results/<name>/ must hold the runs of systems/<name>.json"]

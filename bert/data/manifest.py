@@ -21,6 +21,7 @@ from pathlib import Path
 
 from bert.data.shards import ShardError, shard_header
 from bert.ownership import write_text_atomically
+from bert.regular_files import NotRegularFile, open_regular
 
 MANIFEST_FILE = "manifest.json"
 
@@ -57,8 +58,13 @@ def shard_files(root: Path) -> list[Path]:
 
 
 def sha256_of(path: Path) -> str:
+    """The SHA-256 of the regular file at `path` (ShardError for a FIFO or a device, which would never end)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    try:
+        f = open_regular(path)
+    except NotRegularFile as e:
+        raise ShardError(f"{path}: is {e.kind}, not a file of a dataset; a dataset holds plain files only") from None
+    with f:
         while block := f.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()

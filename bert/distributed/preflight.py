@@ -32,6 +32,7 @@ from pathlib import Path
 from bert.data.dataset import dataset_files
 from bert.data.shards import ShardError
 from bert.distributed.plan import launch_env, nearest_folder
+from bert.distributed.readiness import checkpoint_refusals, dataset_refusals, setup_refusals
 from bert.mllog import LOG_FREE_BYTES
 from bert.system import Descriptor
 from bert.typed_config import from_dict, ranged
@@ -151,9 +152,10 @@ def checkpoint_problems(path: Path | None, checkpoint_dir: Path | None) -> list[
 
 def results_folder_problems(log_dir: Path) -> list[str]:
     """Whether the results folder can be made and written here."""
-    nearest = nearest_folder(log_dir)
-    if nearest != log_dir and log_dir.exists():
-        return [f"the results folder {log_dir} is not a folder: set LOGDIR to a folder"]
+    nearest = next(p for p in [log_dir, *log_dir.parents] if os.path.lexists(p))
+    if not nearest.is_dir():  # a file (or a dangling link) at the folder or above it, where mkdir would fail
+        where = "" if nearest == log_dir else f"cannot be made: {nearest} "
+        return [f"the results folder {log_dir} {where}is not a folder: set LOGDIR to a folder"]
     if not os.access(nearest, os.W_OK | os.X_OK):
         return [f"the results folder {log_dir} cannot be written here ({nearest} is not writable): set LOGDIR to a "
                 "folder you can write"]
@@ -219,9 +221,13 @@ def node_facts(system: Descriptor, node: int, master_addr: str, data_dir: Path |
     """This node's report (node 0's also says whether MASTER_ADDR is its own address and checks the results
     folder); one node reports only what it finds on itself."""
     host = socket.gethostname()
-    fingerprint, summary, problems = _dataset(system, data_dir)
-    checkpoint = checkpoint_problems(system.init_checkpoint_path(checkpoint_dir), checkpoint_dir)
-    problems = device_problems(system, gpus_needed) + problems + checkpoint
+    device = device_problems(system, gpus_needed)
+    fingerprint, summary, dataset = _dataset(system, data_dir)
+    checkpoint = system.init_checkpoint_path(checkpoint_dir)
+    # What is here is checked further as the first rank will check it (bert.distributed.readiness).
+    problems = (device + (dataset or dataset_refusals(system, data_dir))
+                + (checkpoint_problems(checkpoint, checkpoint_dir) or checkpoint_refusals(system, checkpoint))
+                + ([] if device else setup_refusals(system)))
     if system.nodes > 1:
         single_host = any(_loopback(a) for a in _resolve(master_addr))
         interface = launch_env(system.run.launch, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")

@@ -3,13 +3,17 @@ a hang; and of two wrappers started together with ON_EXISTING=refuse, only one r
 
 from __future__ import annotations
 
+import os
+import random
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
 from bert.system import load_descriptor
+from tests.helpers.datasets import copy_dataset
 from tests.helpers.faults import fake_launcher, single_line_error, wrapper
 from tests.helpers.logs import mllog_line
 from tests.helpers.repo import REPO
@@ -116,6 +120,53 @@ def test_a_start_the_pre_flight_refuses_is_one_line_with_no_result_and_nothing_w
     proc = wrapper(system, env)
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert single_line_error(proc.stderr).startswith(expected)
+    assert "RESULT" not in proc.stdout and not (tmp_path / "logs").exists()
+
+
+def _unusable(tmp_path: Path, small_dataset: Path, case: str, env: dict) -> tuple[dict, str]:
+    """The run changes and the environment of one input the first rank would refuse, and the start of the
+    pre-flight's line for it."""
+    if case == "a shard newer than the manifest":
+        data = copy_dataset(small_dataset, tmp_path / "data")
+        shard = sorted((data / "train").glob("*.hdf5"))[1]
+        os.utime(shard, ns=(time.time_ns(), time.time_ns()))  # a copy that did not keep the times (cp, not cp -a)
+        return {"dataset.dir": str(data)}, f"pre-flight: {shard}: modified after {data / 'manifest.json'} was written"
+    if case == "a corrupt checkpoint":
+        checkpoint = tmp_path / "checkpoints" / "model.pt"
+        checkpoint.write_bytes(random.Random(4).randbytes(4096))
+        line = f"pre-flight: the checkpoint to start from (run.init_checkpoint): {checkpoint}: not a PyTorch checkpoint"
+        return {"init_checkpoint": "phase1/model.pt"}, line
+    if case == "fp8 without torchao or Transformer Engine":
+        hidden = tmp_path / "hidden" / "torchao"
+        hidden.mkdir(parents=True)
+        (hidden / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(hidden.parent), env.get("PYTHONPATH")]))
+        return {"precision": "fp8"}, 'pre-flight: run.precision "fp8" needs torchao'
+    env["CXX"] = "/bin/false"  # the compiler inductor takes: one that fails
+    return {"compile": "required"}, ('pre-flight: encoder layers (run.compile) failed to compile and run.compile is '
+                                     '"required": InvalidCxxCompiler: No working C++ compiler found')
+
+
+UNUSABLE = ["a shard newer than the manifest", "a corrupt checkpoint", "fp8 without torchao or Transformer Engine",
+            "compile required with a compiler that fails"]
+
+
+@pytest.mark.parametrize("cases", [[case] for case in UNUSABLE] + [UNUSABLE], ids=[*UNUSABLE, "all four"])
+def test_what_the_first_rank_would_refuse_the_pre_flight_refuses_first(tmp_path, cpu_env, small_dataset, cases):
+    """Each existed and passed the pre-flight, so NEXP runs each started, failed the same way, printed a RESULT line
+    and published an aborted log, and the wrapper exited 1. Now each is one line of the pre-flight (all four at
+    once: four lines) and exit status 2 before any run: no RESULT line, no results folder."""
+    (tmp_path / "checkpoints").mkdir()
+    env = dict(cpu_env, NEXP="3", LOGDIR=str(tmp_path / "logs"), CHECKPOINTDIR=str(tmp_path / "checkpoints"))
+    changes, expected = {}, []
+    for case in cases:
+        change, line = _unusable(tmp_path, small_dataset, case, env)
+        changes |= change
+        expected.append(line)
+    proc = wrapper(_cpu_micro_from(tmp_path, small_dataset, **changes), env)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = proc.stderr.splitlines()
+    assert len(lines) == len(expected) and all(line.startswith(start) for line, start in zip(lines, expected)), lines
     assert "RESULT" not in proc.stdout and not (tmp_path / "logs").exists()
 
 

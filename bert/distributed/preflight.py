@@ -32,7 +32,7 @@ from pathlib import Path
 from bert.data.dataset import dataset_files
 from bert.data.shards import ShardError
 from bert.distributed.plan import launch_env, nearest_folder
-from bert.distributed.readiness import checkpoint_refusals, dataset_refusals, setup_refusals
+from bert.distributed.readiness import first_rank_refusals
 from bert.mllog import LOG_FREE_BYTES
 from bert.system import Descriptor
 from bert.typed_config import from_dict, ranged
@@ -221,13 +221,10 @@ def node_facts(system: Descriptor, node: int, master_addr: str, data_dir: Path |
     """This node's report (node 0's also says whether MASTER_ADDR is its own address and checks the results
     folder); one node reports only what it finds on itself."""
     host = socket.gethostname()
-    device = device_problems(system, gpus_needed)
-    fingerprint, summary, dataset = _dataset(system, data_dir)
-    checkpoint = system.init_checkpoint_path(checkpoint_dir)
-    # What is here is checked further as the first rank will check it (bert.distributed.readiness).
-    problems = (device + (dataset or dataset_refusals(system, data_dir))
-                + (checkpoint_problems(checkpoint, checkpoint_dir) or checkpoint_refusals(system, checkpoint))
-                + ([] if device else setup_refusals(system)))
+    fingerprint, summary, problems = _dataset(system, data_dir)
+    checkpoint = checkpoint_problems(system.init_checkpoint_path(checkpoint_dir), checkpoint_dir)
+    problems += first_rank_refusals(system, data_dir, checkpoint_dir, not problems, not checkpoint)
+    problems = device_problems(system, gpus_needed) + problems + checkpoint
     if system.nodes > 1:
         single_host = any(_loopback(a) for a in _resolve(master_addr))
         interface = launch_env(system.run.launch, "torchrun", master_addr).get("GLOO_SOCKET_IFNAME")

@@ -19,6 +19,16 @@ from bert.data.shards import ShardError
 from bert.system import Descriptor
 
 
+def first_rank_refusals(system: Descriptor, data_dir: Path | None, checkpoint_dir: Path | None, dataset_here: bool,
+                        checkpoint_here: bool) -> list[str]:
+    """What the first rank would refuse on this host, one line each: of the dataset and the checkpoint when they are
+    here (the pre-flight says so when they are not), and of the set-up."""
+    problems = dataset_refusals(system, data_dir) if dataset_here else []
+    if checkpoint_here:
+        problems += checkpoint_refusals(system, system.init_checkpoint_path(checkpoint_dir))
+    return problems + setup_refusals(system)
+
+
 def dataset_refusals(system: Descriptor, data_dir: Path | None) -> list[str]:
     """What the rank's check of the dataset there would refuse (a shard changed since its manifest, too few
     samples, a vocabulary the model cannot take), in one line."""
@@ -46,17 +56,20 @@ def checkpoint_refusals(system: Descriptor, path: Path | None) -> list[str]:
 def setup_refusals(system: Descriptor) -> list[str]:
     """What the rank's set-up would refuse on this host: run.precision "fp8" without an implementation or FP8
     tensor cores, run.compile "required" with a compiler that does not work. One line each."""
-    problems = []
-    if system.run.precision == "fp8":
-        import torch
+    fp8, compile_required = system.run.precision == "fp8", system.run.compile == "required"
+    if not (fp8 or compile_required):
+        return []
+    import torch
 
+    if system.run.device == "cuda" and not torch.cuda.is_available():
+        return []  # the pre-flight's line on the device says what is missing
+    problems = []
+    if fp8:
         from bert.model.fp8 import fp8_problem
 
-        problem = fp8_problem(torch.device(system.run.device))
-        problems += [problem] if problem else []
-    if system.run.compile == "required":
+        problems.append(fp8_problem(torch.device(system.run.device)))
+    if compile_required:
         from bert.compile_warmup import compiler_problem
 
-        problem = compiler_problem(system)
-        problems += [problem] if problem else []
-    return problems
+        problems.append(compiler_problem(system))
+    return [problem for problem in problems if problem]

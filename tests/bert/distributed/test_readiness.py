@@ -70,6 +70,9 @@ def test_fp8_without_an_implementation_is_what_encoder_to_fp8_refuses(micro, mon
         fp8_module.encoder_to_fp8(torch.nn.Sequential(), torch.device("cpu"))
     assert line == str(refused.value)
     assert setup_refusals(micro) == []
+    if not torch.cuda.is_available():  # a CUDA descriptor here: the device's own line says what is missing
+        cuda = load_descriptor("h200_1x1").variant({"precision": "fp8", "compile": "required"})
+        assert setup_refusals(cuda) == []
 
 
 COMPILE = "import torch; torch.compile(lambda t: t * 2 + 1, fullgraph=True)(torch.ones(4)); print('compiled')"

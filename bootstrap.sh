@@ -2,7 +2,9 @@
 # creating and filling it on first use. Usage: source bootstrap.sh [EXTRAS], EXTRAS e.g. "test".
 #   MLPERF_BERT_VENV=DIR            where the virtual environment lives (default: .venv in the repository)
 #   MLPERF_BERT_SYSTEM_PYTHON=1     use the python3 on PATH (e.g. an NVIDIA container with torch and apex): what it
-#                                   lacks of this package's dependencies is installed into it, never torch
+#                                   lacks of this package's dependencies is installed into it, never torch, and
+#                                   this checkout unless python3 runs its code already (an image's older install
+#                                   is replaced); this checkout's mlperf-bert comes first on PATH
 # An install that cannot reach a package registry fails within seconds, in one line (pip's output is kept in a
 # file that the line names); a virtual environment left half made (a start stopped while making it) is completed.
 _repo="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -20,8 +22,10 @@ _pip_install() {  # PYTHON LOG WHAT ARGS...: pip install ARGS, quiet; one line n
         echo "bootstrap: cannot install $what: no package registry answers ($network); give this host access to" \
              "one (or a mirror: PIP_INDEX_URL), or make the environment on a host that has it (pip's output: $log)" >&2
     else
-        echo "bootstrap: pip could not install $what ($(grep -m1 '^ERROR' "$log" || tail -n 1 "$log")); pip's" \
-             "output: $log" >&2
+        # pip's own ERROR line, else the first error of the build it ran (its last lines only say "see above")
+        local cause
+        cause=$(grep -m1 '^ERROR' "$log" || grep -m1 -E '^ +(error|[A-Za-z]*Error): ' "$log" || tail -n 1 "$log")
+        echo "bootstrap: pip could not install $what (${cause#"${cause%%[! ]*}"}); pip's output: $log" >&2
     fi
     return 1
 }
@@ -51,8 +55,30 @@ for line in filter(None, map(str.strip, lines)):
 EOF
 }
 
+_checkout_state() {  # where python3 imports bert from, asked outside this folder (from inside it, any checkout's
+    # code imports this one's): "here\tFOLDER" (FOLDER holds the mlperf-bert command of its install, if any),
+    # "other\tPATH" (another checkout's or an older install's code) or "none"
+    (cd / && python3 - "$_repo" <<'EOF'
+import importlib.metadata as metadata, os, sys
+try:
+    import bert
+except ImportError:
+    sys.exit(print("none"))
+found = os.path.dirname(os.path.realpath(bert.__file__))
+if found != os.path.realpath(os.path.join(sys.argv[1], "bert")):
+    sys.exit(print(f"other\t{found}"))
+try:
+    dist = metadata.distribution("mlperf-bert")
+    commands = [os.path.realpath(dist.locate_file(f)) for f in dist.files or () if f.name == "mlperf-bert"]
+except metadata.PackageNotFoundError:
+    commands = []
+print(f"here\t{os.path.dirname(commands[0]) if commands else ''}")
+EOF
+    )
+}
+
 _system_python() {  # what python3 lacks is installed into it; its torch is never touched
-    local missing torch log="${TMPDIR:-/tmp}/mlperf-bert-bootstrap-$UID.log"
+    local missing torch log
     missing=$(_missing_requirements python3) || { echo "bootstrap: python3 cannot read $_repo/setup.cfg" >&2; return 1; }
     torch=$(grep '^torch[<>=!~ ]' <<<"$missing" || true)
     if [[ -n "$torch" ]]; then
@@ -61,6 +87,8 @@ _system_python() {  # what python3 lacks is installed into it; its torch is neve
              "MLPERF_BERT_SYSTEM_PYTHON to make a virtual environment" >&2
         return 1
     fi
+    # pip's output goes to a file of a new name: a fixed name in a shared /tmp could be a link planted by anyone.
+    log=$(mktemp "${TMPDIR:-/tmp}/mlperf-bert-bootstrap-XXXXXXXX.log") || return 1
     local wanted=() line
     while IFS=$'\t' read -r line _; do [[ -n "$line" ]] && wanted+=("$line"); done <<<"$missing"
     if ((${#wanted[@]} > 0)); then
@@ -70,11 +98,30 @@ _system_python() {  # what python3 lacks is installed into it; its torch is neve
             --constraint <(python3 -c "import importlib.metadata as m; print('torch==' + m.version('torch'))") \
             "${wanted[@]}" || return 1
     fi
-    # Installed, or on the path with a command of its own (acceptance/gpu_check.sh's way): nothing to install.
-    python3 -c "import bert.cli" 2>/dev/null && command -v mlperf-bert >/dev/null && return 0
-    local isolation=()  # a container's own setuptools builds it: no registry needed for a build environment
-    if python3 -c "import setuptools" 2>/dev/null; then isolation=(--no-build-isolation); fi
-    _pip_install python3 "$log" "this package into python3" --no-deps "${isolation[@]}" -e "$_repo"
+    # This checkout's code, installed: an image built from an older commit has that commit's bert and mlperf-bert.
+    local state
+    state=$(_checkout_state)
+    if [[ "$state" != here$'\t'?* ]]; then
+        local isolation=() what="this package into python3"  # a Python that can build it needs no registry for it
+        if python3 -c "import setuptools, wheel" 2>/dev/null ||
+           python3 -c "import setuptools.command.bdist_wheel" 2>/dev/null; then  # setuptools 70.1 on builds alone
+            isolation=(--no-build-isolation)
+        elif python3 -c "import setuptools" 2>/dev/null; then
+            what+=" (its setuptools builds no wheel without the wheel module: a registry provides both)"
+        fi
+        _pip_install python3 "$log" "$what" --no-deps "${isolation[@]}" -e "$_repo" || return 1
+        state=$(_checkout_state)
+    fi
+    case "$state" in
+        here$'\t'?*) export PATH="${state#*$'\t'}:$PATH" ;;  # its mlperf-bert before any other on PATH
+        other*) echo "bootstrap: python3 imports bert from ${state#*$'\t'}, not from this checkout ($_repo), even" \
+                     "after installing this one: remove that copy from PYTHONPATH or from python3's site-packages" >&2
+                return 1 ;;
+        *) echo "bootstrap: python3 has no mlperf-bert command from $_repo even after installing it; install it" \
+                "by hand (python3 -m pip install -e $_repo)" >&2
+           return 1 ;;
+    esac
+    rm -f "$log"
 }
 
 if [[ "${MLPERF_BERT_SYSTEM_PYTHON:-0}" == 1 ]]; then
@@ -113,7 +160,7 @@ else
     if ! _installed; then
         # Every node of a multi-node start runs this at once, on a shared file system into one environment:
         # one installs while the others wait for its lock, then find its stamp.
-        mkdir -p "$_venv" && exec {_lock}>"$_venv/.bootstrap.lock" || return 1
+        mkdir -p "$_venv" && exec {_lock}>>"$_venv/.bootstrap.lock" || return 1  # >>: truncates no planted link
         if ! flock -n "$_lock"; then
             echo "bootstrap: waiting for another install into $_venv to finish" >&2
             flock "$_lock"
@@ -127,4 +174,5 @@ else
     export VIRTUAL_ENV="$_venv"
 fi
 unset _repo _extras _venv _stamp _hash _lock _status
-unset -f _installed _install _has_pip _make_venv _pip_install _missing_requirements _system_python
+unset -f _installed _install _has_pip _make_venv _pip_install _missing_requirements _system_python \
+    _checkout_state

@@ -29,7 +29,8 @@
 #   CONT=IMAGE      (Slurm with pyxis) the container image the ranks and the pre-flight start in (srun
 #                   --container-image); the folders the run uses are mounted at their own paths
 #   MOUNTS=LIST     (with CONT) more mounts, SRC:DST[:FLAGS],... (srun --container-mounts)
-# Relative DATADIR, CHECKPOINTDIR and LOGDIR are relative to the folder the command is given in.
+# Relative DATADIR, CHECKPOINTDIR and LOGDIR are relative to the folder the command is given in, and so are a
+# SYSTEM given as a path and the folders of MLPERF_BERT_SYSTEMS.
 # Under Slurm (SLURM_JOB_ID set) the ranks are started with srun, one task per process of the descriptor,
 # the rendezvous at the allocation's first host (example: run_and_time.sbatch); otherwise with torchrun: on this
 # host alone, or started on every host with NODE_RANK and MASTER_ADDR set. run.launch.env (NCCL settings)
@@ -66,6 +67,19 @@ fi
 for name in DATADIR CHECKPOINTDIR LOGDIR; do  # the user's relative paths mean their folder, not the harness's
     if [[ -n "${!name:-}" && "${!name}" != /* ]]; then printf -v "$name" '%s' "$PWD/${!name}"; fi
 done
+dry_run=0
+if [[ "${1:-}" == --dry-run ]]; then dry_run=1; shift; fi
+# So are a descriptor named by its path (bert.descriptor_files.find_descriptor: a .json, or an existing file)
+# and the site folders of MLPERF_BERT_SYSTEMS: this script works in the repository, where they mean its own.
+if [[ -n "${1:-}" && "$1" != /* && ( "$1" == *.json || -e "$1" ) ]]; then set -- "$PWD/$1" "${@:2}"; fi
+if [[ -n "${MLPERF_BERT_SYSTEMS:-}" ]]; then
+    IFS=: read -ra folders <<< "$MLPERF_BERT_SYSTEMS"
+    for i in "${!folders[@]}"; do
+        if [[ -n "${folders[i]}" && "${folders[i]}" != /* ]]; then folders[i]="$PWD/${folders[i]}"; fi
+    done
+    MLPERF_BERT_SYSTEMS=$(IFS=:; echo "${folders[*]}")
+    export MLPERF_BERT_SYSTEMS
+fi
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$repo"
 # shellcheck source=bootstrap.sh
@@ -86,8 +100,6 @@ whole_number() {  # NAME VALUE MIN MAX: prints VALUE as a number, or refuses it
     fi
 }
 
-dry_run=0
-if [[ "${1:-}" == --dry-run ]]; then dry_run=1; shift; fi
 # With no SYSTEM, `system env` takes the default system (bert.system.DEFAULT_SYSTEM).
 system_env="$(mlperf-bert system env ${1:+"$1"})" || exit 2  # it printed the descriptor's error
 eval "$system_env"
@@ -211,10 +223,13 @@ esac
 
 claim_index() {  # the first index with no result and no partial log; creates the partial log (atomically)
     local index=0
-    until [[ ! -e "$logdir/result_$index.txt" ]] && ( set -C; : > "$logdir/result_$index.txt.partial" ) 2>/dev/null
+    # A name that is taken by anything, a link too (noclobber writes through a link to a device: /dev/zero).
+    taken() { [[ -e "$1" || -L "$1" ]]; }
+    until ! taken "$logdir/result_$index.txt" && ! taken "$logdir/result_$index.txt.partial" &&
+          ( set -C; : > "$logdir/result_$index.txt.partial" ) 2>/dev/null
     do
         # Taken indices have a file; a failure without one is a folder that takes no file (no loop forever).
-        if [[ ! -e "$logdir/result_$index.txt" && ! -e "$logdir/result_$index.txt.partial" ]]; then
+        if ! taken "$logdir/result_$index.txt" && ! taken "$logdir/result_$index.txt.partial"; then
             refuse "cannot create a result file in $logdir; set LOGDIR to a folder you can write"
         fi
         index=$((index + 1))

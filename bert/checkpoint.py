@@ -19,13 +19,16 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import torch
+from torch.overrides import TorchFunctionMode
 
 from bert.model.config import BertConfig
 from bert.model.tf_names import HF_TIED, TensorName, hf_name, tensor_names
 from bert.ownership import OwnershipError, claim_file, temporary_path
+from bert.regular_files import NotRegularFile, open_regular
 
 TF_INSTALL_HINT = "pip install -e '.[tf]'  (or: pip install tensorflow-cpu)"
 # Present in published checkpoints but not model parameters; listed by inspect and skipped by convert. The
@@ -83,7 +86,8 @@ class CheckpointFit:
 
 def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
     """A safetensors file: an 8-byte little-endian header length, a JSON header, raw little-endian tensors."""
-    data = bytearray(path.read_bytes())
+    with _open_checkpoint_file(path) as f:
+        data = bytearray(f.read())
     if len(data) < 8:
         raise CheckpointError(f"{path}: too short for a safetensors file ({len(data)} bytes)")
     (header_len,) = struct.unpack("<Q", data[:8])
@@ -182,7 +186,7 @@ def _check_tf_index(prefix: Path) -> None:
     """CheckpointError unless `prefix`.index ends with the footer of an SSTable (what TensorFlow writes)."""
     index = Path(f"{prefix}.index")
     try:
-        with open(index, "rb") as f:
+        with _open_checkpoint_file(index) as f:
             size = f.seek(0, os.SEEK_END)
             f.seek(max(size - 8, 0))
             tail = f.read(8)
@@ -193,9 +197,15 @@ def _check_tf_index(prefix: Path) -> None:
                               "footer): the file is cut short or something else; copy the checkpoint again")
 
 
-def _read_pytorch(path: Path) -> tuple[str, dict[str, torch.Tensor]]:
+def _read_pytorch(path: Path, mmap: bool = False) -> tuple[str, dict[str, torch.Tensor]]:
+    """The tensors of a torch.save file; `mmap`: mapped, not read (a file of the older format is read)."""
     try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            obj = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+        except Exception:
+            if not mmap:
+                raise
+            obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises many types for a file that is not a torch archive
         raise CheckpointError(f"{path}: not a PyTorch checkpoint, safetensors file or TensorFlow checkpoint "
                               f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
@@ -215,17 +225,33 @@ def _read_pytorch(path: Path) -> tuple[str, dict[str, torch.Tensor]]:
     return container, {k.removeprefix("module."): v for k, v in obj.items()}
 
 
-def read_source(path: str | os.PathLike) -> Source:
+_GIVE = "give a .pt/.bin, a .safetensors file or a TensorFlow checkpoint prefix such as model.ckpt-28252"
+
+
+def _open_checkpoint_file(path: Path) -> BinaryIO:
+    """`path` opened for reading; CheckpointError in one line for a FIFO or a device (which would block or never
+    end) and for a file that cannot be opened."""
+    try:
+        return open_regular(path)
+    except NotRegularFile as e:
+        raise CheckpointError(f"{path}: is {e.kind}, not a checkpoint file ({_GIVE})") from None
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot be read ({e.strerror or e})") from None
+
+
+def read_source(path: str | os.PathLike, mmap: bool = False) -> Source:
+    """The tensors of the checkpoint at `path`; `mmap`: a torch.save file is mapped, not read into memory."""
     path = Path(path)
     prefix = tf_checkpoint_prefix(path)
     if prefix is not None:
         return Source(prefix, "tensorflow", _read_tensorflow(prefix))
-    if not path.is_file():
-        raise CheckpointError(f"{path}: no such checkpoint file (give a .pt/.bin, a .safetensors file or a "
-                              "TensorFlow checkpoint prefix such as model.ckpt-28252)")
+    if path.exists() or path.is_symlink():
+        _open_checkpoint_file(path).close()  # torch.load opens it by name: a FIFO would block that open
+    else:
+        raise CheckpointError(f"{path}: no such checkpoint file ({_GIVE})")
     if path.suffix == ".safetensors":
         return Source(path, "safetensors", read_safetensors(path))
-    container, tensors = _read_pytorch(path)
+    container, tensors = _read_pytorch(path, mmap)
     return Source(path, container, tensors)
 
 
@@ -302,11 +328,24 @@ def map_to_model(source: Source, config: BertConfig, shapes: Mapping[str, torch.
     return result
 
 
+class _NoInitialisation(TorchFunctionMode):
+    """Inside it, in-place tensor functions (the initialisers: trunc_normal_, zeros_, ...) return their tensor
+    untouched. On the meta device they compute nothing anyway, but some reach torch's Python references, whose
+    first call imports Dynamo: seconds, for a pre-flight that only wants the shapes."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name.endswith("_") and not name.startswith("__"):
+            return kwargs.get("tensor", args[0] if args else None)
+        return func(*args, **kwargs)
+
+
 def model_shapes(config: BertConfig) -> dict[str, torch.Size]:
     """Every parameter's shape, from a model built on the meta device (no memory, no initialisation)."""
     from bert.model.pretraining import BertForPreTraining
 
-    with torch.device("meta"):
+    with torch.device("meta"), _NoInitialisation():
         model = BertForPreTraining(config)
     return {name: p.shape for name, p in model.state_dict().items()}
 
@@ -336,15 +375,21 @@ def _refuse_unusable(where: Path, mapping: CheckpointFit) -> None:
                                   "damaged (or saved from a diverged run)")
 
 
-def _usable_state(path: str | os.PathLike, config: BertConfig) -> tuple[Source, CheckpointFit]:
+def _usable_state(path: str | os.PathLike, config: BertConfig, mmap: bool = False) -> tuple[Source, CheckpointFit]:
     """The checkpoint at `path` mapped onto BertForPreTraining(config): it fits, and its weights are finite
     floats (CheckpointError in one line otherwise)."""
-    source = read_source(path)
+    source = read_source(path, mmap)
     mapping = map_to_model(source, config, model_shapes(config))
     if not mapping.fits:
         raise fit_error(source.path, mapping)
     _refuse_unusable(source.path, mapping)
     return source, mapping
+
+
+def check_usable(path: str | os.PathLike, config: BertConfig) -> None:
+    """What load_state refuses, refused (CheckpointError) without keeping the weights: the pre-flight's check of
+    run.init_checkpoint, which maps the file instead of reading it into memory."""
+    _usable_state(path, config, mmap=True)
 
 
 def load_state(path: str | os.PathLike, config: BertConfig) -> dict[str, torch.Tensor]:

@@ -74,6 +74,30 @@ def compiles_anything(compiling: CompileSpec, optimizer: OptimizerSpec) -> bool:
     return bool(compiling.compile) or optimizer.implementation == "compiled"
 
 
+def compiler_problem(system: Descriptor) -> str | None:
+    """What the warm-up of a run.compile "required" run would fail with here before it compiled anything, or None:
+    torch.compile's backend, inductor, generates C++ for the CPU, built by the compiler it finds (CXX, else g++ or
+    clang++), and Triton kernels for CUDA. Asked of inductor itself, by the pre-flight: seconds, not the minutes
+    of a compilation."""
+    run = system.run
+    if run.compile != "required":  # a part that fails to compile otherwise runs eager
+        return None
+    try:
+        if run.device == "cuda":
+            from torch.utils._triton import has_triton
+
+            if not has_triton():
+                raise RuntimeError("Triton, which inductor writes CUDA kernels in, is not installed or does not "
+                                   "support this GPU")
+        else:
+            from torch._inductor.cpp_builder import get_cpp_compiler
+
+            get_cpp_compiler()  # raises InvalidCxxCompiler unless the compiler inductor would use works
+    except Exception as e:
+        return str(CompileFailed(Fallback(LAYERS, describe_failure(e))))
+    return None
+
+
 def describe_failure(error: BaseException) -> str:
     """One line: the error's type and the first line of its message; for an error that wraps another (Dynamo's
     BackendCompilerFailed around an inductor or Triton error), its type and the wrapped error's."""

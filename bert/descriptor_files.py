@@ -15,15 +15,18 @@ The search path is read from the environment here, not passed down: every proces
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import difflib
 import json
 import os
 import re
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from bert.regular_files import open_regular
 from bert.typed_config import ConfigError
 
 SYSTEM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -34,6 +37,7 @@ PUBLISHED_SYSTEMS = Path(__file__).resolve().parent.parent / "systems"
 # How deep a descriptor's objects and lists may nest: the published ones reach 4 (run.launch.cpu_binding.numa_nodes);
 # the limit keeps every reader of the JSON (the merge, the typed fields) far from Python's recursion limit.
 MAX_NESTING = 32
+MAX_DESCRIPTOR_BYTES = 1 << 20  # the published ones are a few KiB; more is read only up to this
 
 
 def repository_root(descriptor: Path) -> Path:
@@ -111,16 +115,25 @@ def _read_descriptor_json(path: Path) -> object:
     too_deep = ConfigError(where, "", f"nests more than {MAX_NESTING} levels of objects or lists (a descriptor "
                            "needs 4, as systems/cpu_tiny.json); is it a descriptor?")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open_regular(path) as f:
+            text = f.read(MAX_DESCRIPTOR_BYTES + 1)
+    except OSError as e:
+        raise ConfigError(where, "", f"cannot be read ({e.strerror or e})") from None
+    if len(text) > MAX_DESCRIPTOR_BYTES:
+        raise ConfigError(where, "", f"is over {MAX_DESCRIPTOR_BYTES:,} bytes, far more than a descriptor (a few KiB, "
+                          "as systems/cpu_tiny.json); is it a descriptor?")
+    try:
+        data = json.loads(text.decode("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(where, "", "not a text file (not UTF-8); a descriptor is a JSON file like "
                           "systems/cpu_tiny.json") from None
     except json.JSONDecodeError as e:
         raise ConfigError(where, "", f"not valid JSON: {e}") from None
+    except ValueError:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise ConfigError(where, "", f"holds an integer of more than {sys.get_int_max_str_digits():,} digits; a "
+                          "descriptor's numbers have a few") from None
     except RecursionError:  # the JSON parser recurses once per level
         raise too_deep from None
-    except OSError as e:
-        raise ConfigError(where, "", f"cannot be read ({e.strerror or e})") from None
     if _nesting(data) > MAX_NESTING:
         raise too_deep
     return data
@@ -158,21 +171,51 @@ def _base_file(path: Path, base: str) -> Path:
                       f"{SEARCH_PATH_ENV}")
 
 
+@dataclasses.dataclass
+class _ReadOnce:
+    """What one command has read: each descriptor's chain (most basic first) and resolved JSON, by its real path."""
+
+    chains: dict[Path, list[tuple[Path, object]]] = dataclasses.field(default_factory=dict)
+    resolved: dict[Path, object] = dataclasses.field(default_factory=dict)
+
+
+_read_once: _ReadOnce | None = None
+
+
+@contextlib.contextmanager
+def descriptors_read_once() -> Iterator[None]:
+    """Within it, each descriptor file is read, and each chain of bases merged, once: a command that loads every
+    descriptor (`system list`) reread a base for each descriptor that inherits it, so that 5,000 site descriptors
+    each naming the one before as its base took 12.5 million reads. Outside it, every load reads the files as
+    they are then."""
+    global _read_once
+    outer, _read_once = _read_once, _read_once or _ReadOnce()
+    try:
+        yield
+    finally:
+        _read_once = outer
+
+
 def _inheritance_chain(path: Path) -> list[tuple[Path, object]]:
     """The descriptor at `path` and the bases it names, most basic first, each with its own JSON (without the
-    base key). Each file is read once."""
-    chain: list[tuple[Path, object]] = []
+    base key). Each file is read once (and once per command inside descriptors_read_once)."""
+    chain: list[tuple[Path, object]] = []  # from `path` down to the most basic, or to one read before
     seen: set[Path] = set()
+    known: list[tuple[Path, object]] = []
     while True:
+        key = path.resolve()
+        if _read_once is not None and key in _read_once.chains:
+            known = _read_once.chains[key]
+            break
         data = _read_descriptor_json(path)
-        if path.resolve() in seen:
+        if key in seen:
             names = " -> ".join(p.stem for p in [*(p for p, _ in chain), path])
             raise ConfigError(str(chain[0][0]), BASE_KEY, f"the bases form a cycle ({names}); one of them must "
                               "state its values instead of naming a base")
-        seen.add(path.resolve())
+        seen.add(key)
         if not isinstance(data, dict) or BASE_KEY not in data:
             chain.append((path, data))
-            return list(reversed(chain))
+            break
         base = data[BASE_KEY]
         if not isinstance(base, str) or not SYSTEM_NAME.fullmatch(base):
             raise ConfigError(str(path), BASE_KEY, f"{base!r} must name a descriptor by its file stem, e.g. "
@@ -180,6 +223,11 @@ def _inheritance_chain(path: Path) -> list[tuple[Path, object]]:
                               f"{SEARCH_PATH_ENV}, then in the published systems/")
         chain.append((path, {k: v for k, v in data.items() if k != BASE_KEY}))
         path = _base_file(path, base)
+    whole = known + list(reversed(chain))
+    if _read_once is not None:
+        for end in range(len(known), len(whole)):
+            _read_once.chains[whole[end][0].resolve()] = whole[:end + 1]
+    return whole
 
 
 def _set_in(data: object, field_path: str) -> bool:
@@ -195,12 +243,17 @@ def resolved_descriptor(path: Path) -> tuple[object, list[tuple[Path, object]]]:
     """The JSON of the descriptor at `path` with its bases merged in, and the chain it came from: each file
     with its own JSON, most basic first."""
     chain = _inheritance_chain(path)
-    data = copy.deepcopy(chain[0][1])
-    for _, own in chain[1:]:
-        if isinstance(data, dict) and isinstance(own, dict):
+    start, data = 0, None
+    if _read_once is not None:  # the most specific of its bases resolved before, if any
+        start = next((i + 1 for i in range(len(chain) - 1, -1, -1) if chain[i][0].resolve() in _read_once.resolved), 0)
+        data = copy.deepcopy(_read_once.resolved[chain[start - 1][0].resolve()]) if start else None
+    for i, (file, own) in enumerate(chain[start:], start):
+        if i > 0 and isinstance(data, dict) and isinstance(own, dict):
             _merge_into(data, own)
         else:
             data = copy.deepcopy(own)
+        if _read_once is not None:
+            _read_once.resolved[file.resolve()] = copy.deepcopy(data)
     return data, chain
 
 

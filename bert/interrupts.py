@@ -4,7 +4,9 @@
 (a BaseException carrying `signum`) in the main thread and is remembered (`received`; `raise_if_received()`
 raises it again where the first was lost); a second signal, or a first that has not ended the run within
 GRACE_S, calls `on_stop_at_once(reason)` from a watcher thread and ends the process. `exit_code(signum)` is the
-process's exit status for it (128 + signum). `end_with_parent()` makes a rank die with its launcher's agent.
+process's exit status for it (128 + signum). `end_with_parent()` makes a rank (or a worker) die with its parent.
+Outside a run, `signals_interrupt()` makes both signals a KeyboardInterrupt (work that cleans up after itself
+then ends as after Ctrl-C) and `signals_deferred()` holds them over a step that must not be cut in two.
 Why a BaseException, a watcher thread and the parent's death signal: docs/faults.md, "Signals".
 """
 
@@ -70,6 +72,25 @@ def signals_interrupt() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Within it (in the main thread), SIGTERM and SIGINT wait: the first that came is delivered when it ends, to
+    the handlers that were there before (raising KeyboardInterrupt inside signals_interrupt, else ending the
+    process), so that a step that must not be cut in two (a folder swapped for another) finishes first."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {signum: signal.signal(signum, lambda signum, frame: received.append(signum)) for signum in SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if received:
+            signal.raise_signal(received[0])
 
 
 class SignalGuard:

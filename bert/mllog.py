@@ -16,13 +16,14 @@ import shutil
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from mlperf_logging.mllog import constants as C
 from mlperf_logging.mllog.mllog import MLLogger
 
 from bert.mlperf_rules import BENCHMARK
 from bert.provenance import CodeVersion, running_code
+from bert.regular_files import NotRegularFile, open_regular
 from bert.system import Descriptor
 
 if TYPE_CHECKING:  # only a type here: `mlperf-bert log seal` (a run's failure path) must not wait for torch
@@ -315,6 +316,22 @@ def _run_stop_status(line: str) -> str | None:
     return None
 
 
+_LOG_MARK = b":::MLLOG "
+_MAX_LOG_LINE = 1 << 20  # far above any line a run writes; a longer one is kept cut, and so is no whole run_stop
+
+
+def _last_log_line(f: BinaryIO) -> tuple[bytes | None, bool]:
+    """(the last :::MLLOG line of the open log, whether the file ends with a newline), read a block at a time up
+    to the size it had when opened: memory stays one block and one line, however large the file or its lines."""
+    last, pending, size, ends_line = None, b"", os.fstat(f.fileno()).st_size, True
+    while size > 0 and (block := f.read(min(size, 1 << 20))):
+        size -= len(block)
+        *whole, rest = (pending + block).split(b"\n")
+        last = next((line for line in reversed(whole) if line.startswith(_LOG_MARK)), last)
+        pending, ends_line = rest[:_MAX_LOG_LINE], block.endswith(b"\n")
+    return (pending if pending.startswith(_LOG_MARK) else last), ends_line
+
+
 def seal_log(path: Path, reason: str) -> tuple[str, bool]:
     """Makes `path` a finished log: one that a crash cut off (a rank 0 killed before its run_stop) gets an
     aborted run_stop with `reason`; one that ends with run_stop stays as it is. Returns (the status of its
@@ -322,18 +339,20 @@ def seal_log(path: Path, reason: str) -> tuple[str, bool]:
     (the run never started its log), or it cannot be read or extended (a full disk); the caller keeps it
     unpublished."""
     try:
-        text = path.read_text(errors="replace")
+        with open_regular(path) as f:
+            last, ends_line = _last_log_line(f)
+    except NotRegularFile as e:
+        raise SealError(f"{path}: {e}, so it is no log to finish; the run logs to a plain file") from None
     except OSError as e:
         raise SealError(f"{path}: cannot be read ({e.strerror or e})") from None
-    lines = [line for line in text.splitlines() if line.startswith(":::MLLOG ")]
-    if not lines:
+    if last is None:
         raise SealError(f"{path}: holds no MLPerf log line (the run ended before it started its log), so there is "
                         "nothing to finish")
-    status = _run_stop_status(lines[-1])
+    status = _run_stop_status(last.decode(errors="replace"))
     if status is not None:
         return status, False
     try:
-        if not text.endswith("\n"):
+        if not ends_line:
             with open(path, "a") as f:
                 f.write("\n")  # a cut-off line keeps its own line
         log = RunLog(path, echo=False, append=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import types
 import typing
@@ -61,9 +62,21 @@ class Range:
     def __call__(self, value: float) -> str | None:
         below = self.low is not None and (value <= self.low if self.low_open else value < self.low)
         above = self.high is not None and (value >= self.high if self.high_open else value > self.high)
-        if math.isfinite(value) and not below and not above:
+        finite = isinstance(value, int) or math.isfinite(value)  # an int of 400 digits is no float (OverflowError)
+        if finite and not below and not above:
             return None
-        return f"must be {self.bounds()}, got {value!r}" + (f" ({self.note})" if self.note else "")
+        return f"must be {self.bounds()}, got {_shown(value)}" + (f" ({self.note})" if self.note else "")
+
+
+MAX_SHOWN_DIGITS = 20
+
+
+def _shown(value: Any) -> str:
+    """`value` as an error message quotes it: an integer of hundreds of digits by its first digits and its length."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**MAX_SHOWN_DIGITS:
+        digits = str(abs(value))
+        return f"{'-' if value < 0 else ''}{digits[:MAX_SHOWN_DIGITS]}... (an integer of {len(digits):,} digits)"
+    return repr(value)
 
 
 def _number(bound: float) -> str:
@@ -107,7 +120,7 @@ def type_name(tp: Any) -> str:
 def _describe(value: Any) -> str:
     kind = {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "object",
             type(None): "null"}.get(type(value), type(value).__name__)
-    return f"{value!r} ({kind})" if not isinstance(value, (dict, list)) else kind
+    return f"{_shown(value)} ({kind})" if not isinstance(value, (dict, list)) else kind
 
 
 def _convert(tp: Any, value: Any, where: str, field: str) -> Any:
@@ -152,7 +165,10 @@ def _convert(tp: Any, value: Any, where: str, field: str) -> Any:
             return value
     elif tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:
+                raise ConfigError(where, field, f"{_shown(value)} is beyond any number a float holds") from None
     elif tp is str:
         if isinstance(value, str):
             return value
@@ -164,11 +180,18 @@ def _convert(tp: Any, value: Any, where: str, field: str) -> Any:
     raise ConfigError(where, field, f"expected {type_name(tp)}, got {_describe(value)}{hint}")
 
 
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    """The field types of a dataclass, evaluated once: a descriptor builds dozens of dataclasses, and `system list`
+    of thousands spent most of its time evaluating the same annotations again."""
+    return typing.get_type_hints(cls)
+
+
 def from_dict(cls: type[T], data: Any, where: str, prefix: str = "") -> T:
     """Builds dataclass `cls` from `data`; raises ConfigError for the first bad field."""
     if not isinstance(data, dict):
         raise ConfigError(where, prefix, f"expected an object, got {_describe(data)}")
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     for key in data:
         if key not in fields:
@@ -202,7 +225,7 @@ def rule_problems(settings: Any) -> list[tuple[str, str]]:
 def check_fields(obj: Any, where: str) -> None:
     """Checks a dataclass built in code (not read by from_dict) the way from_dict checks JSON: every field's type
     and its declared check (`ranged`, `checked`); raises ConfigError for the first bad field."""
-    hints = typing.get_type_hints(type(obj))
+    hints = _type_hints(type(obj))
     for f in dataclasses.fields(obj):
         _checked_value(f, hints[f.name], getattr(obj, f.name), where, f.name)
 

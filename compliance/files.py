@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Any
+
+from bert.regular_files import NotRegularFile, open_regular
 
 # A BERT result log is under 1 MiB from one rank and a few MiB when every rank of a large run writes to it (the
 # largest published v4.1/v5.0 BERT log is 3.1 MB); a system JSON is a few KiB.
@@ -39,32 +40,18 @@ class UnreadableFile(OSError):
         return self.message
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
 def read_regular_file(path: Path, limit: int) -> bytes:
     """The bytes of `path` when it is (or links to) a regular file of at most `limit` bytes; UnreadableFile
     saying why not otherwise."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        f = open_regular(path)
+    except NotRegularFile as e:
+        raise UnreadableFile(path, f"{e}; a submission holds plain files only: replace it with the file itself") \
+            from None
     except OSError as e:
         raise UnreadableFile(path, f"cannot be opened ({e.strerror or e})") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):  # judged on the descriptor before fdopen, which refuses a folder with a traceback
-        os.close(fd)
-        raise UnreadableFile(path, f"is {_kind(mode)}, not a regular file; a submission holds plain files "
-                             "only: replace it with the file itself")
-    with os.fdopen(fd, "rb") as f:
-        size = os.fstat(fd).st_size
+    with f:
+        size = os.fstat(f.fileno()).st_size
         if size > limit:
             raise UnreadableFile(path, f"is {size:,} bytes, over the {limit:,} bytes such a file can be; it is not "
                                  "read")

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.repo import REPO
 
 FAKE_PYTHON = """#!/bin/sh
@@ -112,16 +114,27 @@ def test_without_a_package_registry_the_install_fails_fast_in_one_line(tmp_path)
     assert took < 30, took  # pip's own retries alone take ~8 s per page on an idle machine
 
 
-def _container_python(tmp_path: Path, pip_status: int) -> tuple[Path, Path]:
+REQUIREMENTS = (("mlperf-logging", "4.1.68"), ("h5py", "3.11.0"), ("numpy", "1.26.4"), ("pyyaml", "6.0.1"),
+                ("tokenizers", "0.19.1"), ("rich", "13.7.1"))
+
+
+def _distribution(site: Path, name: str, version: str, record: str = "") -> None:
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "RECORD").write_text(record)
+
+
+def _container_python(tmp_path: Path, pip_status: int, everything: bool = False) -> tuple[Path, Path]:
     """An NVIDIA container's Python as far as bootstrap sees it: a Python whose installed distributions are a
-    pre-release torch build and click (metadata only), with pip standing in as a recorder."""
+    pre-release torch build and click (metadata only; `everything`: every requirement), with pip standing in as
+    a recorder, whose editable install of a checkout puts it on the path with its command, as pip's does."""
     home = tmp_path / "container"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", home], check=True)
     site = next(home.glob("lib/python*/site-packages"))
-    for name, version in (("torch", "2.6.0a0+ecf3bae40a.nv25.1"), ("click", "8.1.7")):
-        info = site / f"{name}-{version}.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    for name, version in (("torch", "2.6.0a0+ecf3bae40a.nv25.1"), ("click", "8.1.7"),
+                          *(REQUIREMENTS if everything else ())):
+        _distribution(site, name, version)
     import packaging
 
     (site / "packaging").symlink_to(Path(packaging.__file__).parent)
@@ -129,12 +142,21 @@ def _container_python(tmp_path: Path, pip_status: int) -> tuple[Path, Path]:
     tools.mkdir()
     refused = ("WARNING: Retrying after connection broken by 'NewConnectionError(': Failed to establish a new "
                "connection: [Errno 101] Network is unreachable')'")
+    info = site / "mlperf_bert-0.1.0.dist-info"
     (tools / "python3").write_text(f"""#!/bin/bash
+install_editable() {{  # what pip's editable install leaves: the checkout on the path, its metadata, its command
+    echo "$1" > "{site}/editable.pth"
+    mkdir -p "{info}" && echo "../../../bin/mlperf-bert,," > "{info}/RECORD"
+    printf "Metadata-Version: 2.1\\nName: mlperf-bert\\nVersion: 0.1.0\\n" > "{info}/METADATA"
+    printf "#!/bin/sh\\n" > "{home}/bin/mlperf-bert" && chmod +x "{home}/bin/mlperf-bert"
+}}
 if [ "$1 $2" = "-m pip" ]; then
     echo "$*" >> "{log}"
     for arg in "$@"; do
         [ -n "$constraint" ] && cat "$arg" >> "{log}"
         constraint=; [ "$arg" = --constraint ] && constraint=1
+        [ -n "$editable" ] && [ {pip_status} = 0 ] && install_editable "$arg"
+        editable=; [ "$arg" = -e ] && editable=1
     done
     [ {pip_status} = 0 ] || echo "{refused}"
     exit {pip_status}
@@ -145,8 +167,8 @@ exec "{home}/bin/python" "$@"
     return tools, log
 
 
-def _start_with_system_python(tools: Path) -> subprocess.Popen:
-    return start_bootstrap(tools / "unused", path=f"{tools}:/usr/bin:/bin", MLPERF_BERT_SYSTEM_PYTHON="1")
+def _start_with_system_python(tools: Path, **env: str) -> subprocess.Popen:
+    return start_bootstrap(tools / "unused", path=f"{tools}:/usr/bin:/bin", MLPERF_BERT_SYSTEM_PYTHON="1", **env)
 
 
 def test_a_system_python_gets_what_it_lacks_and_keeps_its_torch(tmp_path):
@@ -159,6 +181,7 @@ def test_a_system_python_gets_what_it_lacks_and_keeps_its_torch(tmp_path):
     assert calls[0].startswith("-m pip install -q --retries 1 --constraint /dev/fd/") and calls[0].endswith(wanted)
     assert calls[1] == "torch==2.6.0a0+ecf3bae40a.nv25.1"  # the constraint: the container's torch stays
     assert calls[2:] == [f"-m pip install -q --retries 1 --no-deps -e {REPO}"]
+    assert proc.communicate()[0] == "ready: python3\n"
 
 
 def test_a_system_python_without_a_registry_names_what_it_lacks_in_one_line(tmp_path):
@@ -170,3 +193,74 @@ def test_a_system_python_without_a_registry_names_what_it_lacks_in_one_line(tmp_
     assert err[1].startswith("bootstrap: cannot install mlperf-logging==4.1.68 h5py numpy pyyaml tokenizers rich into "
                              "python3 (modules this package needs): no package registry answers (Failed to establish "
                              "a new connection: [Errno 101] Network is unreachable); "), err
+
+
+def test_pips_output_never_goes_through_a_link_planted_at_a_fixed_name(tmp_path):
+    """It went to $TMPDIR/mlperf-bert-bootstrap-$UID.log, through whatever link another user planted there (in /tmp,
+    fs.protected_symlinks is 0 on many machines): the link's target was overwritten."""
+    tools, _ = _container_python(tmp_path, pip_status=0)
+    victim = tmp_path / "my_notes.txt"
+    victim.write_text("mine\n")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    (temporary / f"mlperf-bert-bootstrap-{os.getuid()}.log").symlink_to(victim)
+    proc = _start_with_system_python(tools, TMPDIR=str(temporary))
+    assert proc.wait(timeout=60) == 0, proc.communicate()
+    assert victim.read_text() == "mine\n"
+    assert [p.name for p in temporary.iterdir()] == [f"mlperf-bert-bootstrap-{os.getuid()}.log"]  # its own is gone
+
+
+def test_a_system_python_with_another_checkouts_code_is_not_taken_for_this_one(tmp_path):
+    """An image built from an older commit, with this checkout mounted: `import bert.cli` worked (the old code, or
+    this folder's as the cwd) and an mlperf-bert was on PATH, so the old code ran. This checkout is installed; a
+    copy that still comes first is named in one line."""
+    tools, log = _container_python(tmp_path, pip_status=0, everything=True)
+    older = tmp_path / "older"
+    (older / "bert" / "cli").mkdir(parents=True)
+    for folder in (older / "bert", older / "bert" / "cli"):
+        (folder / "__init__.py").write_text("")
+    (tools / "mlperf-bert").write_text("#!/bin/sh\necho the older harness\n")
+    (tools / "mlperf-bert").chmod(0o755)
+    proc = _start_with_system_python(tools, PYTHONPATH=str(older))
+    assert proc.wait(timeout=60) == 1
+    assert proc.communicate()[1].splitlines() == [
+        f"bootstrap: python3 imports bert from {older / 'bert'}, not from this checkout ({REPO}), even after "
+        "installing this one: remove that copy from PYTHONPATH or from python3's site-packages"]
+    assert log.read_text().splitlines() == [f"-m pip install -q --retries 1 --no-deps -e {REPO}"]
+    installed = _start_with_system_python(tools)  # the copy gone: this checkout's command comes first
+    out = installed.communicate(timeout=60)[0]
+    assert installed.returncode == 0 and out == "ready: python3\n"
+    script = f'source "{REPO / "bootstrap.sh"}" ""; command -v mlperf-bert'
+    found = subprocess.run(["bash", "-c", script], env={"PATH": f"{tools}:/usr/bin:/bin",
+                                                         "MLPERF_BERT_SYSTEM_PYTHON": "1"},
+                           capture_output=True, text=True, timeout=60)
+    assert found.stdout == f"{tmp_path / 'container' / 'bin' / 'mlperf-bert'}\n", found.stderr
+
+
+def test_a_setuptools_that_builds_no_wheel_is_the_cause_in_the_line(tmp_path):
+    """A Python with setuptools before 70.1 and no `wheel` cannot build this package itself ("invalid command
+    'bdist_wheel'"); the line said "hint: See above for details." Its build tools come from a registry, and
+    without one the line says so. The real pip and setuptools, as `python3 -m venv` bundles them."""
+    home = tmp_path / "python"
+    subprocess.run([sys.executable, "-m", "venv", home], check=True, timeout=300)
+    python = home / "bin" / "python"
+    probe = "import setuptools\ntry:\n import wheel\nexcept ImportError:\n import setuptools.command.bdist_wheel"
+    if subprocess.run([str(python), "-c", probe], capture_output=True).returncode != 1:
+        pytest.skip("this Python's venv bundles no setuptools, or one that builds wheels by itself")
+    site = next(home.glob("lib/python*/site-packages"))
+    for name, version in (("torch", "2.13.0"), ("click", "8.1.7"), *REQUIREMENTS):
+        _distribution(site, name, version)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "python3").write_text(f'#!/bin/sh\nexec "{python}" "$@"\n')  # a link would leave the venv behind
+    (tools / "python3").chmod(0o755)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        index = f"http://127.0.0.1:{closed.getsockname()[1]}/simple"
+    proc = _start_with_system_python(tools, PIP_CONFIG_FILE=os.devnull, PIP_FIND_LINKS="", PIP_INDEX_URL=index,
+                                     PIP_DEFAULT_TIMEOUT="5", TMPDIR=str(tmp_path))
+    assert proc.wait(timeout=300) == 1
+    (line,) = proc.communicate()[1].splitlines()
+    assert line.startswith("bootstrap: cannot install this package into python3 (its setuptools builds no wheel "
+                           "without the wheel module: a registry provides both): no package registry answers "
+                           "(Failed to establish a new connection: [Errno 111] Connection refused)"), line

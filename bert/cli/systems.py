@@ -250,21 +250,30 @@ def system_time_check(system: str | None, runs: int, sbatch_args: tuple[str, ...
 def system_list() -> None:
     """List every descriptor a name reaches. The site folders of MLPERF_BERT_SYSTEMS first, then the published
     systems/; one line each (a published one that a site file of the same name hides is marked)."""
-    from bert.descriptor_files import PUBLISHED_SYSTEMS, available_descriptors, search_path
+    from bert.descriptor_files import PUBLISHED_SYSTEMS, available_descriptors, descriptors_read_once, search_path
 
-    found = available_descriptors()
+    try:
+        found = available_descriptors()  # MLPERF_BERT_SYSTEMS naming no folder is one line
+    except ConfigError as e:
+        raise click.ClickException(str(e)) from None
     hidden = [p.stem for p in sorted(PUBLISHED_SYSTEMS.glob("*.json")) if found[p.stem] != p]
     click.echo(f"descriptors in {', then '.join(str(f) for f in search_path())}:")
-    for name, path in found.items():
-        try:
-            s = load_descriptor(path)
-        except ConfigError as e:
-            click.echo(f"  {name:<24} INVALID: {e.problem} ({e.field or path})")
-            continue
-        where = "published" if path.parent == PUBLISHED_SYSTEMS else str(path.parent)
-        click.echo(f"  {name:<24} {s.nodes} node(s) x {s.run.processes_per_node} {s.run.device}, {s.division}, "
-                   f"global batch {s.run.global_batch_size}, {where}"
-                   + (" (hides the published one)" if name in hidden else ""))
+    with descriptors_read_once():  # a base shared by many is read once, not once for each
+        for name, path in found.items():
+            click.echo(f"  {name:<24} {_listed(path, name in hidden)}")
+
+
+def _listed(path: Path, hides: bool) -> str:
+    """What `system list` says of the descriptor at `path`."""
+    from bert.descriptor_files import PUBLISHED_SYSTEMS
+
+    try:
+        s = load_descriptor(path)
+    except ConfigError as e:
+        return f"INVALID: {e.problem} ({e.field or path})"
+    where = "published" if path.parent == PUBLISHED_SYSTEMS else str(path.parent)
+    return (f"{s.nodes} node(s) x {s.run.processes_per_node} {s.run.device}, {s.division}, global batch "
+            f"{s.run.global_batch_size}, {where}" + (" (hides the published one)" if hides else ""))
 
 
 @system_group.command(name="allocation")

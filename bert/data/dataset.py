@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bert.data.balance import BalanceStrategy
 from bert.data.manifest import check_manifest, check_verified_files, check_verified_limits
-from bert.data.shards import ShardError, shard_header
+from bert.data.shards import ShardError, ShardHeader, shard_header
 from bert.data.stratified_sampler import BinnedShards, binned_shards
 from bert.data.vocab import Vocab, load_vocab
 from bert.system import Descriptor
@@ -68,27 +68,21 @@ def stratified_sets(root: Path, shards: list[Path], strategy: BalanceStrategy,
     return bins
 
 
-def check_dataset(files: DatasetFiles, system: Descriptor) -> Vocab:
-    """Validates every shard's header, the eval size and the vocabulary against the descriptor."""
+def check_dataset(files: DatasetFiles, system: Descriptor, read_headers: bool = True) -> Vocab:
+    """Validates every shard's header, the eval size and the vocabulary against the descriptor. Without
+    `read_headers` (the pre-flight: 4,320 shards' headers take a minute) the sample counts are the manifest's,
+    which the files' names, sizes and times still match, and the header widths are left to the ranks."""
     run = system.run
     counts = {}
-    for path in [*files.train_shards, files.eval_file]:
-        header = shard_header(path)
-        counts[path] = header.samples
-        if header.seq_length is not None and header.seq_length > run.max_seq_length:
-            raise ShardError(f"{path}: sequences of {header.seq_length} tokens exceed run.max_seq_length "
-                             f"{run.max_seq_length}")
-        if header.predictions is not None and header.predictions > run.max_predictions_per_seq:
-            raise ShardError(f"{path}: {header.predictions} masked positions per sample exceed "
-                             f"run.max_predictions_per_seq {run.max_predictions_per_seq}")
-        if path == files.eval_file and header.samples < run.eval.samples:
-            raise ShardError(f"{path}: has {header.samples} eval samples, fewer than run.eval.samples = "
-                             f"{run.eval.samples}")
-    train_samples = sum(counts[path] for path in files.train_shards)
-    if train_samples < run.global_batch_size:
-        raise ShardError(f"{files.root}: its {train_samples} training samples do not fill one step of "
-                         f"run.global_batch_size {run.global_batch_size}; use a smaller global batch or more data")
-    entries = check_manifest(files.root, counts)
+    if read_headers:
+        for path in [*files.train_shards, files.eval_file]:
+            header = shard_header(path)
+            counts[path] = header.samples
+            _check_header_widths(path, header, system)
+        _check_sample_counts(files, system, counts)
+    entries = check_manifest(files.root, counts, read_headers)
+    if not read_headers:
+        _check_sample_counts(files, system, {files.root / e.path: e.samples for e in entries if e.samples is not None})
     vocab = load_vocab(files.vocab_file)
     model_vocab = system.model_config().vocab_size
     if len(vocab) > model_vocab:
@@ -98,3 +92,25 @@ def check_dataset(files: DatasetFiles, system: Descriptor) -> Vocab:
                           run.max_predictions_per_seq)
     check_verified_files(files.root, entries, files.eval_file, files.vocab_file)
     return vocab
+
+
+def _check_header_widths(path: Path, header: ShardHeader, system: Descriptor) -> None:
+    run = system.run
+    if header.seq_length is not None and header.seq_length > run.max_seq_length:
+        raise ShardError(f"{path}: sequences of {header.seq_length} tokens exceed run.max_seq_length "
+                         f"{run.max_seq_length}")
+    if header.predictions is not None and header.predictions > run.max_predictions_per_seq:
+        raise ShardError(f"{path}: {header.predictions} masked positions per sample exceed "
+                         f"run.max_predictions_per_seq {run.max_predictions_per_seq}")
+
+
+def _check_sample_counts(files: DatasetFiles, system: Descriptor, counts: dict[Path, int]) -> None:
+    """Enough eval samples for run.eval.samples and training samples for one step (`counts`: per file)."""
+    run = system.run
+    if counts.get(files.eval_file, 0) < run.eval.samples:
+        raise ShardError(f"{files.eval_file}: has {counts.get(files.eval_file, 0)} eval samples, fewer than "
+                         f"run.eval.samples = {run.eval.samples}")
+    train_samples = sum(counts.get(path, 0) for path in files.train_shards)
+    if train_samples < run.global_batch_size:
+        raise ShardError(f"{files.root}: its {train_samples} training samples do not fill one step of "
+                         f"run.global_batch_size {run.global_batch_size}; use a smaller global batch or more data")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from bert.data.shards import ShardError, shard_header
 from bert.ownership import write_text_atomically
+from bert.regular_files import NotRegularFile, open_regular
 
 MANIFEST_FILE = "manifest.json"
 
@@ -57,8 +58,13 @@ def shard_files(root: Path) -> list[Path]:
 
 
 def sha256_of(path: Path) -> str:
+    """The SHA-256 of the regular file at `path` (ShardError for a FIFO or a device, which would never end)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    try:
+        f = open_regular(path)
+    except NotRegularFile as e:
+        raise ShardError(f"{path}: is {e.kind}, not a file of a dataset; a dataset holds plain files only") from None
+    with f:
         while block := f.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
@@ -104,10 +110,12 @@ def _verdict(root: Path) -> Manifest:
     return manifest
 
 
-def check_manifest(root: Path, counts: dict[Path, int] | None = None) -> list[ManifestEntry]:
+def check_manifest(root: Path, counts: dict[Path, int] | None = None, read_headers: bool = True
+                   ) -> list[ManifestEntry]:
     """Checks that the directory has a manifest recording every check and no problem, and compares the
-    directory with it (returns its entries). `counts` holds sample counts already read from headers. Raises
-    ShardError naming the first file that differs."""
+    directory with it (returns its entries). `counts` holds sample counts already read from headers; without
+    `read_headers` the counts not given are not compared (the names, sizes and times are). Raises ShardError
+    naming the first file that differs."""
     manifest = _verdict(root)
     entries, written = manifest.entries, (root / MANIFEST_FILE).stat().st_mtime_ns
     counts = counts or {}
@@ -127,7 +135,7 @@ def check_manifest(root: Path, counts: dict[Path, int] | None = None) -> list[Ma
         if stat.st_mtime_ns > written:
             raise ShardError(f"{path}: modified after {root / MANIFEST_FILE} was written: changed since verification "
                              f"(a copy keeps the times with `cp -a` or `rsync -a`){fix}")
-        if e.samples is not None:
+        if e.samples is not None and (read_headers or path in counts):
             samples = counts[path] if path in counts else shard_header(path).samples
             if samples != e.samples:
                 raise ShardError(f"{path}: {samples} samples, the manifest says {e.samples}: changed since "

@@ -19,6 +19,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from bert.regular_files import irregular_kind
+
 FIXED_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
               "next_sentence_labels")
 FORMS = ("fixed", "varlen")
@@ -131,15 +133,25 @@ def exact(path: Path, key: str, values: np.ndarray, dtype: type) -> np.ndarray:
     return values.astype(dtype)
 
 
+def shard_file(path: str | os.PathLike) -> Path:
+    """`path` as a Path when it names a regular file (h5py opens it by name: a FIFO would block that open
+    forever); ShardError saying what it is otherwise."""
+    path = Path(path)
+    kind = irregular_kind(path)
+    if kind is not None:
+        raise ShardError(f"{path}: is {kind}, not a shard file; a dataset holds plain HDF5 files only")
+    if not path.is_file():
+        raise ShardError(f"{path}: no such shard file")
+    return path
+
+
 def _is_varlen(dataset: h5py.Dataset) -> bool:
     return h5py.check_vlen_dtype(dataset.dtype) is not None
 
 
 def read_arrays(path: str | os.PathLike, rows: slice = slice(None)) -> tuple[str, dict[str, np.ndarray]]:
     """(form, the `rows` of every required key, as stored); raises ShardError naming the file and the problem."""
-    path = Path(path)
-    if not path.is_file():
-        raise ShardError(f"{path}: no such shard file")
+    path = shard_file(path)
     try:
         with h5py.File(path, "r") as f:
             form = "varlen" if "input_ids" in f and _is_varlen(f["input_ids"]) else "fixed"
@@ -257,9 +269,7 @@ def _layout_problem(path: Path, f: h5py.File, keys: tuple[str, ...], varlen: boo
 def shard_header(path: str | os.PathLike) -> ShardHeader:
     """The sample count and shapes of a shard, from HDF5 metadata alone (no sample data is read); raises
     ShardError for a shard whose keys, dtypes or shapes are not those of an MLPerf shard."""
-    path = Path(path)
-    if not path.is_file():
-        raise ShardError(f"{path}: no such shard file")
+    path = shard_file(path)
     try:
         with h5py.File(path, "r") as f:
             varlen = "input_ids" in f and _is_varlen(f["input_ids"])

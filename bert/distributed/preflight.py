@@ -33,6 +33,7 @@ from bert.closed_division import preflight_problems as closed_division_problems
 from bert.data.dataset import dataset_files
 from bert.data.shards import ShardError
 from bert.distributed.plan import launch_env, nearest_folder
+from bert.distributed.readiness import first_rank_refusals
 from bert.mllog import LOG_FREE_BYTES
 from bert.system import Descriptor
 from bert.typed_config import from_dict, ranged
@@ -152,9 +153,10 @@ def checkpoint_problems(path: Path | None, checkpoint_dir: Path | None) -> list[
 
 def results_folder_problems(log_dir: Path) -> list[str]:
     """Whether the results folder can be made and written here."""
-    nearest = nearest_folder(log_dir)
-    if nearest != log_dir and log_dir.exists():
-        return [f"the results folder {log_dir} is not a folder: set LOGDIR to a folder"]
+    nearest = next(p for p in [log_dir, *log_dir.parents] if os.path.lexists(p))
+    if not nearest.is_dir():  # a file (or a dangling link) at the folder or above it, where mkdir would fail
+        where = "" if nearest == log_dir else f"cannot be made: {nearest} "
+        return [f"the results folder {log_dir} {where}is not a folder: set LOGDIR to a folder"]
     if not os.access(nearest, os.W_OK | os.X_OK):
         return [f"the results folder {log_dir} cannot be written here ({nearest} is not writable): set LOGDIR to a "
                 "folder you can write"]
@@ -222,6 +224,7 @@ def node_facts(system: Descriptor, node: int, master_addr: str, data_dir: Path |
     host = socket.gethostname()
     fingerprint, summary, problems = _dataset(system, data_dir)
     checkpoint = checkpoint_problems(system.init_checkpoint_path(checkpoint_dir), checkpoint_dir)
+    problems += first_rank_refusals(system, data_dir, checkpoint_dir, not problems, not checkpoint)
     problems = device_problems(system, gpus_needed) + problems + checkpoint
     problems += closed_division_problems(system, node, data_dir, checkpoint_dir)
     if system.nodes > 1:

@@ -50,16 +50,25 @@ def fp8_backend() -> str | None:
     return TORCHAO if _torchao_float8() is not None else None
 
 
-def encoder_to_fp8(encoder: nn.Module, device: torch.device) -> str:
-    """Makes every Linear layer of `encoder` an FP8 one, in place (its parameters kept); returns the backend."""
-    backend = fp8_backend()
-    if backend is None:
-        raise Fp8Unavailable("run.precision \"fp8\" needs torchao (pip install 'torchao==0.18.0', see setup.cfg's fp8 "
-                             "extra) or NVIDIA Transformer Engine; install torchao, or use bf16")
+def fp8_problem(device: torch.device) -> str | None:
+    """Why run.precision "fp8" cannot run on `device` here (no implementation, a GPU without FP8 tensor cores), or
+    None: what encoder_to_fp8 refuses, asked by the pre-flight before any run starts."""
+    if fp8_backend() is None:
+        return ("run.precision \"fp8\" needs torchao (pip install 'torchao==0.18.0', see setup.cfg's fp8 extra) or "
+                "NVIDIA Transformer Engine; install torchao, or use bf16")
     if device.type == "cuda" and torch.cuda.get_device_capability(device) < MIN_CAPABILITY:
         capability = ".".join(map(str, torch.cuda.get_device_capability(device)))
-        raise Fp8Unavailable(f"run.precision \"fp8\" needs FP8 tensor cores (compute capability 8.9 or more: L4, L40, "
-                             f"H100, H200, B200); {torch.cuda.get_device_name(device)} has {capability}: use bf16")
+        return (f"run.precision \"fp8\" needs FP8 tensor cores (compute capability 8.9 or more: L4, L40, H100, "
+                f"H200, B200); {torch.cuda.get_device_name(device)} has {capability}: use bf16")
+    return None
+
+
+def encoder_to_fp8(encoder: nn.Module, device: torch.device) -> str:
+    """Makes every Linear layer of `encoder` an FP8 one, in place (its parameters kept); returns the backend."""
+    problem = fp8_problem(device)
+    if problem is not None:
+        raise Fp8Unavailable(problem)
+    backend = fp8_backend()
     if backend == TRANSFORMER_ENGINE:
         _swap_linears(encoder, _transformer_engine_linear)
     else:

@@ -32,7 +32,15 @@ from bert.data.manifest import (
     shard_files,
     write_manifest,
 )
-from bert.data.shards import Samples, ShardError, read_arrays, row_blocks, samples_from_arrays, shard_header
+from bert.data.shards import (
+    Samples,
+    ShardError,
+    read_arrays,
+    row_blocks,
+    samples_from_arrays,
+    shard_file,
+    shard_header,
+)
 from bert.data.vocab import Vocab, load_vocab
 from bert.ownership import VERIFY, claim_file
 from bert.prep.duplicates import SampleSet, content_digest, judge_duplicates
@@ -172,7 +180,7 @@ def verify_dataset(root: Path, vocab_path: Path | None = None, limits: Limits = 
     if not vocab_path.is_file():
         raise ShardError(f"{vocab_path}: no vocabulary to check token ids against; pass --vocab")
     vocab = load_vocab(vocab_path)
-    files = shard_files(root)
+    files = [shard_file(path) for path in shard_files(root)]  # a FIFO or a device among them: refused here
     evals = default_eval_files(root, files)
     named = {p.resolve() for p in evals}
     for path in eval_files or []:

@@ -2,17 +2,24 @@
 
 Workers are spawned, not forked: the parent runs threads (the progress display), and forking a process
 with threads is unsafe. A worker reports progress through a queue, a few times a second at most.
+
+The parent alone answers a signal: SIGTERM, like Ctrl-C (which the workers ignore), ends the work in the parent,
+which ends its workers at once (a part takes minutes) and raises KeyboardInterrupt. A worker whose parent died
+anyway (SIGKILL) gets SIGKILL: workers left behind held the queue's semaphores in /dev/shm, and their parent's
+pipes, for good.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from queue import Empty
 from typing import Any
 
+from bert.interrupts import end_with_parent, signals_interrupt
 from bert.prep.progress import Advance
 
 Task = Callable[[Any, Advance], Any]  # (item, report progress) -> result; must be picklable for workers
@@ -32,8 +39,8 @@ def run_parallel(task: Task, items: Sequence, workers: int, advance: Advance,
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     results: dict[int, Any] = {}
-    with ProcessPoolExecutor(min(workers, len(items)), mp_context=context, initializer=_init_worker,
-                             initargs=(queue,)) as pool:
+    with signals_interrupt(), ProcessPoolExecutor(min(workers, len(items)), mp_context=context,
+                                                  initializer=_init_worker, initargs=(queue,)) as pool:
         pending = {pool.submit(_in_worker, task, item): i for i, item in enumerate(items)}
         waiting = set(pending)
         try:
@@ -41,9 +48,12 @@ def run_parallel(task: Task, items: Sequence, workers: int, advance: Advance,
                 done, waiting = wait(waiting, timeout=0.2, return_when=FIRST_COMPLETED)
                 _drain(queue, advance)
                 results.update((pending[f], kept(pending[f], f.result())) for f in done)
-        except BaseException:
+        except Exception:
             for future in waiting:
                 future.cancel()
+            raise
+        except BaseException:  # interrupted: the running parts are not waited for, and the pool marks the
+            _end_workers(pool)  # others broken (cancelling them too made its manager thread fail on Python 3.11)
             raise
     _drain(queue, advance)
     return [results[i] for i in range(len(items))]
@@ -69,9 +79,21 @@ class _Batched:
 _progress_queue = None  # set in each worker process
 
 
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Ends the pool's workers now, whatever they are doing (Python 3.14's terminate_workers, where it exists)."""
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
+
+
 def _init_worker(queue) -> None:
     global _progress_queue
     _progress_queue = queue
+    end_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches every process of the group: the parent decides
 
 
 def _in_worker(task: Task, item: Any) -> Any:

@@ -10,6 +10,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
+from bert import descriptor_files as descriptor_files_module
 from bert.cli import main
 from bert.descriptor_files import (
     PUBLISHED_SYSTEMS,
@@ -186,3 +187,34 @@ def test_a_chain_of_3000_bases_resolves_in_linear_time(tmp_path):
     assert system.run.seed == links - 1
     # Well under a second per hundred links even on a loaded machine; each link used to re-check the earlier ones
     assert took < 0.5 * links / 100, f"{took:.1f} s for {links} links"
+
+
+def test_a_5000_digit_integer_or_a_file_of_megabytes_is_one_line(tmp_path):
+    """json refuses an integer of over 4,300 digits with a ValueError that was a traceback; a file of megabytes was
+    read whole."""
+    digits = tmp_path / "digits.json"
+    digits.write_text('{"base": "cpu_micro", "run": {"seed": ' + "9" * 5000 + "}}")
+    large = tmp_path / "large.json"
+    large.write_text('{"base": "cpu_micro", "system": {"sw_notes": "' + "a" * (2 << 20) + '"}}')
+    for path, problem in [(digits, "holds an integer of more than 4,300 digits; a descriptor's numbers have a few"),
+                          (large, "is over 1,048,576 bytes, far more than a descriptor (a few KiB, as "
+                                  "systems/cpu_tiny.json); is it a descriptor?")]:
+        result = CliRunner().invoke(main, ["system", "check", str(path)])
+        assert result.exit_code == 1 and result.output == f"Error: {path}: {problem}\n", result.output
+
+
+def test_system_list_reads_each_file_once_however_long_the_chain_of_bases(tmp_path, monkeypatch):
+    """Each descriptor of a chain read its bases again: 5,000 site descriptors, each the base of the next, took
+    over 5 minutes to list (12.5 million reads)."""
+    links = 300
+    _write(tmp_path, "link0000", {"base": "cpu_micro", "run": {"seed": 0}})
+    for i in range(1, links):
+        _write(tmp_path, f"link{i:04d}", {"base": f"link{i - 1:04d}", "run": {"seed": i}})
+    reads = []
+    real = descriptor_files_module._read_descriptor_json
+    monkeypatch.setattr(descriptor_files_module, "_read_descriptor_json", lambda path: reads.append(path) or real(path))
+    monkeypatch.setenv(SEARCH_PATH_ENV, str(tmp_path))
+    result = CliRunner().invoke(main, ["system", "list"])
+    assert result.exit_code == 0 and f"link{links - 1:04d}   " in result.output and "INVALID" not in result.output
+    files = links + len(list((REPO / "systems").glob("*.json")))
+    assert len(reads) == len({path.resolve() for path in reads}) == files

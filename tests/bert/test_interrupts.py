@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from bert.interrupts import RunInterrupted, SignalGuard, exit_code, signals_interrupt
+from bert.interrupts import RunInterrupted, SignalGuard, exit_code, signals_deferred, signals_interrupt
 from tests.helpers.faults import alive
 
 _RANK = ("import time; from bert.interrupts import end_with_parent; end_with_parent(); print('armed', flush=True); "
@@ -75,3 +75,16 @@ def test_a_signal_interrupts_the_work_between_runs_even_where_it_was_ignored(sig
         assert signal.getsignal(signum) is signal.SIG_IGN  # put back as it was
     finally:
         signal.signal(signum, before)
+
+
+def test_a_signal_during_a_deferred_step_comes_when_the_step_is_done():
+    """A folder swapped for another (compliance.folders) is never cut in two: the signal that came meanwhile is
+    delivered after, as the handlers before took it (here: KeyboardInterrupt)."""
+    done = []
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM"), signals_interrupt():
+        with signals_deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+            done.append("the step")
+        done.append("after it")
+    assert done == ["the step"]

@@ -72,3 +72,13 @@ def test_the_error_pickles_whole():
     again = pickle.loads(pickle.dumps(error))
     assert (again.where, again.field, again.problem, str(again)) == ("sys.json", "run.size", "missing",
                                                                      "sys.json: run.size: missing")
+
+
+def test_an_integer_of_hundreds_of_digits_is_one_error_quoting_its_first_digits():
+    """An int too large for a float raised OverflowError out of the range check (math.isfinite) and the float
+    conversion, and the error would have quoted all of its digits."""
+    shown = "10000000000000000000... (an integer of 401 digits)"
+    assert _error({"size": 10**400, "inner": {"rate": 10**400}}) == (f"sys.json: run.inner.rate: {shown} is beyond "
+                                                                     "any number a float holds")
+    assert Range(0, 64)(10**400) == f"must be 0 or more and at most 64, got {shown}"
+    assert Range(0, 64)(-10**400) == f"must be 0 or more and at most 64, got -{shown}"

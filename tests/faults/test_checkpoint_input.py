@@ -5,7 +5,10 @@ under a regular file is one line, never a traceback."""
 from __future__ import annotations
 
 import json
+import os
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -161,3 +164,19 @@ def test_a_tensorflow_index_cut_short_or_foreign_is_one_line_even_without_tensor
     Path(f"{prefix}.data-00000-of-00001").write_bytes(b"\0" * 64)
     line = _one_line(cli("checkpoint", "inspect", prefix, "--model", "micro"))
     assert line.startswith(f"Error: {prefix}.index: {message}"), line
+
+
+@pytest.mark.parametrize("name, plant, kind", [
+    ("model.pt", os.mkfifo, "a named pipe (FIFO)"),
+    ("model.ckpt-28252.index", os.mkfifo, "a named pipe (FIFO)"),  # TensorFlow's index: opened to check its footer
+    ("model.safetensors", lambda path: path.symlink_to("/dev/zero"), "a device"),
+])
+def test_a_fifo_or_a_link_to_a_device_is_named_for_what_it_is_never_waited_on(tmp_path, name, plant, kind):
+    """A FIFO was "no such checkpoint file", and one named as a TensorFlow index blocked the open forever."""
+    path = tmp_path / name
+    plant(path)
+    proc = subprocess.run([sys.executable, "-m", "bert.cli", "checkpoint", "inspect", str(path), "--model", "micro"],
+                          capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr.splitlines() == [f"Error: {path}: is {kind}, not a checkpoint file (give a .pt/.bin, a "
+                                        ".safetensors file or a TensorFlow checkpoint prefix such as model.ckpt-28252)"]

@@ -3,13 +3,17 @@ a hang; and of two wrappers started together with ON_EXISTING=refuse, only one r
 
 from __future__ import annotations
 
+import os
+import random
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
 from bert.system import load_descriptor
+from tests.helpers.datasets import copy_dataset
 from tests.helpers.faults import fake_launcher, single_line_error, wrapper
 from tests.helpers.logs import mllog_line
 from tests.helpers.repo import REPO
@@ -86,6 +90,40 @@ def test_of_two_wrappers_started_together_with_refuse_only_one_runs(tmp_path, cp
     assert again.returncode == 2 and "already holds results (result_0.txt)" in single_line_error(again.stderr)
 
 
+@pytest.mark.parametrize("target", ["/nonexistent/log", "/dev/zero"])
+def test_a_link_planted_at_a_partial_log_takes_no_run(tmp_path, cpu_env, small_dataset, target):
+    """A dangling link at result_0.txt.partial made the start refuse ("cannot create a result file ... set LOGDIR")
+    though the folder is writable; a link to /dev/zero was taken as the run's log (noclobber writes through a link
+    to a device) and sealing it read without end. Either is a taken name: the run logs to result_1.txt."""
+    logdir = tmp_path / "logs"
+    (logdir / "cpu_micro").mkdir(parents=True)
+    planted = logdir / "cpu_micro" / "result_0.txt.partial"
+    planted.symlink_to(target)
+    env = dict(cpu_env, NEXP="1", SEED="1", LOGDIR=str(logdir), DATADIR=str(small_dataset))
+    env |= fake_launcher(tmp_path / "bin", f"echo '{mllog_line('run_stop', status='success')}' > \"$log\"")
+    proc = wrapper("cpu_micro", env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(p.name for p in (logdir / "cpu_micro").iterdir()) == ["result_0.txt.partial", "result_1.txt"]
+    assert planted.is_symlink() and os.readlink(planted) == target
+
+
+def test_a_descriptor_path_and_site_folders_relative_to_the_users_folder_are_the_users(tmp_path, cpu_env,
+                                                                                        small_dataset):
+    """The wrapper works in the repository: `systems/cpu_micro.json` ran the repository's file, not the one in the
+    folder the command was given in, and MLPERF_BERT_SYSTEMS=site1 was "not a folder"."""
+    prepared = {"dataset.dir": str(small_dataset), "dataset.synthetic": None}
+    load_descriptor("cpu_micro").variant({**prepared, "seed": 4242}).write(tmp_path / "systems")
+    load_descriptor("cpu_micro").variant(prepared, name="site_micro").write(tmp_path / "site1")
+    for system, extra, command in [
+        ("systems/cpu_micro.json", {}, f"--system {tmp_path / 'systems' / 'cpu_micro.json'} --seed 4242 "),
+        ("site_micro", {"MLPERF_BERT_SYSTEMS": "site1"}, f"--system {tmp_path / 'site1' / 'site_micro.json'} "),
+    ]:
+        proc = subprocess.run([str(REPO / "run_and_time.sh"), "--dry-run", system], env={**cpu_env, **extra},
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert f"python -m bert.cli train {command}" in proc.stdout, proc.stdout
+
+
 def _cpu_micro_from(tmp_path, small_dataset, **run) -> Path:
     """cpu_micro reading the small dataset as a prepared one (no synthetic corpus to write), with `run` changes."""
     return load_descriptor("cpu_micro").variant({"dataset.dir": str(small_dataset), "dataset.synthetic": None, **run},
@@ -101,7 +139,7 @@ def test_a_start_the_pre_flight_refuses_is_one_line_with_no_result_and_nothing_w
     checkpoints.mkdir()
     env = dict(cpu_env, NEXP="3", LOGDIR=str(tmp_path / "logs"), DATADIR=str(small_dataset),
                CHECKPOINTDIR=str(checkpoints))
-    if case == "cuda":  # everything else is in place: the dataset, a file where the checkpoint should be
+    if case == "cuda":  # a dataset and a file where the checkpoint should be (both unfit for it: lines of their own)
         (checkpoints / "model.pt").write_bytes(b"")
         # In the open division: a closed run would also be told that this dataset and checkpoint are not official.
         system = load_descriptor("h200_1x1").variant(description={"division": "open"}).write(tmp_path / "systems").path
@@ -117,7 +155,55 @@ def test_a_start_the_pre_flight_refuses_is_one_line_with_no_result_and_nothing_w
                     "convert the MLPerf phase-1 checkpoint there")
     proc = wrapper(system, env)
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert single_line_error(proc.stderr).startswith(expected)
+    first = proc.stderr.splitlines()[0] if case == "cuda" else single_line_error(proc.stderr)
+    assert first.startswith(expected) and all(line.startswith("pre-flight: ") for line in proc.stderr.splitlines())
+    assert "RESULT" not in proc.stdout and not (tmp_path / "logs").exists()
+
+
+def _unusable(tmp_path: Path, small_dataset: Path, case: str, env: dict) -> tuple[dict, str]:
+    """The run changes and the environment of one input the first rank would refuse, and the start of the
+    pre-flight's line for it."""
+    if case == "a shard newer than the manifest":
+        data = copy_dataset(small_dataset, tmp_path / "data")
+        shard = sorted((data / "train").glob("*.hdf5"))[1]
+        os.utime(shard, ns=(time.time_ns(), time.time_ns()))  # a copy that did not keep the times (cp, not cp -a)
+        return {"dataset.dir": str(data)}, f"pre-flight: {shard}: modified after {data / 'manifest.json'} was written"
+    if case == "a corrupt checkpoint":
+        checkpoint = tmp_path / "checkpoints" / "model.pt"
+        checkpoint.write_bytes(random.Random(4).randbytes(4096))
+        line = f"pre-flight: the checkpoint to start from (run.init_checkpoint): {checkpoint}: not a PyTorch checkpoint"
+        return {"init_checkpoint": "phase1/model.pt"}, line
+    if case == "fp8 without torchao or Transformer Engine":
+        hidden = tmp_path / "hidden" / "torchao"
+        hidden.mkdir(parents=True)
+        (hidden / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(hidden.parent), env.get("PYTHONPATH")]))
+        return {"precision": "fp8"}, 'pre-flight: run.precision "fp8" needs torchao'
+    env["CXX"] = "/bin/false"  # the compiler inductor takes: one that fails
+    return {"compile": "required"}, ('pre-flight: encoder layers (run.compile) failed to compile and run.compile is '
+                                     '"required": InvalidCxxCompiler: No working C++ compiler found')
+
+
+UNUSABLE = ["a shard newer than the manifest", "a corrupt checkpoint", "fp8 without torchao or Transformer Engine",
+            "compile required with a compiler that fails"]
+
+
+@pytest.mark.parametrize("cases", [[case] for case in UNUSABLE] + [UNUSABLE], ids=[*UNUSABLE, "all four"])
+def test_what_the_first_rank_would_refuse_the_pre_flight_refuses_first(tmp_path, cpu_env, small_dataset, cases):
+    """Each existed and passed the pre-flight, so NEXP runs each started, failed the same way, printed a RESULT line
+    and published an aborted log, and the wrapper exited 1. Now each is one line of the pre-flight (all four at
+    once: four lines) and exit status 2 before any run: no RESULT line, no results folder."""
+    (tmp_path / "checkpoints").mkdir()
+    env = dict(cpu_env, NEXP="3", LOGDIR=str(tmp_path / "logs"), CHECKPOINTDIR=str(tmp_path / "checkpoints"))
+    changes, expected = {}, []
+    for case in cases:
+        change, line = _unusable(tmp_path, small_dataset, case, env)
+        changes |= change
+        expected.append(line)
+    proc = wrapper(_cpu_micro_from(tmp_path, small_dataset, **changes), env)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = proc.stderr.splitlines()
+    assert len(lines) == len(expected) and all(line.startswith(start) for line, start in zip(lines, expected)), lines
     assert "RESULT" not in proc.stdout and not (tmp_path / "logs").exists()
 
 

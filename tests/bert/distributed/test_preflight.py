@@ -54,6 +54,9 @@ def test_one_node_names_each_missing_input_without_a_node(tmp_path, micro, small
     taken.write_text("")
     assert pf.preflight(micro, 0, "localhost", None, taken).problems == [
         f"the results folder {taken} is not a folder: set LOGDIR to a folder"]
+    under = taken / "logs" / "micro"  # passed (its nearest folder, tmp_path, is writable) and failed at mkdir
+    assert pf.preflight(micro, 0, "localhost", None, under).problems == [
+        f"the results folder {under} cannot be made: {taken} is not a folder: set LOGDIR to a folder"]
 
 
 def test_one_node_ready_says_what_it_found(tmp_path, micro):

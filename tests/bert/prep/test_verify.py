@@ -1,6 +1,9 @@
 import hashlib
 import json
+import os
 import re
+import subprocess
+import sys
 
 import h5py
 import numpy as np
@@ -172,3 +175,19 @@ def test_the_descriptor_limits_and_an_empty_shard(dataset):
     assert any(re.match(rf"{shard}: sample \d+: more than --max-seq-length 60 tokens \(and", p) for p in problems)
     assert any(re.match(rf"{shard}: sample \d+: more than --max-predictions 8 masked positions \(and", p)
                for p in problems)
+
+
+@pytest.mark.parametrize("plant, kind", [(os.mkfifo, "a named pipe (FIFO)"),
+                                         (lambda path: path.symlink_to("/dev/zero"), "a device")])
+def test_a_fifo_or_a_link_to_a_device_among_the_shards_is_one_line_not_a_hang(dataset, plant, kind):
+    """Opening a FIFO waits for a writer forever and /dev/zero never ends: verify hung on both (in the hash of
+    the shard it could not read). Each is refused before anything is read, and the manifest is left as it was."""
+    planted = dataset / "train" / "zz.hdf5"
+    plant(planted)
+    manifest = (dataset / MANIFEST_FILE).read_bytes()
+    proc = subprocess.run([sys.executable, "-m", "bert.cli", "data", "verify", str(dataset), "--workers", "1",
+                           "--quiet"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [f"Error: {planted}: is {kind}, not a shard file; a dataset holds plain HDF5 "
+                                        "files only"]
+    assert (dataset / MANIFEST_FILE).read_bytes() == manifest

@@ -1,9 +1,18 @@
-"""Spreading data work over processes (bert.prep.worker_pool). The in-process path is tested here; the spawned
-workers run in tests/bert/prep/test_prepare.py (same bytes with any worker count, a worker's error)."""
+"""Spreading data work over processes (bert.prep.worker_pool). The in-process path and a SIGTERM to the parent of
+spawned workers are tested here; the workers' work runs in tests/bert/prep/test_prepare.py (same bytes with any
+worker count, a worker's error)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from bert.prep.worker_pool import run_parallel
+from tests.helpers.faults import alive, descendants
 
 
 def _square(item: int, report) -> int:
@@ -22,3 +31,39 @@ def test_results_come_in_the_order_of_the_items_through_keep_with_progress():
 def test_an_error_in_an_item_is_raised_to_the_caller():
     with pytest.raises(ValueError, match="item -2 is negative"):
         run_parallel(_square, [1, -2, 3], 1, lambda amount: None)
+
+
+def _spawned(pid: int) -> list[int]:
+    """The processes below `pid` that multiprocessing spawned (its workers and its resource tracker)."""
+    def command(p: int) -> bytes:
+        try:
+            return Path(f"/proc/{p}/cmdline").read_bytes()
+        except OSError:
+            return b""
+    return [p for p in alive(descendants(pid)) if b"from multiprocessing." in command(p)]
+
+
+def test_sigterm_to_data_mlperf_ends_its_workers_and_frees_their_semaphores(download, tmp_path):
+    """The workers of a `data mlperf` ended by SIGTERM ran on for good, holding /dev/shm semaphores and the pipes of
+    their parent's output (whoever read it waited for ever)."""
+    shm = set(os.listdir("/dev/shm"))
+    proc = subprocess.Popen([sys.executable, "-m", "bert.cli", "data", "mlperf", str(download), "--out",
+                             str(tmp_path / "data"), "--workers", "2", "--quiet", "--shards", "6", "--eval-samples",
+                             "40", "--max-seq-length", "128", "--max-predictions", "20"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(started) < 3 and time.monotonic() < deadline and proc.poll() is None:  # 2 workers and a tracker
+            started = _spawned(proc.pid)
+            time.sleep(0.05)
+        assert len(started) == 3, "the workers did not start"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)  # ends once no worker holds its pipes
+        time.sleep(1)
+        assert proc.returncode != 0 and "Traceback" not in err, err[-3000:]
+        assert alive(started) == [] and set(os.listdir("/dev/shm")) - shm == set()
+    finally:
+        proc.kill()
+        for pid in alive(started):
+            os.kill(pid, signal.SIGKILL)

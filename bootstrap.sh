@@ -67,11 +67,16 @@ except ImportError:
 found = os.path.dirname(os.path.realpath(bert.__file__))
 if found != os.path.realpath(os.path.join(sys.argv[1], "bert")):
     sys.exit(print(f"other\t{found}"))
-try:
-    dist = metadata.distribution("mlperf-bert")
-    commands = [os.path.realpath(dist.locate_file(f)) for f in dist.files or () if f.name == "mlperf-bert"]
-except metadata.PackageNotFoundError:
-    commands = []
+import shutil, subprocess
+# Every install's record: a source tree on the path holds an egg-info of its own that lists no command.
+commands = [os.path.realpath(d.locate_file(f)) for d in metadata.distributions(name="mlperf-bert")
+            for f in d.files or () if f.name == "mlperf-bert"]
+on_path = shutil.which("mlperf-bert")
+if not commands and on_path:  # a command of no install (acceptance/gpu_check.sh's): taken when it runs this code
+    from bert.provenance import running_code
+    said = subprocess.run([on_path, "--version"], capture_output=True, text=True, timeout=60).stdout
+    if f"code {running_code().digest} " in said:
+        commands = [on_path]
 print(f"here\t{os.path.dirname(commands[0]) if commands else ''}")
 EOF
     )

@@ -88,7 +88,7 @@ def test_a_micro_model_trained_in_emulated_fp8_reaches_bf16s_accuracy_in_the_sam
     for precision in ("bf16", "fp8"):
         system = load_descriptor("cpu_micro").variant({"precision": precision, "max_samples": 4096})
         log = tmp_path / f"{precision}.txt"
-        code = run(RunRequest(system, seed=3, log_path=log, data_dir=small_dataset))
+        code = run(RunRequest(system, seed=3, log_path=log, data_dir=small_dataset, verbose=True))
         losses = [float(x) for x in re.findall(r"^step \d+ samples \d+ loss ([0-9.]+)", capsys.readouterr().out, re.M)]
         evals = [(x.metadata["epoch_num"], x.value) for x in read_result_log(log).events if x.key == "eval_accuracy"]
         runs[precision] = (code, evals, losses)

@@ -13,5 +13,5 @@ ruff check .
 # threads then stall steps for seconds (an e2e run took 224 s instead of 45, a SIGTERM outlived its 10 s grace).
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 workers=()  # a system Python (MLPERF_BERT_SYSTEM_PYTHON) may lack pytest-xdist: then one process runs them all
-if python3 -c "import xdist" 2>/dev/null; then workers=(-n "${TEST_WORKERS:-2}"); fi
+if python3 -c "import xdist" 2>/dev/null; then workers=(-n "${TEST_WORKERS:-2}" --dist loadgroup); fi
 pytest -q "${workers[@]}" --durations=30 "$@"

@@ -21,6 +21,19 @@ from tests.helpers.datasets import SMALL_SYNTH
 from tests.helpers.readme import ReadmeCheckout, readme_commands
 
 
+# Session fixtures that cost tens of seconds each (ten real runs, a Slurm cluster, a fake-CUDA process): pytest-xdist
+# builds a session fixture once per worker, so the tests that use one run on one worker (run_tests.sh's --dist
+# loadgroup), and the fixture is built once.
+SHARED_ON_ONE_WORKER = ("micro_runs", "slurm", "fake_cuda_run")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        shared = [name for name in SHARED_ON_ONE_WORKER if name in getattr(item, "fixturenames", ())]
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(shared[0]))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def published_descriptors_only():
     """The tests name the published descriptors: a site's search path (MLPERF_BERT_SYSTEMS) set where they run

@@ -20,7 +20,6 @@ from tests.cluster.netns import HostNetwork, NamespacesUnavailable, host_network
 from tests.helpers.datasets import SMALL_SYNTH
 from tests.helpers.readme import ReadmeCheckout, readme_commands
 
-
 # Session fixtures that cost tens of seconds each (ten real runs, a Slurm cluster, a fake-CUDA process): pytest-xdist
 # builds a session fixture once per worker, so the tests that use one run on one worker (run_tests.sh's --dist
 # loadgroup), and the fixture is built once.

@@ -31,7 +31,7 @@ from benchmarks.common.ranks import gather_from_ranks
 from benchmarks.common.results_file import add_no_results_flag, write_results
 from bert.data.batch import Batch, collate
 from bert.data.random_samples import random_samples
-from bert.distributed.clipping import CLIP_MODES
+from bert.distributed.clip_kinds import CLIP_KINDS
 from bert.distributed.launch import DistContext
 from bert.model.pretraining import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
@@ -81,9 +81,9 @@ def time_mode(args: argparse.Namespace, rank: int, world_size: int, mode: str) -
 
 
 def rank_main(rank: int, world_size: int, args: argparse.Namespace, results: dict) -> None:
-    times: dict[str, list[float]] = {mode: [] for mode in CLIP_MODES}
+    times: dict[str, list[float]] = {mode: [] for mode in CLIP_KINDS}
     for r in range(args.rounds):
-        for mode in CLIP_MODES if r % 2 == 0 else reversed(CLIP_MODES):
+        for mode in CLIP_KINDS if r % 2 == 0 else reversed(CLIP_KINDS):
             times[mode].append(time_mode(args, rank, world_size, mode))
             if rank == 0:
                 print(f"  world {world_size} round {r + 1}/{args.rounds} {mode}: {times[mode][-1]:.3f} s/step",
@@ -114,7 +114,7 @@ def main(argv: list[str]) -> None:
     for world_size in sorted(args.world_sizes):
         times = measure(args, world_size)
         ratio = times["bucketwise_before_allreduce"] / times["after_allreduce"]
-        lines += [f"world {world_size}: " + ", ".join(f"{m} {times[m]:.3f} s/step" for m in CLIP_MODES),
+        lines += [f"world {world_size}: " + ", ".join(f"{m} {times[m]:.3f} s/step" for m in CLIP_KINDS),
                   f"world {world_size}: peer (after_allreduce) {times['after_allreduce']:.3f} s/step, ours "
                   f"(bucketwise_before_allreduce) {times['bucketwise_before_allreduce']:.3f} s/step, "
                   f"ratio {ratio:.3f}"]

@@ -172,20 +172,16 @@ def step_breakdown(system: Descriptor, parameters: int, balance_ratio: float, sa
     run, perf = system.run, system.run.performance
     micro_s = system.per_process_batch / samples_per_s * balance_ratio * token_cost
     compute = micro_s * run.gradient_accumulation_steps
-    buckets = gradient_buckets(parameters, system.run.bucket_cap_mb)
-    messages = 1 if run.clip == "before_allreduce" else buckets
+    buckets, clip = gradient_buckets(parameters, system.run.bucket_cap_mb), run.clip_kind
+    messages = buckets if clip.per_bucket else 1
     allreduce = 0.0
     if system.world_size > 1:
         allreduce = allreduce_seconds(parameters * COMM_DTYPES[run.grad_comm_dtype].itemsize, system.nodes,
                                       run.processes_per_node, perf, messages)
     hbm = perf.hbm_gb_s * 1e9
-    norm = 0.0
-    if run.clip == "before_allreduce":
-        exposed = allreduce
-    else:
-        exposed = max(allreduce - BACKWARD_SHARE * micro_s, allreduce / buckets)
-        if run.clip == "after_allreduce":
-            norm = parameters * FP32_BYTES / hbm
+    # Bucket by bucket, the allreduce hides behind the rest of the backward but for the last bucket's.
+    exposed = max(allreduce - BACKWARD_SHARE * micro_s, allreduce / buckets) if clip.per_bucket else allreduce
+    norm = parameters * FP32_BYTES / hbm if clip.norm_after_allreduce else 0.0
     optimizer_bytes = optimizer_bytes_per_parameter(run.optimizer, run.precision)
     return StepBreakdown(compute, balance_ratio, allreduce, exposed if allreduce else 0.0, norm,
                          parameters * optimizer_bytes / hbm, COMM_DTYPES[run.grad_comm_dtype].itemsize, optimizer_bytes,

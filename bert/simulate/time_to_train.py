@@ -215,8 +215,8 @@ def _costs(system: Descriptor, samples_to_converge: int, lengths: np.ndarray, ba
     ratio = 1.0
     if system.world_size > 1:
         ratio = simulate_balance(lengths, system.nodes, run.processes_per_node, system.per_process_batch,
-                                 run.balance, steps=balance_steps, seed=seed, bins=run.length_bins,
-                                 unpadded=run.unpadded, max_len=run.max_seq_length,
+                                 system.balance, steps=balance_steps, seed=seed, bins=run.length_bins,
+                                 unpadded=run.unpadded,
                                  attention_width=attention_width(system.model_config().hidden_size),
                                  deal_how=run.presort_deal, lookahead=run.balance_lookahead).step_time_ratio
     steps, evals = converging_eval(samples_to_converge, run.global_batch_size, system.eval_interval_samples)

@@ -43,12 +43,13 @@ from benchmarks.common.data import write_mlperf_length_shards
 from benchmarks.common.ranks import gather_from_ranks
 from benchmarks.common.results_file import add_no_results_flag, write_results
 from bert.cli.simulate import format_stats
-from bert.data.balance import STRATEGIES
+from bert.data.balance import STRATEGIES, BalanceStrategy, balance_strategy
 from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH, PAPER_BINS, bin_of, deal, sequence_cost
 from bert.data.loader import TrainLoader
 from bert.data.lookahead import SWAP_PASSES
 from bert.data.stratified_sampler import StratifiedPlan, stratified_plan
 from bert.distributed.launch import DistContext
+from bert.mlperf_rules import REFERENCE_PREP
 from bert.model.pretraining import BertForPreTraining
 from bert.optim.factory import build_optimizer, build_schedule
 from bert.simulate.load_balance import named_lengths, presorted, simulate_balance, stratified_draws
@@ -118,6 +119,11 @@ def experiments(lengths: np.ndarray, nodes: int, steps: int) -> list[str]:
     return lines
 
 
+def _simulated_strategy(name: str) -> BalanceStrategy:
+    """The strategy `name` for the simulated MLPerf lengths (sequences of up to 512 tokens)."""
+    return balance_strategy(name, REFERENCE_PREP.max_seq_length)
+
+
 def simulated(args: argparse.Namespace) -> list[str]:
     lengths = named_lengths("mlperf-wiki")
     lines = []
@@ -126,13 +132,15 @@ def simulated(args: argparse.Namespace) -> list[str]:
                      f"(mean {lengths.mean():.1f}), {args.sim_steps} steps; defaults: quantile bins, balanced deal, "
                      "lookahead 1")
         for strategy in STRATEGIES:
-            lines.append("  " + format_stats(simulate_balance(lengths, nodes, 8, 16, strategy, steps=args.sim_steps)))
-        padded = simulate_balance(lengths, nodes, 8, 16, "none", steps=args.sim_steps, unpadded=False)
+            lines.append("  " + format_stats(simulate_balance(lengths, nodes, 8, 16, _simulated_strategy(strategy),
+                                                              steps=args.sim_steps)))
+        padded = simulate_balance(lengths, nodes, 8, 16, _simulated_strategy("none"), steps=args.sim_steps,
+                                  unpadded=False)
         lines.append("  " + format_stats(padded, "none (padded encoder)"))
         lines.append(f"  rungs of {LOCAL}:")
         figures = []
         for label, changes in RUNGS:
-            stats = simulate_balance(lengths, nodes, 8, 16, LOCAL, steps=args.sim_steps, **changes)
+            stats = simulate_balance(lengths, nodes, 8, 16, _simulated_strategy(LOCAL), steps=args.sim_steps, **changes)
             figures.append(stats.max_over_mean)
             lines.append("    " + format_stats(stats, label))
         lines.append(f"  nodes balancing each other, ideas tried ({LOCAL}, quantile bins, balanced deal; kept: "

@@ -2,7 +2,8 @@
 pre-flight refuse it, one line per problem naming the field.
 
 `descriptor_problems`: a closed run is the benchmark (bert.mlperf_rules.closed_benchmark_problems: BERT-large,
-sequence 512 with 76 masked positions, the 0.720 target on the 10,000 eval samples, LAMB), at a batch size the RCP
+sequence 512 with 76 masked positions, the 0.720 target on the 10,000 eval samples; an optimizer or clip mode the
+closed division does not allow is refused where the descriptor is read, bert.system), at a batch size the RCP
 checker has a reference for, with a sample cap that lets a run converging as the reference's did reach its eval
 (bert.rcp.sample_cap_floor). `input_problems`: a closed GPU run trains on the official MLPerf dataset from the
 official phase-1 checkpoint (bert.prep.official_files). The open division is never judged here, nor what a CPU
@@ -30,8 +31,7 @@ def inputs_judged(system: Descriptor) -> bool:
 def benchmark_problems(system: Descriptor) -> list[Problem]:
     run = system.run
     return closed_benchmark_problems(run.model, run.model_config(), named_config(CLOSED_MODEL), run.max_seq_length,
-                                     run.max_predictions_per_seq, run.eval.target_accuracy, run.eval.samples,
-                                     run.optimizer.name)
+                                     run.max_predictions_per_seq, run.eval.target_accuracy, run.eval.samples)
 
 
 def sample_cap_problems(system: Descriptor) -> list[Problem]:

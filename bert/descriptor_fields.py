@@ -1,5 +1,7 @@
 """The field table of docs/descriptors.md, generated from the descriptor's types: every run field, its type and
-allowed values, its default, the module that owns it and the docstring written under it.
+allowed values, its default, the module that owns it and the docstring written under it, grouped by the settings
+class that declares it, each group headed by how its fields are written (flat in the block above, or a block of
+their own: docs/descriptors.md, "Flat fields and blocks").
 
 The docstrings are read from the source (a string right under a dataclass field is no attribute Python keeps),
 so the page says what the code says; a field without one is an error. `python -m bert.descriptor_fields` prints
@@ -33,6 +35,9 @@ class FieldRow:
     default: str  # as JSON, or "required"
     owner: str  # the file that declares the field, relative to the repository
     doc: str  # its docstring, on one line
+    # The settings class that declares it and how its fields are written: "`ClipSpec`: flat in `run`" (a base of
+    # the class of the block), "`OptimizerSpec`: the block `run.optimizer`" (a field's class).
+    group: str = ""
 
 
 def field_docstrings(cls: type) -> dict[str, str]:
@@ -81,34 +86,47 @@ def _nested(tp: object) -> tuple[type | None, str]:
 
 
 def field_rows(cls: type = RunSpec, prefix: str = "run") -> list[FieldRow]:
-    """A row per field of `cls` and of the settings it holds, the fields of each class it is composed of
-    grouped by class, its own first; raises ValueError naming a field without a docstring."""
-    rows = []
+    """A row per field of `cls` and of the settings it holds: the fields of each class it is composed of (flat),
+    grouped by class, its own first, then the blocks its fields hold, each in turn; raises ValueError naming a
+    field without a docstring."""
+    rows, blocks = [], []
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     for part in [c for c in cls.__mro__ if dataclasses.is_dataclass(c)]:
         docs = field_docstrings(part)
         owner = Path(inspect.getsourcefile(part)).resolve().relative_to(REPOSITORY).as_posix()
+        group = f"`{part.__name__}`: " + (f"the block `{prefix}`" if part is cls else f"flat in `{prefix}`")
         for name in _own_fields(part):
             path = f"{prefix}.{name}"
             if name not in docs:
                 raise ValueError(f"{owner}: {part.__name__}.{name} ({path}) has no docstring; write what it is, its "
                                  "unit and the MLPerf rule or key it is, in a string under the field")
-            rows.append(FieldRow(path, _kind(hints[name], fields[name]), _default(fields[name]), owner, docs[name]))
+            rows.append(FieldRow(path, _kind(hints[name], fields[name]), _default(fields[name]), owner, docs[name],
+                                 group))
             inner, below = _nested(hints[name])
             if inner is not None:
-                rows += field_rows(inner, path + below)
+                blocks.append((inner, path + below))
+    for inner, path in blocks:
+        rows += field_rows(inner, path)
     return rows
 
 
 def field_table() -> str:
-    """The table docs/descriptors.md shows, in Markdown."""
+    """The table docs/descriptors.md shows, in Markdown: a heading row for each settings class, which says whether
+    its fields are flat or a block, then a row per field."""
     lines = ["| field | type | default | declared in | what it is |", "|---|---|---|---|---|"]
+    group = None
     for row in field_rows():
-        cells = [f"`{row.path}`", row.kind, f"`{row.default}`" if row.default != "required" else "required",
-                 f"`{row.owner}`", row.doc]
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+        if row.group != group:
+            group = row.group
+            lines.append(_table_row([f"**{group}**", "", "", f"`{row.owner}`", ""]))
+        lines.append(_table_row([f"`{row.path}`", row.kind, f"`{row.default}`" if row.default != "required" else
+                                 "required", f"`{row.owner}`", row.doc]))
     return "\n".join(lines) + "\n"
+
+
+def _table_row(cells: list[str]) -> str:
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
 def page_with_table(page: str, table: str) -> str:

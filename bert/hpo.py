@@ -27,7 +27,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from bert.interrupts import signals_interrupt
-from bert.mllog import ADAM_KEYS_NOTE
 from bert.ownership import OwnershipError, claim_file, write_text_atomically
 from bert.prep.synthetic.hdf5_corpus import synthesize_if_missing
 from bert.search_settings import SearchParam
@@ -203,16 +202,18 @@ def summary(study: optuna.Study, target_accuracy: float, max_samples: int, top: 
     return "\n".join(lines)
 
 
-def tuned_notes(system: Descriptor, study: optuna.Study, best: FrozenTrial, adam: bool) -> str | dict[str, str | None]:
+def tuned_notes(system: Descriptor, study: optuna.Study, best: FrozenTrial, log_note: str
+                ) -> str | dict[str, str | None]:
     """The tuned descriptor's notes: the study and its best trial added (as the topic "tuning" of notes kept as
-    topics), and for ADAM the key names its values are logged under (the topic "optimizer")."""
+    topics), and the tuned optimizer's `log_note` (bert.optim.kinds: for ADAM the key names its values are logged
+    under) where the notes lack it (the topic "optimizer")."""
     reached = (f"{best.value:.0f} training samples to the target" if best.value < system.run.max_samples else
                f"the target not reached within the cap of {system.run.max_samples} samples")
     note = f"Tuned by mlperf-bert hpo (study {study.study_name}, trial {best.number}: {reached}, in one process)."
-    adam_note = ADAM_KEYS_NOTE if adam and ADAM_KEYS_NOTE not in system.notes_text else ""
+    log_note = log_note if log_note not in system.notes_text else ""
     if isinstance(system.run.notes, dict):
-        return {**system.run.notes, "tuning": note, **({"optimizer": adam_note} if adam_note else {})}
-    return " ".join(part for part in (system.run.notes, note, adam_note) if part)
+        return {**system.run.notes, "tuning": note, **({"optimizer": log_note} if log_note else {})}
+    return " ".join(part for part in (system.run.notes, note, log_note) if part)
 
 
 def write_best(study: optuna.Study, system: Descriptor, out: Path) -> Path:
@@ -223,7 +224,7 @@ def write_best(study: optuna.Study, system: Descriptor, out: Path) -> Path:
         raise StudyError(f"study {study.study_name} has no complete trial yet; run some with --trials N")
     best = min(complete, key=lambda t: t.value)
     tuned = system.variant(best.params)  # validated: an invalid descriptor never reaches `out`
-    tuned = tuned.variant({"notes": tuned_notes(system, study, best, tuned.run.optimizer.name == "adam")})
+    tuned = tuned.variant({"notes": tuned_notes(system, study, best, tuned.run.optimizer.kind.log_note)})
     try:
         with claim_file(out, "hpo", replace=True, foreign_hint="pass another --out"):
             write_text_atomically(out, json.dumps(tuned.data, indent=2) + "\n")

@@ -22,6 +22,7 @@ from mlperf_logging.mllog import constants as C
 from mlperf_logging.mllog.mllog import MLLogger
 
 from bert.mlperf_rules import BENCHMARK
+from bert.optim.kinds import OPTIMIZERS
 from bert.provenance import CodeVersion, running_code
 from bert.regular_files import NotRegularFile, open_regular
 from bert.system import Descriptor
@@ -50,17 +51,17 @@ COMPILE_FALLBACK = "compile_fallback"
 # Free disk a log needs at start-up: a BERT-large log is well under 1 MiB, so this leaves room for what else
 # the run and the launcher write beside it.
 LOG_FREE_BYTES = 64 << 20
-# What an ADAM descriptor's notes say about its log (see hyperparameters).
-ADAM_KEYS_NOTE = (f"Optimizer ADAM (AdamW, open division): its betas, epsilon and weight decay are logged under the "
-                  f"LAMB key names {C.OPT_LAMB_BETA_1}, {C.OPT_LAMB_BETA_2}, {C.OPT_LAMB_EPSILON} and "
-                  f"{C.OPT_LAMB_WEIGHT_DECAY}.")
 
 
 SUBMISSION_KEYS = (C.SUBMISSION_BENCHMARK, C.SUBMISSION_ORG, C.SUBMISSION_DIVISION, C.SUBMISSION_STATUS,
                    C.SUBMISSION_PLATFORM)
-HYPERPARAMETER_KEYS = (C.GLOBAL_BATCH_SIZE, C.GRADIENT_ACCUMULATION_STEPS, C.OPT_BASE_LR, C.OPT_LAMB_EPSILON,
-                       C.OPT_LR_TRAINING_STEPS, C.OPT_LR_WARMUP_STEPS, C.NUM_WARMUP_STEPS, C.START_WARMUP_STEP,
-                       C.OPT_LAMB_BETA_1, C.OPT_LAMB_BETA_2, C.OPT_LAMB_WEIGHT_DECAY, MAX_PREDICTIONS_PER_SEQ)
+# The hyperparameter keys of every run; the optimizer's own values follow under the keys of its kind
+# (bert.optim.kinds: LAMB's betas, epsilon and weight decay).
+RUN_HYPERPARAMETER_KEYS = (C.GLOBAL_BATCH_SIZE, C.GRADIENT_ACCUMULATION_STEPS, C.OPT_BASE_LR, C.OPT_LR_TRAINING_STEPS,
+                           C.OPT_LR_WARMUP_STEPS, C.NUM_WARMUP_STEPS, C.START_WARMUP_STEP, MAX_PREDICTIONS_PER_SEQ)
+# Every hyperparameter key a run of some optimizer logs.
+HYPERPARAMETER_KEYS = tuple(dict.fromkeys(RUN_HYPERPARAMETER_KEYS + tuple(
+    key for kind in OPTIMIZERS.values() for key in kind.log_keys)))
 # What every log of a system states about its submission: all runs of one system state the same, and what the
 # descriptor says (compliance.precheck holds the logs of a submission to that).
 STATED_KEYS = SUBMISSION_KEYS + HYPERPARAMETER_KEYS + (TARGET_ACCURACY,)
@@ -75,16 +76,15 @@ def submission_values(system: Descriptor) -> dict[str, object]:
 
 
 def hyperparameters(system: Descriptor) -> dict[str, object]:
-    """The tunable hyperparameter keys of the closed division and their values, in the reference order.
-
-    The keys are LAMB's; an open-division ADAM run logs its betas, epsilon and weight decay under the same
-    names (the rules name no ADAM keys, and the checker requires none), which its descriptor's notes say.
-    """
+    """The hyperparameter keys a run of `system` logs and their values: the run's (RUN_HYPERPARAMETER_KEYS), then
+    the optimizer's own under the keys its kind names. LAMB's are the closed division's tunable keys; an
+    open-division ADAM run logs its betas, epsilon and weight decay under the same names (the rules name no ADAM
+    keys, and the checker requires none), which its descriptor's notes say (the kind's log_note)."""
     run, opt = system.run, system.run.optimizer
-    values = (run.global_batch_size, run.gradient_accumulation_steps, opt.base_learning_rate, opt.epsilon,
-              opt.training_steps, opt.warmup_steps, opt.warmup_steps, opt.start_warmup_step, opt.beta_1,
-              opt.beta_2, opt.weight_decay_rate, run.max_predictions_per_seq)
-    return dict(zip(HYPERPARAMETER_KEYS, values, strict=True))
+    values = (run.global_batch_size, run.gradient_accumulation_steps, opt.base_learning_rate, opt.training_steps,
+              opt.warmup_steps, opt.warmup_steps, opt.start_warmup_step, run.max_predictions_per_seq)
+    own = {key: getattr(opt, field) for key, field in opt.kind.log_keys.items()}
+    return dict(zip(RUN_HYPERPARAMETER_KEYS, values, strict=True)) | own
 
 
 def stated_values(system: Descriptor) -> dict[str, object]:

@@ -34,7 +34,6 @@ HYPERPARAMETER_FIELDS = {
     "opt_lamb_beta_2": "beta_2",
     "opt_lamb_weight_decay_rate": "weight_decay_rate",
 }
-RCP_OPTIMIZER = "lamb"  # the reference's optimizer, whose values the RCPs are
 # How far beyond the reference runs' mean a run may still converge, in their standard deviations: the cap derived
 # from an RCP lets a run converge as late as the slowest reference run or mean + SPREADS x stdev, whichever is later.
 SPREADS = 3.0

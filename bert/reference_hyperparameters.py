@@ -19,10 +19,11 @@ import copy
 from pathlib import Path
 
 from bert.descriptor_files import merged_descriptor, origin_of, resolved_descriptor
+from bert.kind_tables import kinds_where
 from bert.mlperf_rules import DEFAULT_RULESET, mlperf_eval_interval
+from bert.optim.kinds import OPTIMIZERS, stated_optimizer
 from bert.rcp import (
     HYPERPARAMETER_FIELDS,
-    RCP_OPTIMIZER,
     RcpError,
     convergence,
     nearest_points,
@@ -113,10 +114,12 @@ def with_reference_values(data: object, where: str) -> tuple[object, list[str]]:
     ruleset = run.get(RULESET, DEFAULT_RULESET)
     if not isinstance(ruleset, str):
         return data, []
-    name = value_at(run, "optimizer.name")
-    if name not in (None, RCP_OPTIMIZER):
-        raise RcpError(f"the reference convergence points are LAMB runs, but run.optimizer.name is {name!r}: use "
-                       f"\"{RCP_OPTIMIZER}\", or state the optimizer's values and set run.{ASK} to false")
+    kind = stated_optimizer(value_at(run, "optimizer.name"))
+    if kind is not None and not kind.reference:
+        references = kinds_where(OPTIMIZERS, lambda k: k.reference)
+        titles, names = " or ".join(k.title for k in references), " or ".join(f'"{k.name}"' for k in references)
+        raise RcpError(f"the reference convergence points are {titles} runs, but run.optimizer.name is "
+                       f"{kind.name!r}: use {names}, or state the optimizer's values and set run.{ASK} to false")
     point = point_for(batch, ruleset)
     data = copy.deepcopy(data)
     run = data["run"]
@@ -165,7 +168,8 @@ def stale_hyperparameters(chain: list[tuple[Path, object]], data: dict) -> str |
     its learning rate or its decay horizon (SCHEDULE_PATHS) is stated only by a base of another global batch. None
     when both are its own."""
     run = data["run"]
-    if data["system"].get("division") != "closed" or run.get(ASK) or value_at(run, "optimizer.name") != RCP_OPTIMIZER:
+    kind = stated_optimizer(value_at(run, "optimizer.name"))
+    if data["system"].get("division") != "closed" or run.get(ASK) or kind is None or not kind.reference:
         return None
     files = [path for path, _ in chain]
     batch_origin = origin_of(chain, "run.global_batch_size")

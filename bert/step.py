@@ -1,5 +1,6 @@
 """One optimizer step: micro-batches under autocast (and FP8 where run.precision says so), backward, clipping and
-averaging over the ranks (in the order the descriptor's run.clip says, bert.distributed.clipping), update.
+averaging over the ranks (in the order the descriptor's run.clip says: its kind's Clipping,
+bert.distributed.clip_kinds), update.
 
 Nothing here waits for the device: the loss is accumulated on the device and read only when asked for, and
 numerical faults are recorded on the device (bert.numerics) and checked only when asked for.
@@ -15,8 +16,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
-from bert.distributed.clipping import COMM_DTYPES, AfterAllreduce, BeforeAllreduce, Clipping, loss_scale
+from bert.distributed.clipping import COMM_DTYPES, loss_scale
 from bert.distributed.launch import DistContext
 from bert.model.fp8 import encoder_to_fp8, fp8_context
 from bert.model.pretraining import choose_kernels, compile_encoder
@@ -74,7 +74,9 @@ class TrainStep:
         if self.stable_grads:  # see zero_grad
             for p in self.params:
                 p.grad = torch.zeros_like(p)
-        self.clipping = self._clipping(run.clip, run.clip_norm, COMM_DTYPES[run.grad_comm_dtype])
+        self.clipping = run.clip_kind.build(ddp=self.ddp, params=self.params, clip_norm=run.clip_norm,
+                                            scaler=self.scaler, accumulate=self.accumulate,
+                                            comm_dtype=COMM_DTYPES[run.grad_comm_dtype])
         self.loss_sum = torch.zeros((), device=ctx.device)
         self.micro_batches = 0
         self.tokens = 0
@@ -129,15 +131,6 @@ class TrainStep:
             torch._foreach_zero_([p.grad for p in self.params])
         else:
             self.optimizer.zero_grad()
-
-    def _clipping(self, mode: str, clip_norm: float, comm_dtype: torch.dtype) -> Clipping:
-        if mode == "after_allreduce":
-            return AfterAllreduce(self.ddp, self.params, clip_norm, self.scaler, comm_dtype)
-        if mode == "bucketwise_before_allreduce" and self.ddp is not None:
-            return BucketwiseBeforeAllreduce(self.ddp, self.params, clip_norm, self.scaler, self.accumulate,
-                                             comm_dtype)
-        # one process: the gradient is one bucket
-        return BeforeAllreduce(self.ddp, self.params, clip_norm, self.scaler, comm_dtype)
 
     def check_numerics(self) -> None:
         """Raises bert.numerics.NumericalFault if any rank saw one; a collective: call it on every rank."""

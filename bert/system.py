@@ -29,10 +29,13 @@ from bert.descriptor_files import (
     resolved_descriptor,
     with_run_values,
 )
+from bert.distributed.clip_kinds import CLIP_KINDS
 from bert.distributed.launch_settings import LaunchSpec
 from bert.eval_settings import EvalSpec
+from bert.kind_tables import kinds_where
 from bert.mlperf_rules import DEFAULT_RULESET, REFERENCE_PREP, STATUSES, description_problems
 from bert.model.config import BertConfig, ModelSpec
+from bert.optim.kinds import OPTIMIZERS
 from bert.optim.settings import OptimizerSpec
 from bert.rcp import RcpError, rcp_file
 from bert.reference_hyperparameters import resolved_with_request, stale_hyperparameters, with_reference_values
@@ -249,6 +252,12 @@ class Descriptor:
         return path if path.is_absolute() else repository_root(self.path) / path
 
 
+def _closed(table: dict) -> str:
+    """The names of the kinds of `table` (bert.kind_tables) that the closed division allows, as a descriptor writes
+    them: "lamb", or "a" or "b"."""
+    return " or ".join(f'"{kind.name}"' for kind in kinds_where(table, lambda kind: kind.closed_division))
+
+
 def _cross_component_problems(system: Descriptor, config: BertConfig) -> list[tuple[str, str]]:
     """The rules between the settings of different components, and between the run and the system description;
     each component's own rules ran when its block was read (typed_config), so nothing here divides by zero."""
@@ -263,9 +272,12 @@ def _cross_component_problems(system: Descriptor, config: BertConfig) -> list[tu
         (run.max_samples >= run.global_batch_size, "run.max_samples", "must allow at least one step"),
         (run.device == "cuda" or run.precision != "fp16", "run.precision",
          "fp16 needs device cuda; use fp32 or bf16 on cpu"),
-        (system.division == "open" or run.optimizer.name == "lamb", "run.optimizer.name",
-         f"{run.optimizer.name!r} is open-division only: the closed division requires \"lamb\"; use it, or "
-         "set system.division to \"open\""),
+        (system.division == "open" or run.optimizer.kind.closed_division, "run.optimizer.name",
+         f"{run.optimizer.name!r} is open-division only: the closed division requires {_closed(OPTIMIZERS)}; use "
+         "it, or set system.division to \"open\""),
+        (system.division == "open" or run.clip_kind.closed_division, "run.clip",
+         f"{run.clip!r} is open-division only: the closed division requires {_closed(CLIP_KINDS)}; use one, or set "
+         "system.division to \"open\""),
         (run.token_sizes == 0 or not system.balance.packed, "run.token_sizes",
          "packed rows change the number of sequences every step, so the shapes cannot be fixed: use another "
          "run.balance, or set token_sizes to 0"),

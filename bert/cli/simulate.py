@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from bert.cli.common import descriptor_for_command, parse_length_bins, progress_status, system_option
-from bert.data.balance import DEALS, MAX_BALANCE_LOOKAHEAD, STRATEGIES, BalanceSpec
+from bert.data.balance import DEALS, MAX_BALANCE_LOOKAHEAD, STRATEGIES, BalanceSpec, balance_strategy
+from bert.mlperf_rules import REFERENCE_PREP
 from bert.step_settings import StepSpec
 
 
@@ -38,7 +39,8 @@ def format_stats(stats, label: str | None = None) -> str:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--unpadded/--padded", default=StepSpec.unpadded, show_default=True,
               help="How the encoder runs the unpacked strategies (run.unpadded).")
-@click.option("--max-len", type=click.IntRange(min=8), default=512, show_default=True)
+@click.option("--max-len", type=click.IntRange(min=8), default=REFERENCE_PREP.max_seq_length, show_default=True,
+              help="The longest sequence (run.max_seq_length): a packed row's length.")
 def simulate_balance(nodes: int, ranks_per_node: int, per_rank_batch: int, lengths: str, strategy: str | None,
                      bins_text: str | None, deal_how: str, lookahead: int, steps: int, seed: int, unpadded: bool,
                      max_len: int) -> None:
@@ -50,9 +52,9 @@ def simulate_balance(nodes: int, ranks_per_node: int, per_rank_batch: int, lengt
     bins = parse_length_bins(bins_text, max_len)
     try:
         source = shard_lengths(Path(lengths)) if Path(lengths).is_dir() else named_lengths(lengths, max_len=max_len)
-        chosen = [strategy] if strategy else list(STRATEGIES)
+        chosen = [balance_strategy(name, max_len) for name in ([strategy] if strategy else STRATEGIES)]
         results = [simulate(source, nodes, ranks_per_node, per_rank_batch, s, steps=steps, seed=seed, bins=bins,
-                            unpadded=unpadded, max_len=max_len, deal_how=deal_how, lookahead=lookahead)
+                            unpadded=unpadded, deal_how=deal_how, lookahead=lookahead)
                    for s in chosen]
     except (ValueError, FileNotFoundError) as e:
         raise click.ClickException(str(e)) from None

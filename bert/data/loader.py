@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bert.data.balance import BalanceStrategy, balance_strategy
+from bert.data.balance import BalanceStrategy
 from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH
 from bert.data.batch import Batch, collate
 from bert.data.exchanges import RowAgreement, SampleExchange
@@ -44,7 +44,9 @@ from bert.model.token_rounding import TokenSizes
 
 @dataclass(frozen=True)
 class LoaderBalance:
-    strategy: BalanceStrategy = balance_strategy("none", 512)  # its row_len: the longest sequence, a packed row's
+    # run.balance, parsed where the descriptor is read (Descriptor.balance); its row_len is run.max_seq_length, the
+    # longest sequence and a packed row's length.
+    strategy: BalanceStrategy
     length_bins: list[int] | None = None  # None: the first shard's length quantiles, one bin per batch sequence
     # The presort exchange (stratified+local_presort, global_presort), or for packing the agreement between the
     # ranks; None: nothing to exchange (one process, or a strategy without either).
@@ -55,8 +57,8 @@ class LoaderBalance:
 
 class TrainLoader:
     def __init__(self, paths: list[Path], rank: int, world_size: int, seed: int, batch_size: int,
-                 device: torch.device, prefetch: int = 8, pad_to_multiple: int = 8,
-                 balance: LoaderBalance = LoaderBalance(), limits: SampleLimits | None = None,
+                 device: torch.device, balance: LoaderBalance, prefetch: int = 8, pad_to_multiple: int = 8,
+                 limits: SampleLimits | None = None,
                  pin: bool | None = None, sizes: TokenSizes | None = None, bins: BinnedShards | None = None):
         if bins is not None and not balance.strategy.stratified:
             raise ValueError(f"length-bin shard sets are read by a stratified strategy, not {balance.strategy.name!r}")

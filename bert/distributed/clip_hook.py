@@ -18,7 +18,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from bert.distributed.clipping import clip_to_norm_, loss_scale, start_allreduce_mean_
+from bert.distributed.clipping import BeforeAllreduce, Clipping, clip_to_norm_, loss_scale, start_allreduce_mean_
 
 
 def _completed(tensor: torch.Tensor) -> torch.futures.Future[torch.Tensor]:
@@ -91,3 +91,11 @@ class BucketwiseBeforeAllreduce:
         if seen != self.num_buckets:
             raise RuntimeError(f"DDP reduced {seen} gradient buckets but the clip bound assumed "
                                f"{self.num_buckets}: DDP changed its buckets after the first iterations")
+
+
+def clip_bucketwise(*, ddp: DistributedDataParallel | None, params: list[nn.Parameter], clip_norm: float,
+                    scaler: torch.amp.GradScaler, accumulate: int, comm_dtype: torch.dtype) -> Clipping:
+    """Bucket-wise under DDP; on one process the gradient is one bucket, clipped whole (BeforeAllreduce)."""
+    if ddp is None:
+        return BeforeAllreduce(ddp, params, clip_norm, scaler, comm_dtype)
+    return BucketwiseBeforeAllreduce(ddp, params, clip_norm, scaler, accumulate, comm_dtype)

@@ -1,19 +1,19 @@
 """Clipping's settings: where the gradient is clipped and how it travels between the ranks (fields of the run
-block), read by bert.distributed.clipping and clip_hook through the step, and by the simulator."""
+block), read by bert.distributed.clipping and clip_hook through the step, and by the simulator. What the named
+mode is, and what each part of the harness does with it, is its kind (`clip_kind`, bert.distributed.clip_kinds)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
+from bert.distributed.clip_kinds import CLIP_KINDS, DEFAULT_CLIP, ClipKind, ClipMode
 from bert.typed_config import ranged
-
-ClipMode = Literal["after_allreduce", "before_allreduce", "bucketwise_before_allreduce"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class ClipSpec:
-    clip: ClipMode = "after_allreduce"
+    clip: ClipMode = DEFAULT_CLIP
     """Where the gradient is clipped to clip_norm (the MLPerf rules allow before or after the allreduce):
     "after_allreduce" (the global norm of the averaged gradient: NVIDIA's), "before_allreduce" (each rank's whole
     gradient, then one allreduce: the reference's) or "bucketwise_before_allreduce" (each DDP bucket before its own
@@ -25,3 +25,8 @@ class ClipSpec:
     grad_comm_dtype: Literal["fp32", "bf16"] = "fp32"
     """The dtype the gradient is averaged in between the ranks, with every clipping mode: "fp32" (the
     reference's) or "bf16" (half the bytes; each rank's share is rounded to bf16 before the sum)."""
+
+    @property
+    def clip_kind(self) -> ClipKind:
+        """The mode `clip` names (a name read from a descriptor always has one: bert.kind_tables)."""
+        return CLIP_KINDS[self.clip]

@@ -1,14 +1,14 @@
 """Gradient clipping to run.clip_norm where `run.clip` says, and the averaging over the ranks around it.
 
-Each mode is a `Clipping`: `micro_batch(last)` is the context of one micro-batch's forward and backward, and
-`finish(optimizer)`, after the step's last backward, leaves in every .grad the gradient the optimizer applies
-(averaged over the ranks, clipped, unscaled) and returns the norm it clipped (a device scalar; None where no one
-norm exists). `AfterAllreduce`: DDP averages, then the global norm is clipped. `BeforeAllreduce`: each rank clips
-its accumulated local gradient, then one coalesced allreduce averages it. `BucketwiseBeforeAllreduce`:
-bert.distributed.clip_hook. Each takes DDP's wrapper (None on one process, where all three clip the whole
-gradient), the parameters, the bound, the step's GradScaler and the dtype sent (COMM_DTYPES[run.grad_comm_dtype]).
-Nothing here reads a device value on the host. Why each mode, and how fp16 and bf16 meet them:
-docs/performance.md, "Gradient clipping".
+Each mode is a `Clipping`, which its kind builds (bert.distributed.clip_kinds: `clip_after_allreduce`, ...):
+`micro_batch(last)` is the context of one micro-batch's forward and backward, and `finish(optimizer)`, after the
+step's last backward, leaves in every .grad the gradient the optimizer applies (averaged over the ranks, clipped,
+unscaled) and returns the norm it clipped (a device scalar; None where no one norm exists). `AfterAllreduce`: DDP
+averages, then the global norm is clipped. `BeforeAllreduce`: each rank clips its accumulated local gradient, then
+one coalesced allreduce averages it. `BucketwiseBeforeAllreduce`: bert.distributed.clip_hook. Each takes DDP's
+wrapper (None on one process, where all three clip the whole gradient), the parameters, the bound, the step's
+GradScaler and the dtype sent (COMM_DTYPES[run.grad_comm_dtype]). Nothing here reads a device value on the host.
+Why each mode, and how fp16 and bf16 meet them: docs/performance.md, "Gradient clipping".
 """
 
 from __future__ import annotations
@@ -18,17 +18,14 @@ import functools
 import math
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol, get_args
+from typing import Protocol
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from bert.distributed.clip_settings import ClipMode
-
 COMM_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # run.grad_comm_dtype
-CLIP_MODES: tuple[str, ...] = get_args(ClipMode)
 
 
 def clip_factor(tensors: Sequence[torch.Tensor], max_norm: torch.Tensor | float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -140,3 +137,13 @@ class BeforeAllreduce:
             allreduce_mean_(grads, self.ddp.process_group, self.comm_dtype)
         self.scaler.unscale_(optimizer)
         return norm
+
+
+def clip_after_allreduce(*, ddp: DistributedDataParallel | None, params: list[nn.Parameter], clip_norm: float,
+                         scaler: torch.amp.GradScaler, accumulate: int, comm_dtype: torch.dtype) -> Clipping:
+    return AfterAllreduce(ddp, params, clip_norm, scaler, comm_dtype)
+
+
+def clip_before_allreduce(*, ddp: DistributedDataParallel | None, params: list[nn.Parameter], clip_norm: float,
+                          scaler: torch.amp.GradScaler, accumulate: int, comm_dtype: torch.dtype) -> Clipping:
+    return BeforeAllreduce(ddp, params, clip_norm, scaler, comm_dtype)

@@ -9,7 +9,6 @@ Nothing here reads the environment; the caller passes what it found (master addr
 
 from __future__ import annotations
 
-import math
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,13 +227,7 @@ def build_plan(system: Descriptor, args: TrainArgs, launcher: str, num_shards: i
 
 
 def _clip_line(clip: ClipSpec, params: int) -> str:
-    buckets = gradient_buckets(params, clip.bucket_cap_mb)
-    if clip.clip == "bucketwise_before_allreduce":
-        return (f"clip: bucketwise_before_allreduce: DDP communication hook BucketwiseBeforeAllreduce, "
-                f"{buckets} bucket(s) of <= {clip.bucket_cap_mb:g} MB for {params:,} parameters, each clipped to "
-                f"clip_norm/sqrt({buckets}) = {clip.clip_norm / math.sqrt(buckets):.4g} before its allreduce")
-    where = "the averaged gradient's global norm" if clip.clip == "after_allreduce" else "each rank's whole gradient"
-    return f"clip: {clip.clip}: {where} clipped to {clip.clip_norm:g}; {buckets} DDP bucket(s), {params:,} parameters"
+    return f"clip: {clip.clip}: {clip.clip_kind.plan(clip, params, gradient_buckets(params, clip.bucket_cap_mb))}"
 
 
 def _balance_line(system: Descriptor) -> str:

@@ -1,6 +1,7 @@
-"""Optimizer construction from the descriptor: parameter groups, the optimizer family and the schedule.
+"""Optimizer construction from the descriptor: parameter groups, the optimizer its kind builds (bert.optim.kinds)
+and the schedule.
 
-`lamb` (the closed division's) and `adam` (AdamW, decoupled weight decay; open division). LAMB is
+LAMB (the closed division's) and AdamW (decoupled weight decay; open division). LAMB is
 bert.optim.lamb, in foreach kernels or, with `implementation` "compiled", through torch.compile; AdamW is
 torch's, fused on CUDA and foreach on the CPU. Both take GradScaler's overflow flag on the device
 (`_step_supports_amp_scaling`). NVIDIA apex's FusedLAMB and FusedAdam are not used, even where apex is
@@ -47,13 +48,21 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
 
 def build_optimizer(model: nn.Module, spec: OptimizerSpec) -> torch.optim.Optimizer:
-    """The descriptor's optimizer over `model`."""
+    """The descriptor's optimizer over `model`, as its kind builds it (bert.optim.kinds)."""
     groups = parameter_groups(model, spec.weight_decay_rate)
-    settings = {"lr": spec.base_learning_rate, "betas": (spec.beta_1, spec.beta_2), "eps": spec.epsilon}
-    if spec.name == "lamb":
-        return Lamb(groups, **settings, compiled=spec.implementation == "compiled")
-    cuda = next(model.parameters()).is_cuda
-    return torch.optim.AdamW(groups, **settings, **({"fused": True} if cuda else {"foreach": True}))
+    return spec.kind.build(groups, spec, next(model.parameters()).is_cuda)
+
+
+def build_lamb(groups: list[dict], spec: OptimizerSpec, cuda: bool) -> Lamb:
+    """LAMB (bert.optim.lamb), in foreach kernels or through torch.compile as run.optimizer.implementation says."""
+    return Lamb(groups, lr=spec.base_learning_rate, betas=(spec.beta_1, spec.beta_2), eps=spec.epsilon,
+                compiled=spec.implementation == "compiled")
+
+
+def build_adamw(groups: list[dict], spec: OptimizerSpec, cuda: bool) -> torch.optim.AdamW:
+    """torch's AdamW: fused on CUDA, foreach kernels on a CPU."""
+    return torch.optim.AdamW(groups, lr=spec.base_learning_rate, betas=(spec.beta_1, spec.beta_2), eps=spec.epsilon,
+                             **({"fused": True} if cuda else {"foreach": True}))
 
 
 def build_schedule(spec: OptimizerSpec) -> LrSchedule:

@@ -1,17 +1,19 @@
 """The optimizer's settings: a descriptor's run.optimizer block, read by bert.optim.factory (the optimizer and its
-learning-rate schedule) and bert.optim.traffic (the bytes of one update, for the simulator)."""
+learning-rate schedule) and bert.optim.traffic (the bytes of one update, for the simulator). What the named
+optimizer is, and what each part of the harness does with it, is its kind (`kind`, bert.optim.kinds)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
+from bert.optim.kinds import DEFAULT_OPTIMIZER, OPTIMIZERS, OptimizerKind, OptimizerName
 from bert.typed_config import ranged
 
 
 @dataclass(frozen=True, kw_only=True)
 class OptimizerSpec:
-    name: Literal["lamb", "adam"] = "lamb"
+    name: OptimizerName = DEFAULT_OPTIMIZER
     """The optimizer: "lamb" (the closed division's, as the reference's LAMB) or "adam" (AdamW, decoupled weight
     decay; open division only, its betas, epsilon and weight decay logged under the LAMB keys)."""
     base_learning_rate: float = ranged(0, low_open=True)
@@ -42,11 +44,18 @@ class OptimizerSpec:
     """The power of the polynomial decay; the closed division fixes it at 1.0 (linear)."""
     implementation: Literal["eager", "compiled"] = "eager"
     """How LAMB's update runs (bert.optim.lamb, never apex's FusedLAMB): "eager" in foreach kernels, or
-    "compiled", the same update through torch.compile, compiled before the clock. AdamW is torch's fused kernel
-    on CUDA either way."""
+    "compiled", the same update through torch.compile, compiled before the clock. AdamW runs "eager" only: torch's
+    fused kernel on CUDA."""
+
+    @property
+    def kind(self) -> OptimizerKind:
+        """The optimizer `name` names (a name read from a descriptor always has one: bert.kind_tables)."""
+        return OPTIMIZERS[self.name]
 
     def problems(self) -> list[tuple[str, str]]:
-        if self.name != "lamb" and self.implementation != "eager":
-            return [("implementation", "\"compiled\" compiles LAMB's update; AdamW runs torch's fused kernel "
-                                       "already: use \"eager\"")]
+        kind = self.kind
+        if self.implementation not in kind.implementations:
+            ways = " or ".join(f'"{name}" ({what})' for name, what in kind.implementations.items())
+            return [("implementation", f'{kind.title} does not run "{self.implementation}": it runs {ways}; use '
+                                       "one of those")]
         return []

@@ -72,9 +72,17 @@ def eager_lamb_bytes_per_parameter(loss_scaling: bool) -> float:
 
 def optimizer_bytes_per_parameter(spec: OptimizerSpec, precision: str) -> float:
     """Bytes one update moves per parameter, for the optimizer and implementation of `spec` on a GPU without
-    apex: eager LAMB counted, compiled LAMB and torch's fused AdamW modelled as fused passes."""
-    if spec.name == "adam":
-        return FUSED_ADAMW_TENSORS * FP32_BYTES
+    apex, as its kind counts them (bert.optim.kinds)."""
+    return spec.kind.update_bytes(spec, precision)
+
+
+def lamb_update_bytes(spec: OptimizerSpec, precision: str) -> float:
+    """LAMB's update: eager counted, compiled modelled as fused passes."""
     if spec.implementation == "compiled":
         return FUSED_LAMB_TENSORS * FP32_BYTES
     return eager_lamb_bytes_per_parameter(precision == "fp16")
+
+
+def adamw_update_bytes(spec: OptimizerSpec, precision: str) -> float:
+    """torch's fused AdamW, modelled as one fused pass."""
+    return FUSED_ADAMW_TENSORS * FP32_BYTES

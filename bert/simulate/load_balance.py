@@ -1,9 +1,10 @@
 """The load-balance simulator: how evenly each strategy spreads a step's work over the ranks.
 
-`simulate_balance(lengths, nodes, ranks_per_node, per_rank_batch, strategy, ...)` returns `BalanceStats`: the
-busiest rank's computed tokens over the mean, the padding's share, the step time over perfect balance (under the
-cost model), the tokens per rank, and the bin counts or sequences per row where the strategy has them. It runs the
-plans of the training data path (bert.data.balance_plans, bert.data.lookahead, bert.data.row_packing) with the
+`simulate_balance(lengths, nodes, ranks_per_node, per_rank_batch, strategy, ...)`, for a strategy parsed where it
+is read (bert.data.balance.BalanceStrategy: a descriptor's, or the command's --strategy), returns `BalanceStats`:
+the busiest rank's computed tokens over the mean, the padding's share, the step time over perfect balance (under
+the cost model), the tokens per rank, and the bin counts or sequences per row where the strategy has them. It runs
+the plans of the training data path (bert.data.balance_plans, bert.data.lookahead, bert.data.row_packing) with the
 trainer's defaults (bert.data.balance.BalanceSpec), on lengths from `named_lengths` or `shard_lengths`. The cost
 model and what is drawn: docs/simulate.md, "The load-balance model".
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bert.data.balance import BalanceSpec, balance_strategy
+from bert.data.balance import BalanceSpec, BalanceStrategy
 from bert.data.balance_plans import BERT_LARGE_ATTENTION_WIDTH, bin_of, deal, sequence_cost
 from bert.data.lookahead import SWAP_PASSES, steer
 from bert.data.row_packing import WINDOW_BATCHES, agree, capacities, first_fit, leftover_order, taken, window_order
@@ -138,16 +139,17 @@ def _padded(drawn: np.ndarray, pad_multiple: int) -> tuple[np.ndarray, np.ndarra
     return drawn.shape[2] * padded, drawn.shape[2] * padded.astype(np.float64) ** 2
 
 
-def simulate_balance(lengths: np.ndarray, nodes: int, ranks_per_node: int, per_rank_batch: int, strategy: str,
-                     steps: int = 64, seed: int = 0, bins: list[int] | None = None, unpadded: bool = True,
-                     max_len: int = 512, pad_multiple: int = 8,
-                     attention_width: int = BERT_LARGE_ATTENTION_WIDTH, deal_how: str = BalanceSpec.presort_deal,
+def simulate_balance(lengths: np.ndarray, nodes: int, ranks_per_node: int, per_rank_batch: int,
+                     strategy: BalanceStrategy, steps: int = 64, seed: int = 0, bins: list[int] | None = None,
+                     unpadded: bool = True, pad_multiple: int = 8, attention_width: int = BERT_LARGE_ATTENTION_WIDTH,
+                     deal_how: str = BalanceSpec.presort_deal,
                      lookahead: int = BalanceSpec.balance_lookahead) -> BalanceStats:
-    """Simulates `steps` steps of `nodes` x `ranks_per_node` ranks, `per_rank_batch` sequences each.
-    `bins`: upper edges of the length bins (default: the lengths' quantiles, as the sampler's default);
-    `unpadded`: how the encoder runs the unpacked strategies (packed rows always hold `max_len` tokens);
+    """Simulates `steps` steps of `nodes` x `ranks_per_node` ranks, `per_rank_batch` sequences each, balanced by
+    `strategy` (parsed where run.balance or --strategy is read, bert.data.balance), whose row length is the
+    longest sequence. `bins`: upper edges of the length bins (default: the lengths' quantiles, as the sampler's
+    default); `unpadded`: how the encoder runs the unpacked strategies (packed rows always hold the row length);
     `deal_how`, `lookahead`: run.presort_deal and run.balance_lookahead."""
-    parsed = balance_strategy(strategy, max_len)
+    max_len = strategy.row_len
     if min(nodes, ranks_per_node, per_rank_batch, steps) < 1:
         raise ValueError("nodes, ranks per node, per-rank batch and steps must each be at least 1")
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -156,17 +158,17 @@ def simulate_balance(lengths: np.ndarray, nodes: int, ranks_per_node: int, per_r
     ranks = nodes * ranks_per_node
     rng = np.random.default_rng(seed)
     plan, per_row = None, None
-    if parsed.packed:
+    if strategy.packed:
         tokens, real, real_area, sequences = _packed(lengths, steps, ranks, per_rank_batch, max_len, rng)
         area = real_area  # attention stays inside each sequence of a row
         per_row = float(sequences.sum() / (tokens.sum() / max_len))
     else:
-        if parsed.stratified:
+        if strategy.stratified:
             plan = stratified_plan(lengths, bins, per_rank_batch, max_len, attention_width, lookahead)
             drawn = stratified_draws(lengths, plan, steps, ranks, rng)
         else:
             drawn = rng.choice(lengths, size=(steps, ranks, per_rank_batch))
-        group = parsed.presort_group(ranks, ranks_per_node)
+        group = strategy.presort_group(ranks, ranks_per_node)
         if group:
             drawn = presorted(drawn, group, deal_how, attention_width)
         real, real_area = drawn.sum(-1), (drawn.astype(np.float64) ** 2).sum(-1)
@@ -174,7 +176,7 @@ def simulate_balance(lengths: np.ndarray, nodes: int, ranks_per_node: int, per_r
     cost = tokens + area / attention_width
     ideal = (real + real_area / attention_width).mean(-1)
     return BalanceStats(
-        strategy=strategy,
+        strategy=strategy.name,
         max_over_mean=float((tokens.max(-1) / tokens.mean(-1)).mean()),
         padding_waste=float(1 - real.sum() / tokens.sum()),
         step_time_ratio=float(cost.max(-1).sum() / ideal.sum()),

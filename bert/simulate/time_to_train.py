@@ -172,20 +172,16 @@ def step_breakdown(system: Descriptor, parameters: int, balance_ratio: float, sa
     run, perf = system.run, system.run.performance
     micro_s = system.per_process_batch / samples_per_s * balance_ratio * token_cost
     compute = micro_s * run.gradient_accumulation_steps
-    buckets = gradient_buckets(parameters, system.run.bucket_cap_mb)
-    messages = 1 if run.clip == "before_allreduce" else buckets
+    buckets, clip = gradient_buckets(parameters, system.run.bucket_cap_mb), run.clip_kind
+    messages = buckets if clip.per_bucket else 1
     allreduce = 0.0
     if system.world_size > 1:
         allreduce = allreduce_seconds(parameters * COMM_DTYPES[run.grad_comm_dtype].itemsize, system.nodes,
                                       run.processes_per_node, perf, messages)
     hbm = perf.hbm_gb_s * 1e9
-    norm = 0.0
-    if run.clip == "before_allreduce":
-        exposed = allreduce
-    else:
-        exposed = max(allreduce - BACKWARD_SHARE * micro_s, allreduce / buckets)
-        if run.clip == "after_allreduce":
-            norm = parameters * FP32_BYTES / hbm
+    # Bucket by bucket, the allreduce hides behind the rest of the backward but for the last bucket's.
+    exposed = max(allreduce - BACKWARD_SHARE * micro_s, allreduce / buckets) if clip.per_bucket else allreduce
+    norm = parameters * FP32_BYTES / hbm if clip.norm_after_allreduce else 0.0
     optimizer_bytes = optimizer_bytes_per_parameter(run.optimizer, run.precision)
     return StepBreakdown(compute, balance_ratio, allreduce, exposed if allreduce else 0.0, norm,
                          parameters * optimizer_bytes / hbm, COMM_DTYPES[run.grad_comm_dtype].itemsize, optimizer_bytes,
@@ -219,8 +215,8 @@ def _costs(system: Descriptor, samples_to_converge: int, lengths: np.ndarray, ba
     ratio = 1.0
     if system.world_size > 1:
         ratio = simulate_balance(lengths, system.nodes, run.processes_per_node, system.per_process_batch,
-                                 run.balance, steps=balance_steps, seed=seed, bins=run.length_bins,
-                                 unpadded=run.unpadded, max_len=run.max_seq_length,
+                                 system.balance, steps=balance_steps, seed=seed, bins=run.length_bins,
+                                 unpadded=run.unpadded,
                                  attention_width=attention_width(system.model_config().hidden_size),
                                  deal_how=run.presort_deal, lookahead=run.balance_lookahead).step_time_ratio
     steps, evals = converging_eval(samples_to_converge, run.global_batch_size, system.eval_interval_samples)

@@ -30,6 +30,14 @@ def test_every_run_field_has_a_row_with_its_docstring_owner_and_default():
     assert {"run.launch.cpu_binding.mode", "run.search.<field>.low", "run.dataset.synthetic.seed"} <= set(rows)
 
 
+def test_each_row_says_whether_its_field_is_flat_in_run_or_in_a_block():
+    rows = {row.path: row for row in field_rows()}
+    assert rows["run.clip"].group == "`ClipSpec`: flat in `run`"
+    assert rows["run.precision"].group == "`PrecisionSpec`: flat in `run`"
+    assert rows["run.optimizer.beta_1"].group == "`OptimizerSpec`: the block `run.optimizer`"
+    assert "| **`OptimizerSpec`: the block `run.optimizer`** |" in field_table()
+
+
 def test_each_logged_hyperparameter_is_named_under_its_field():
     docs = " ".join(row.doc for row in field_rows())
     assert [key for key in HYPERPARAMETER_KEYS if f"MLPerf key {key}" not in docs

@@ -177,3 +177,15 @@ def test_a_copied_descriptor_with_another_batchs_reference_values_is_refused(tmp
     data["system"]["number_of_nodes"] = "108"
     (tmp_path / "at_6912.json").write_text(json.dumps(data))
     assert load_descriptor(tmp_path / "at_6912.json").run.optimizer.training_steps == values["training_steps"]
+
+
+def test_a_copied_descriptor_that_leaves_lamb_to_the_default_is_refused_too(tmp_path):
+    """run.optimizer.name left out is LAMB, the default: its schedule follows the batch size as a stated one does."""
+    data = json.loads((REPO / "systems" / "dgxa100_1x8.json").read_text())
+    del data["run"]["optimizer"]["name"]
+    data["run"]["global_batch_size"], data["system"]["number_of_nodes"] = 3072, "6"
+    data["run"]["performance"]["inter_node_gb_s"] = 100.0
+    (tmp_path / "unnamed.json").write_text(json.dumps(data))
+    with pytest.raises(ConfigError) as info:
+        load_descriptor(tmp_path / "unnamed.json")
+    assert info.value.field == "run.optimizer" and "training_steps 6700" in str(info.value)

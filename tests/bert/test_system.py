@@ -200,7 +200,7 @@ def test_token_sizes_and_cuda_graphs_are_refused_where_they_cannot_work_naming_t
 
 def test_each_components_own_rules_run_as_its_block_is_read_and_name_its_field():
     adam = load_descriptor("cpu_tiny_adam")
-    with pytest.raises(ConfigError, match=r"run.optimizer.implementation: \"compiled\" compiles LAMB's update"):
+    with pytest.raises(ConfigError, match=r"run.optimizer.implementation: AdamW does not run \"compiled\""):
         adam.variant({"optimizer.implementation": "compiled"})
     figures = {"hbm_gb_s": 1.0, "intra_node_gb_s": 1.0}
     for performance in ({**figures, "gpu_samples_per_s": 1.0, "peak_tflops": 1.0}, figures):

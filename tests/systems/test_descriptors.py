@@ -1,21 +1,22 @@
-"""Every published descriptor (those recorded in fixtures/published_values.json: a site's own descriptors, in
-systems/ or elsewhere, are not tested here) validates and its system-description part passes the official
-checker; the published configurations say what MLPerf_BERT.md section 4 says; a descriptor names its base and
-states only what differs, and resolves to the values recorded."""
+"""Every published descriptor (the repository's systems/: a site's own descriptors, in MLPERF_BERT_SYSTEMS, are
+not tested here) validates and its system-description part passes the official checker; the published
+configurations say what MLPerf_BERT.md section 4 says; a descriptor names its base and states only what differs,
+and resolves to the values recorded in fixtures/published_values.json, which tests/systems/published_values.py
+writes."""
 
-import dataclasses
 import json
 import re
 
 import pytest
 
 from bert.mlperf_rules import DEFAULT_RULESET
-from bert.system import Descriptor, load_descriptor
+from bert.system import load_descriptor
 from compliance.checkers import system_desc_check
 from tests.helpers.repo import REPO
+from tests.systems.published_values import RECORD, changes, main, published_names, record_text, resolved_values
 
-PUBLISHED_VALUES = json.loads((REPO / "tests" / "systems" / "fixtures" / "published_values.json").read_text())
-DESCRIPTORS = sorted(PUBLISHED_VALUES)
+PUBLISHED_VALUES = json.loads(RECORD.read_text())
+DESCRIPTORS = published_names()
 
 
 @pytest.mark.parametrize("name", DESCRIPTORS)
@@ -62,23 +63,6 @@ BASES = {"dgxa100_8x8": "dgxa100_1x8", "dgxa100_512x8_packed": "dgxa100_8x8", "d
          "dgxh100_1x8": "dgxa100_1x8", "h200_1x1": "dgxh100_1x8", "cpu_tiny_adam": "cpu_tiny", "cpu_micro": "cpu_tiny"}
 
 
-def _flat(data: dict, prefix: str = "") -> dict:
-    """Dotted field paths to values; the search space and the model overrides stay whole (maps of their own)."""
-    values = {}
-    for key, value in data.items():
-        if isinstance(value, dict) and value and f"{prefix}{key}" not in ("run.search", "run.model_overrides"):
-            values.update(_flat(value, f"{prefix}{key}."))
-        else:
-            values[f"{prefix}{key}"] = value
-    return values
-
-
-def _values(system: Descriptor) -> dict:
-    run = json.loads(json.dumps(dataclasses.asdict(system.run)))
-    run.pop("notes")
-    return _flat({"system": system.description, "run": run})
-
-
 def test_the_published_descriptors_name_their_bases():
     named = {name: json.loads((REPO / "systems" / f"{name}.json").read_text()).get("base") for name in DESCRIPTORS}
     assert {name: base for name, base in named.items() if base} == BASES
@@ -86,13 +70,24 @@ def test_the_published_descriptors_name_their_bases():
 
 @pytest.mark.parametrize("name", DESCRIPTORS)
 def test_each_descriptor_resolves_to_its_recorded_values(name):
-    """Every value each descriptor stood for when it stated them all, field by field. A deliberate change to a
-    published descriptor changes its record in tests/systems/fixtures/published_values.json in the same commit;
-    a change to a base shows here as the change of every descriptor that inherits it."""
-    expected, actual = PUBLISHED_VALUES[name], _values(load_descriptor(name))
-    differ = {key: (expected.get(key), actual.get(key)) for key in expected.keys() | actual.keys()
-              if expected.get(key, KeyError) != actual.get(key, KeyError)}
-    assert not differ, f"{name}: field: (recorded, resolved): {differ}"
+    """Every value each descriptor stood for when the record was written, field by field. A deliberate change to a
+    published descriptor (or a base, or a default) rewrites the record in the same commit: `python -m
+    tests.systems.published_values --write`; a change to a base shows here as the change of every descriptor that
+    inherits it."""
+    differ = changes({name: PUBLISHED_VALUES.get(name, {})}, {name: resolved_values(load_descriptor(name))})
+    assert not differ, "field: recorded -> resolved (rewrite the record if this is meant):\n" + "\n".join(differ)
+
+
+def test_the_record_is_what_its_writer_makes(capsys):
+    assert RECORD.read_text() == record_text(), "run python -m tests.systems.published_values and --write if meant"
+    assert main([]) == 0 and capsys.readouterr().out.endswith("is what the descriptors make\n")
+    assert main(["--check"]) == 2
+
+
+def test_the_writer_names_each_value_that_moved():
+    recorded = {"a": {"run.x": 1, "run.y": "s"}, "gone": {"run.x": 1}}
+    made = {"a": {"run.x": 2, "run.y": "s", "run.z": None}}
+    assert changes(recorded, made) == ["a: run.x: 1 -> 2", "a: run.z: (absent) -> null", "gone: run.x: 1 -> (absent)"]
 
 
 def _root(name: str) -> str:

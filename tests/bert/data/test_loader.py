@@ -32,7 +32,7 @@ def test_the_strategy_picks_the_loaders_batches(small_dataset):
         assert np.bincount(bin_of(lengths, plan.edges), minlength=len(plan.edges)).tolist() == list(plan.counts)
     packed, _ = _first_batches(small_dataset, LoaderBalance(balance_strategy("packed", 64)))
     assert all(b.layout.packed and b.num_samples == 16 and b.input_ids.shape[1] == 64 for b in packed)
-    plain, _ = _first_batches(small_dataset, LoaderBalance())
+    plain, _ = _first_batches(small_dataset, LoaderBalance(balance_strategy("none", 64)))
     assert not plain[0].layout.packed and plain[0].num_samples == 16
 
 
@@ -42,3 +42,11 @@ def test_length_bin_shard_sets_need_a_stratified_strategy(tmp_path):
         with pytest.raises(ValueError, match=f"length-bin shard sets are read by a stratified strategy, not '{name}'"):
             TrainLoader(paths, 0, 1, 5, 16, torch.device("cpu"), balance=LoaderBalance(balance_strategy(name, 64)),
                         bins=[(64, paths)])
+
+
+def test_the_strategy_and_its_row_length_come_from_the_caller():
+    """No default strategy, so no default row length: it is the run's max_seq_length (Descriptor.balance)."""
+    with pytest.raises(TypeError, match="strategy"):
+        LoaderBalance()
+    with pytest.raises(TypeError, match="balance"):
+        TrainLoader([], 0, 1, 5, 16, torch.device("cpu"))

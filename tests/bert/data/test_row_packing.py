@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bert.data.balance import balance_strategy
 from bert.data.row_packing import MAX_PER_ROW, agree, capacities, first_fit, taken
 from bert.simulate.load_balance import named_lengths, simulate_balance
 
@@ -54,6 +55,7 @@ def test_agreement_takes_the_fewest_rows_and_sums_to_the_global_batch():
 
 
 def test_packed_rows_balance_rows_exactly_at_mlperf_scale():
-    stats = simulate_balance(named_lengths("mlperf-wiki", count=50_000), 64, 8, 16, "packed", steps=6)
+    stats = simulate_balance(named_lengths("mlperf-wiki", count=50_000), 64, 8, 16, balance_strategy("packed", 512),
+                             steps=6)
     assert stats.max_over_mean == 1.0  # every rank the same rows
     assert 1.8 < stats.sequences_per_row < 2.2 and stats.padding_waste < 0.1

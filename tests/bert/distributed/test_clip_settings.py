@@ -5,8 +5,8 @@ import re
 
 import pytest
 
+from bert.distributed.clip_kinds import CLIP_KINDS
 from bert.distributed.clip_settings import ClipSpec
-from bert.distributed.clipping import CLIP_MODES
 from bert.system import load_descriptor
 from bert.typed_config import ConfigError, from_dict
 from tests.helpers.systems import unchecked_descriptor, write_unchecked
@@ -17,7 +17,7 @@ def test_a_good_block_loads_and_defaults_to_the_closed_divisions_bound():
                                 "grad_comm_dtype": "bf16"}, "sys.json", "run")
     assert (spec.clip, spec.clip_norm, spec.bucket_cap_mb, spec.grad_comm_dtype) == (
         "bucketwise_before_allreduce", 1.0, 0.25, "bf16")
-    assert CLIP_MODES == ("after_allreduce", "before_allreduce", "bucketwise_before_allreduce")
+    assert tuple(CLIP_KINDS) == ("after_allreduce", "before_allreduce", "bucketwise_before_allreduce")
 
 
 @pytest.mark.parametrize("block, message", [

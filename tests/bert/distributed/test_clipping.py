@@ -23,7 +23,8 @@ import torch.distributed as dist
 from bert.data.batch import Batch
 from bert.data.shards import Samples, read_shard
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
-from bert.distributed.clipping import CLIP_MODES, clip_to_norm_
+from bert.distributed.clip_kinds import CLIP_KINDS
+from bert.distributed.clipping import clip_to_norm_
 from bert.distributed.launch import DistContext
 from bert.model.pretraining import BertForPreTraining
 from bert.optim.schedule import LrSchedule
@@ -123,7 +124,7 @@ def run_mode(rank: int, samples: Samples, system: Descriptor) -> list[list[torch
             assert len(seen) == accumulate and all(len(b) == step.clipping.num_buckets for b in seen[-1:]), \
                 f"hook saw buckets {[len(b) for b in seen]}, clip bound assumed {step.clipping.num_buckets}"
         buckets = seen or [[list(range(len(before)))]] * accumulate
-        expected = {mode: expected_update(mode, local, buckets) for mode in CLIP_MODES}
+        expected = {mode: expected_update(mode, local, buckets) for mode in CLIP_KINDS}
         actual = [b - p.detach().double() for b, p in zip(before, model.parameters())]
         # What one rank sends of each tensor, at most (clipping only shrinks it): bf16 rounds each of those.
         shares = [max(sum(g[i].abs() for g in row).max() for row in local) / world for i in range(len(before))]
@@ -153,14 +154,14 @@ def different(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
 def modes_worker(rank: int, world_size: int, data_dir: Path) -> None:
     samples = read_shard(sorted((data_dir / "train").glob("*.hdf5"))[0])
     for accumulate, precision in ((1, "fp32"), (2, "fp32"), (1, "fp16")):
-        for mode in CLIP_MODES:
+        for mode in CLIP_KINDS:
             expectations = run_mode(rank, samples, clipping_system(world_size, mode, accumulate, precision))
         # The three expectations differ, so the check above tells the modes apart.
         after, before, bucketwise = expectations
         assert different(after, before) and different(before, bucketwise) and different(after, bucketwise)
     # With buckets as large as the model, bucket-wise clipping is the whole-gradient clipping.
     run_mode(rank, samples, clipping_system(world_size, "bucketwise_before_allreduce", bucket_cap_mb=25.0))
-    for mode in CLIP_MODES:  # the gradient sent in bf16, with accumulation (the hook holds micro-batches)
+    for mode in CLIP_KINDS:  # the gradient sent in bf16, with accumulation (the hook holds micro-batches)
         run_mode(rank, samples, clipping_system(world_size, mode, accumulate=2, grad_comm_dtype="bf16"))
 
 
@@ -186,7 +187,7 @@ def overflow_once():
 
 def overflow_worker(rank: int, world_size: int, data_dir: Path) -> None:
     samples = read_shard(sorted((data_dir / "train").glob("*.hdf5"))[0])
-    for mode in CLIP_MODES:
+    for mode in CLIP_KINDS:
         system = clipping_system(world_size, mode, accumulate=2, precision="fp16")
         ctx = DistContext(rank, world_size, rank, world_size, torch.device("cpu"))
         torch.manual_seed(0)

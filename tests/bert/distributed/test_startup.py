@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 import bert.train as trainer
 from bert.data.dataset import dataset_files
-from bert.data.loader import TrainLoader
+from bert.data.loader import LoaderBalance, TrainLoader
 from bert.distributed.launch import DistContext
 from bert.mllog import RunLog
 from bert.system import load_descriptor
@@ -58,7 +58,7 @@ def startup_worker(rank: int, world_size: int, system_path: Path, data_dir: Path
 
     torch.manual_seed(987)  # a fresh loader under another torch seed deals the same first batch
     fresh = TrainLoader(dataset_files(system, data_dir).train_shards, rank, world_size, SEED,
-                        system.per_process_batch, ctx.device)
+                        system.per_process_batch, ctx.device, LoaderBalance(system.balance))
     same_order = torch.equal(next(fresh).input_ids, seen["first"])
     fresh.close()
     everyone: list = [None] * world_size

@@ -21,7 +21,8 @@ def test_a_good_block_loads_with_the_references_defaults():
     ({"start_warmup_step": 5}, r"run.optimizer.start_warmup_step: .*a positive start gives the reference a "
                                r"negative learning rate"),
     ({"beta_2": 1.0}, r"run.optimizer.beta_2: must be 0 or more and less than 1"),
-    ({"name": "adam"}, r"run.optimizer.implementation: \"compiled\" compiles LAMB's update"),
+    ({"name": "adam"}, r"run.optimizer.implementation: AdamW does not run \"compiled\": it runs \"eager\" \(torch's "
+                       r"fused kernel on CUDA, foreach kernels on a CPU\); use one of those"),
     ({"training_steps": None}, r"run.optimizer.training_steps: "),
 ])
 def test_a_bad_value_is_refused_naming_the_field(changes, message):

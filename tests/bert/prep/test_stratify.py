@@ -48,7 +48,8 @@ def test_stratify_writes_each_sample_once_into_its_bin_and_the_loader_reads_ever
 
     paths = sorted(out.glob("len-*/*.hdf5"))
     with pytest.raises(ValueError, match="read by a stratified strategy, not 'none'"):
-        TrainLoader(paths, 0, 1, 5, 16, torch.device("cpu"), bins=binned_shards(paths))
+        TrainLoader(paths, 0, 1, 5, 16, torch.device("cpu"), LoaderBalance(balance_strategy("none", 64)),
+                    bins=binned_shards(paths))
     loader = TrainLoader(paths, 0, 1, 5, 16, torch.device("cpu"), prefetch=2,
                          balance=LoaderBalance(balance_strategy("stratified", 64)), bins=binned_shards(paths))
     try:

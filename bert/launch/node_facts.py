@@ -90,7 +90,7 @@ def _dataset(system: Descriptor, data_dir: Path | None) -> tuple[str, str, list[
         return "", "none", [f"the dataset folder {root} does not exist here (DATADIR, else run.dataset.dir): put "
                             f"the dataset {where}"]
     try:
-        files = dataset_files(system, data_dir)
+        files = dataset_files(system.dataset_needs(data_dir))
     except ShardError as e:
         return "", "none", [str(e)]
     paths = [*files.train_shards, files.eval_file, files.vocab_file]

@@ -27,7 +27,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "bert.reference_hyperparameters", "bert.search_space")),
     # What reads the whole descriptor: planning a launch, simulating it, the log, a step and its warm-up, the eval.
     ("whole descriptor", ("bert.launch", "bert.simulate", "bert.mllog", "bert.compile_warmup", "bert.step",
-                          "bert.numerics", "bert.eval", "bert.checkpoint", "bert.run_progress")),
+                          "bert.numerics", "bert.eval", "bert.checkpoint", "bert.checkpoint_files",
+                          "bert.run_progress")),
     ("loop", ("bert.train", "bert.hpo")),
     ("commands", ("bert.cli", "compliance")),
 )

@@ -45,7 +45,8 @@ def checkpoint_refusals(system: Descriptor, path: Path | None) -> list[str]:
     fit the model, weights that are not finite floats), in one line."""
     if path is None:
         return []
-    from bert.checkpoint import CheckpointError, check_usable
+    from bert.checkpoint import check_usable
+    from bert.checkpoint_files import CheckpointError
 
     try:
         check_usable(path, system.model_config())

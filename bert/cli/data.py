@@ -400,7 +400,8 @@ def verify(directory: Path, vocab_path: Path | None, max_seq_length: int | None,
     masked positions, segment ids, sample counts), then duplicate samples, eval samples in training, the eval
     pick and the vocabulary; prints a summary and a verdict, and writes DIRECTORY/manifest.json, which training
     checks at start-up."""
-    from bert.prep.verify import Limits, verify_dataset
+    from bert.prep.shard_check import Limits
+    from bert.prep.verify import verify_dataset
 
     limits = Limits(max_seq_length, max_predictions)
     report = _data_errors(lambda: verify_dataset(directory, vocab_path, limits, workers, not quiet,

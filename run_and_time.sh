@@ -157,7 +157,7 @@ fi
 # Rank 0, which writes the log, runs on node 0; the wrappers of the other torchrun nodes claim no result file.
 logging_node=1
 if [[ -z "${SLURM_JOB_ID:-}" && "$NODES" != 1 && "$node_rank" != 0 ]]; then logging_node=0; fi
-step_command() {  # STEP: the command of that step of the plan (bert.distributed.plan), into the array `command`
+step_command() {  # STEP: the command of that step of the plan (bert.launch.plan), into the array `command`
     command=()
     while IFS= read -r -d '' arg; do command+=("$arg"); done < <(
         mlperf-bert system plan "$SYSTEM_PATH" --command "$1" --log-file "$logdir/result_0.txt" "${plan_args[@]}")
@@ -165,7 +165,7 @@ step_command() {  # STEP: the command of that step of the plan (bert.distributed
 }
 # Checks what the run needs before anything starts; on several nodes every node reports to node 0, which refuses
 # the start in one line per problem (a node that cannot reach node 0 gives up after
-# run.launch.preflight_timeout_s). Under Slurm, one task on every node (bert.distributed.preflight).
+# run.launch.preflight_timeout_s). Under Slurm, one task on every node (bert.launch.preflight).
 preflight() {
     step_command preflight
     "${command[@]}"

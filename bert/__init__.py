@@ -1,5 +1,7 @@
-"""The MLPerf BERT trainer, in floors that import only downwards: the descriptor and the model's names and
-config at the bottom (system, config, tf_names, typed_config, mlperf_rules); the model, the training input path
-(data), the optimizers (optim), data parallelism (distributed) and the log (mllog) above them; the step, the
-eval and the run loop (step, eval, train) above those; offline preparation (prep), the simulators (simulate),
-the hyperparameter search (hpo) and the command line (cli) on top."""
+"""The MLPerf BERT trainer, in floors that import only downwards (tests/test_layering.py holds the table): the
+foundation (typed settings, safe file reads, what the harness owns, signals, MLPerf's rules and RCPs); the
+components, each with its settings beside it (model, optim, data, distributed, prep, and the step's, eval's,
+search's and simulator's settings); the descriptor, which composes them (system, its files, the closed division's
+rules, the reference's hyperparameters); what reads the whole descriptor (launch, simulate, mllog, the step and its
+compile warm-up, the eval, the checkpoint); the loop (train, hpo); the command line (cli) on top, beside
+compliance."""

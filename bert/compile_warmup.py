@@ -193,19 +193,15 @@ def shape_batches(system: Descriptor) -> ShapeBatches:
     return ShapeBatches(train, evals)
 
 
-def compile_every_shape(step: TrainStep, run: CompileSpec, batches: ShapeBatches) -> CompileWarmup:
-    """Compiles (and records under CUDA graphs) every shape of the run's compiled regions through `step`, on
-    `batches` (shape_batches), then puts back everything it changed; a compiled part that fails runs eager from
-    then on (CompileWarmup.fallbacks), unless run.compile is "required" (CompileFailed). Call it before the clock
-    starts, on every rank (it communicates only what the update does without DDP, and all ranks compile the same)."""
-    model = step.model
-    start = time.perf_counter()
-    saved = _Saved.take(step)
-    repeats = 3 if run.cuda_graphs else 1
-    train, evals = batches.train, batches.evals
-    fallbacks: list[Fallback] = []
+class _Attempts:
+    """The compiled parts tried so far: a part whose compiling fails runs eager from then on (a Fallback), unless
+    the run requires compiling (CompileFailed)."""
 
-    def compiled(part: str, work: Callable[[], None], run_eager: Callable[[], None]) -> bool:
+    def __init__(self, required: bool):
+        self.required = required
+        self.fallbacks: list[Fallback] = []
+
+    def compiled(self, part: str, work: Callable[[], None], run_eager: Callable[[], None]) -> bool:
         """Runs `work`, which compiles `part`; on a failure `part` runs eager from then on. Whether it worked."""
         try:
             work()
@@ -214,44 +210,58 @@ def compile_every_shape(step: TrainStep, run: CompileSpec, batches: ShapeBatches
             raise
         except Exception as e:
             fallback = Fallback(part, describe_failure(e))
-            if run.compile == "required":
+            if self.required:
                 raise CompileFailed(fallback) from e
             run_eager()
-            fallbacks.append(fallback)
+            self.fallbacks.append(fallback)
             return False
 
-    def train_shapes() -> None:
-        for batch in train:
-            for _ in range(repeats):
-                step.forward_backward(batch.to(step.ctx.device), model)
 
-    def eval_shapes() -> None:
-        model.eval()
-        try:
-            with torch.no_grad():
-                for batch in evals:
-                    for _ in range(repeats):
-                        with step.autocast:
-                            model(**batch.to(step.ctx.device).model_inputs(step.unpadded))
-        finally:
-            model.train()
+def _train_shapes(step: TrainStep, batches: list[Batch], repeats: int) -> None:
+    for batch in batches:
+        for _ in range(repeats):
+            step.forward_backward(batch.to(step.ctx.device), step.model)
 
+
+def _eval_shapes(step: TrainStep, batches: list[Batch], repeats: int) -> None:
+    model = step.model
+    model.eval()
+    try:
+        with torch.no_grad():
+            for batch in batches:
+                for _ in range(repeats):
+                    with step.autocast:
+                        model(**batch.to(step.ctx.device).model_inputs(step.unpadded))
+    finally:
+        model.train()
+
+
+def compile_every_shape(step: TrainStep, run: CompileSpec, batches: ShapeBatches) -> CompileWarmup:
+    """Compiles (and records under CUDA graphs) every shape of the run's compiled regions through `step`, on
+    `batches` (shape_batches), then puts back everything it changed; a compiled part that fails runs eager from
+    then on (CompileWarmup.fallbacks), unless run.compile is "required" (CompileFailed). Call it before the clock
+    starts, on every rank (it communicates only what the update does without DDP, and all ranks compile the same)."""
+    model, start, saved = step.model, time.perf_counter(), _Saved.take(step)
+    repeats = 3 if run.cuda_graphs else 1
+    attempts = _Attempts(run.compile == "required")
     layers_compiled = bool(run.compile)
     if not layers_compiled:
-        train_shapes()  # eager: the update's gradients
-    elif not compiled(LAYERS, train_shapes, lambda: uncompile_encoder(model)):
+        _train_shapes(step, batches.train, repeats)  # eager: the update's gradients
+    elif not attempts.compiled(LAYERS, lambda: _train_shapes(step, batches.train, repeats),
+                               lambda: uncompile_encoder(model)):
         layers_compiled = False
         step.zero_grad()
-        step.forward_backward(train[0].to(step.ctx.device), model)  # the update's gradients, eager
+        step.forward_backward(batches.train[0].to(step.ctx.device), model)  # the update's gradients, eager
     if getattr(step.optimizer, "compiled", False):  # bert.optim.lamb.Lamb's update through torch.compile
-        compiled(UPDATE, step.update, step.optimizer.run_eagerly)
+        attempts.compiled(UPDATE, step.update, step.optimizer.run_eagerly)
     else:
         step.update()
     if layers_compiled:
-        compiled(LAYERS, eval_shapes, lambda: uncompile_encoder(model))
+        attempts.compiled(LAYERS, lambda: _eval_shapes(step, batches.evals, repeats), lambda: uncompile_encoder(model))
     elif not run.compile:
-        eval_shapes()
+        _eval_shapes(step, batches.evals, repeats)
     saved.put_back(step)
     if step.ctx.device.type == "cuda":
         torch.cuda.synchronize(step.ctx.device)
-    return CompileWarmup(time.perf_counter() - start, len(train), len(evals), tuple(fallbacks))
+    return CompileWarmup(time.perf_counter() - start, len(batches.train), len(batches.evals),
+                         tuple(attempts.fallbacks))

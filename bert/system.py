@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from bert.data.balance import BalanceSpec, BalanceStrategy, balance_strategy, length_bins_problem
-from bert.data.settings import MAX_SEED, DatasetSpec
+from bert.data.settings import MAX_SEED, DatasetNeeds, DatasetSpec
 from bert.descriptor_files import (
     SYSTEM_NAME,
     SYSTEM_NAME_RULE,
@@ -37,10 +37,10 @@ from bert.mlperf_rules import DEFAULT_RULESET, REFERENCE_PREP, STATUSES, descrip
 from bert.model.config import BertConfig, ModelSpec
 from bert.optim.kinds import OPTIMIZERS
 from bert.optim.settings import OptimizerSpec
+from bert.performance_settings import PerformanceSpec
 from bert.rcp import RcpError, rcp_file
 from bert.reference_hyperparameters import resolved_with_request, stale_hyperparameters, with_reference_values
 from bert.search_settings import SearchParam
-from bert.simulate.settings import PerformanceSpec
 from bert.step_settings import StepSpec
 from bert.typed_config import ConfigError, checked, choice, from_dict, ranged
 
@@ -119,7 +119,7 @@ class RunSpec(ModelSpec, StepSpec, BalanceSpec):
     launch: LaunchSpec = field(default_factory=LaunchSpec)
     """How the ranks are started (bert.distributed.launch_settings)."""
     performance: PerformanceSpec | None = None
-    """The hardware figures of `mlperf-bert simulate` (bert.simulate.settings); null: not simulated."""
+    """The hardware figures of `mlperf-bert simulate` (bert.performance_settings); null: not simulated."""
     notes: str | dict[str, str | None] = ""
     """What the values mean and where they come from: text, or an object of topics ("configuration",
     "performance", ...) that a descriptor merges with its base's topic by topic (null drops one)."""
@@ -245,6 +245,16 @@ class Descriptor:
     def dataset_dir(self, override: str | os.PathLike | None = None) -> Path:
         """run.dataset.dir, or `override` (DATADIR, --data-dir)."""
         return self._site_path(Path(override if override is not None else self.run.dataset.dir))
+
+    def dataset_needs(self, data_dir: str | os.PathLike | None = None) -> DatasetNeeds:
+        """What this run asks of its dataset in `data_dir` (DATADIR, --data-dir; default: run.dataset.dir), for
+        bert.data.dataset, which reads no descriptor."""
+        run = self.run
+        return DatasetNeeds(root=self.dataset_dir(data_dir), spec=run.dataset, strategy=self.balance,
+                            length_bins=run.length_bins, max_seq_length=run.max_seq_length,
+                            max_predictions_per_seq=run.max_predictions_per_seq, eval_samples=run.eval.samples,
+                            global_batch_size=run.global_batch_size, model=run.model,
+                            vocab_size=self.model_config().vocab_size, system=self.name, descriptor=self.path)
 
     def _site_path(self, path: Path) -> Path:
         """A path of the descriptor, or one given for it: relative ones are relative to the descriptor's root (the

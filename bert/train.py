@@ -206,8 +206,9 @@ def _initialize(request: RunRequest, ctx: DistContext, log: RunLog,
     seed = rank0_value(request.seed, ctx)
     _log_run_description(system, ctx, log, seed, request.cache_cleared)
     _place_rank(system, ctx)  # before the model and the loader exist
-    files = dataset_files(system, request.data_dir)
-    limits = SampleLimits(len(check_dataset(files, system)), run_spec.max_seq_length)
+    needs = system.dataset_needs(request.data_dir)
+    files = dataset_files(needs)
+    limits = SampleLimits(len(check_dataset(files, needs)), run_spec.max_seq_length)
     checkpoint = system.init_checkpoint_path(request.checkpoint_dir)
     model = _build_model(system.model_config(), ctx, seed, checkpoint, log, run_spec.log_weights_initialization)
     train_step = TrainStep(run_spec, ctx, model, build_optimizer(model, run_spec.optimizer),

@@ -1,5 +1,5 @@
 """Catching host synchronisation: the training step must never wait for the device to tell Python a value (the
-house rule of the hot path). acceptance/gpu_check.py's nosync stage and the tests of the step run it inside
+house rule of the hot path). acceptance/step_checks.py's nosync stage and the tests of the step run it inside
 `host_reads_fail`."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Where the time of a profiled piece of work goes: summed by kind of work (attention, matmuls, LayerNorm, the
 optimizer, the rest), the kernels that took the most, and the peak memory. On a GPU it is the kernels' device
 time; on a CPU the operators' own CPU time. Used by benchmarks/throughput.py (--profile) and
-acceptance/gpu_check.py."""
+acceptance/layer_checks.py (the layer stage of gpu_check)."""
 
 from __future__ import annotations
 

@@ -41,8 +41,8 @@ def checkpoint_group() -> None:
 @_model_options
 @click.option("--force", is_flag=True, help="Replace OUT even when it is a file that convert did not write.")
 def convert(src: Path, out: Path, system: str | None, model: str, force: bool) -> None:
-    from bert.checkpoint import CheckpointError
     from bert.checkpoint import convert as run_convert
+    from bert.checkpoint_files import CheckpointError
 
     try:
         fit = run_convert(src, out, _config(system, model), force)
@@ -63,7 +63,8 @@ def convert(src: Path, out: Path, system: str | None, model: str, force: bool) -
 @click.argument("file", type=click.Path(path_type=Path))
 @_model_options
 def inspect(file: Path, system: str | None, model: str) -> None:
-    from bert.checkpoint import CheckpointError, describe, map_to_model, model_shapes, read_source
+    from bert.checkpoint import describe, map_to_model, model_shapes
+    from bert.checkpoint_files import CheckpointError, read_source
 
     config = _config(system, model)
     try:

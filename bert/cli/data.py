@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
-from bert.cli.common import Group, descriptor_for_command, os_error_line, out_option, parse_length_bins, system_option
+from bert.cli.common import Group, descriptor_for_command, os_error_line, out_option, system_option
+from bert.cli.data_options import DataError, data_errors, input_paths, shape_options, text_inputs
+from bert.cli.shards import SHARD_COMMANDS
 from bert.mlperf_rules import EVAL_SAMPLES, REFERENCE_PREP, TRAINING_SHARDS
 from bert.system import DEFAULT_SYSTEM
 
@@ -48,78 +50,6 @@ def synth(out: Path | None, system: str, overwrite: bool, if_missing: bool) -> N
                f"in {time.perf_counter() - start:.1f} s")
 
 
-class _DataError(click.ClickException):
-    """A data command's one-line error (bad input, a folder that would be overwritten)."""
-
-
-def _data_errors(call):
-    try:
-        return call()
-    except ValueError as e:
-        raise _DataError(str(e)) from None
-    except OSError as e:  # a folder it may not write; a full disk
-        raise _DataError(os_error_line(e)) from None
-
-
-def _paths(option: tuple[Path, ...], more: tuple[Path, ...], out: Path, missing: str,
-           suffixes: tuple[str, ...] = ()) -> list[Path]:
-    """The input paths given after the options (and to the hidden repeatable option scripts used before), folders
-    expanded; an `out` equal to or inside one of the paths as given is refused (bert.ownership)."""
-    from bert.ownership import refuse_overlap
-    from bert.prep.text_parts import expand_inputs
-
-    if not option and not more:
-        raise click.UsageError(missing)
-
-    def expand() -> list[Path]:
-        refuse_overlap(out, [*option, *more])
-        return expand_inputs([*option, *more], suffixes)
-    return _data_errors(expand)
-
-
-def _shard_paths(option: tuple[Path, ...], more: tuple[Path, ...], out: Path) -> list[Path]:
-    return _paths(option, more, out, "give at least one shard or folder of shards (SHARDS...)", (".hdf5", ".h5"))
-
-
-def _inputs(option: str, dest: str, metavar: str):
-    """The inputs a command acts on, listed after its options as METAVAR...; `option` (repeatable, hidden) is
-    the form scripts passed them in before."""
-    def wrap(f):
-        f = click.option(option, dest, multiple=True, hidden=True, type=click.Path(exists=True, path_type=Path))(f)
-        return click.argument(f"more_{dest}", metavar=f"{metavar}...", nargs=-1,
-                              type=click.Path(exists=True, path_type=Path))(f)
-    return wrap
-
-
-_text_inputs = _inputs("--text", "texts", "TEXT")
-_shard_inputs = _inputs("--input", "inputs", "SHARDS")
-
-
-def _shape_options(f):
-    # Applied bottom-up, so that --help lists --format, --max-seq-length, --max-predictions in that order.
-    f = click.option("--max-predictions", type=click.IntRange(min=1),
-                     default=REFERENCE_PREP.max_predictions_per_seq, show_default=True,
-                     help="Masked positions per sample at most.")(f)
-    f = click.option("--max-seq-length", type=click.IntRange(min=5), default=REFERENCE_PREP.max_seq_length,
-                     show_default=True, help="Tokens per sample, [CLS] and both [SEP] included.")(f)
-    return click.option("--format", "form", type=click.Choice(["fixed", "varlen"]), default="fixed",
-                        show_default=True, help="fixed: the MLPerf form, rows padded to --max-seq-length with "
-                        "an input_mask; varlen: rows cut to their length (no input_mask).")(f)
-
-
-def _bucket_options(overwrite_help: str):
-    """The options of the two-pass bucket commands (reshard, stratify) after the shape options."""
-    def wrap(f):
-        f = click.option("--quiet", is_flag=True, help="No progress bars.")(f)
-        f = click.option("--overwrite", is_flag=True, help=overwrite_help)(f)
-        f = click.option("--tmp", "tmp_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-                         help="Folder for the temporary buckets (about the input's size; default: inside --out).")(f)
-        return click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
-                            show_default="one per core", help="Processes writing the output shards (the second "
-                            "pass).")(f)
-    return wrap
-
-
 @data.command(name="synth-text")
 @out_option("Output folder: OUT/train/part-*.txt and OUT/eval.txt.", required=True)
 @click.option("--megabytes", type=click.FloatRange(min=0, min_open=True), default=50.0, show_default=True,
@@ -144,13 +74,13 @@ def synth_text(out: Path, megabytes: float, parts: int, eval_megabytes: float, s
 
     spec = TextCorpusSpec(megabytes, parts, eval_megabytes, seed, lexicon_size, mean_sentences)
     with progress_bar("synth-text", (megabytes + eval_megabytes) * 1e6, "bytes", not quiet) as advance:
-        written = _data_errors(lambda: write_text_corpus(out, spec, overwrite, advance))
+        written = data_errors(lambda: write_text_corpus(out, spec, overwrite, advance))
     click.echo(f"wrote {len(written)} text file(s), {sum(p.stat().st_size for p in written) / 1e6:.1f} MB, "
                f"to {out}")
 
 
 @data.command()
-@_text_inputs
+@text_inputs
 @click.option("--size", type=click.IntRange(min=100), required=True,
               help="Word pieces at most (the MLPerf vocabulary has 30522).")
 @out_option("vocab.txt to write.", required=True, file=True)
@@ -166,23 +96,23 @@ def vocab(texts: tuple[Path, ...], more_texts: tuple[Path, ...], size: int, out:
     from bert.ownership import claim_file
     from bert.prep.vocab_learning import train_vocab
 
-    paths = _paths(texts, more_texts, out, "give at least one text part or folder of parts (TEXT...)")
+    paths = input_paths(texts, more_texts, out, "give at least one text part or folder of parts (TEXT...)")
 
     def learn():
         with claim_file(out, "data vocab", paths, replace=overwrite):
             learnt = train_vocab(paths, size, min_frequency, show_progress=not quiet)
             learnt.write(out)
         return learnt
-    learnt = _data_errors(learn)
+    learnt = data_errors(learn)
     click.echo(f"wrote {len(learnt)} word pieces to {out}")
 
 
 @data.command()
-@_text_inputs
+@text_inputs
 @click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="vocab.txt ([PAD] first; [UNK], [CLS], [SEP], [MASK] present).")
 @out_option("Folder for the shards: OUT/<part name>.hdf5, plus OUT/prepare.json (the settings).", required=True)
-@_shape_options
+@shape_options
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
               show_default="one per core", help="Parts prepared at once, each by its own process.")
 @click.option("--masked-lm-prob", type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -220,12 +150,12 @@ def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: P
         raise click.UsageError("--overwrite and --resume exclude each other")
     # One process per core: the tokenizer must not start a thread pool of its own in every worker.
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    paths = _paths(texts, more_texts, out, "give at least one text part or folder of parts (TEXT...)")
+    paths = input_paths(texts, more_texts, out, "give at least one text part or folder of parts (TEXT...)")
     spec = SampleSpec(max_seq_length, max_predictions, masked_lm_prob, short_seq_prob)
     options = PrepareOptions(vocab_path, out, spec, form, dupe_factor, seed, exact=not fast)
     mode = "overwrite" if overwrite else "resume" if resume else "new"
     start = time.perf_counter()
-    results = _data_errors(lambda: run_prepare(paths, options, workers, mode, show_progress=not quiet))
+    results = data_errors(lambda: run_prepare(paths, options, workers, mode, show_progress=not quiet))
     seconds = time.perf_counter() - start
     samples = sum(r.samples for r in results)
     skipped = f"; {len(paths) - len(results)} part(s) already complete" if len(results) < len(paths) else ""
@@ -234,113 +164,6 @@ def prepare(texts: tuple[Path, ...], more_texts: tuple[Path, ...], vocab_path: P
     click.echo(f"prepared {len(results)} part(s): {samples:,} samples in {seconds:.1f} s "
                f"({samples / max(seconds, 1e-9):,.0f} samples/s; {cpu:.2f} s of CPU in the workers), peak worker "
                f"memory {peak:,.0f} MiB{skipped}; shards in {out}")
-
-
-@data.command(name="eval-set")
-@_shard_inputs
-@out_option("The eval file.", required=True, file=True)
-@click.option("--samples", type=click.IntRange(min=1), default=EVAL_SAMPLES, show_default=True,
-              help="How many samples: of the n samples of the inputs (in order), sample int(i * (n / N)) "
-              "for i < N, as the reference's pick_eval_samples.py picks them.")
-@_shape_options
-@click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
-def eval_set(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, samples: int, form: str,
-             max_seq_length: int, max_predictions: int, overwrite: bool, quiet: bool) -> None:
-    """Pick the eval set from the prepared eval shards as the reference does, into one file. SHARDS: the
-    prepared eval shards, or folders of them."""
-    from bert.prep.reshard import OutputShape, pick_eval_set
-
-    paths = _shard_paths(inputs, more_inputs, out)
-    shape = OutputShape(form, max_seq_length, max_predictions)
-    count = _data_errors(lambda: pick_eval_set(paths, out, samples, shape, overwrite, not quiet))
-    click.echo(f"wrote {count:,} eval samples to {out}")
-
-
-@data.command()
-@_shard_inputs
-@out_option("Folder for the new shards: OUT/part-00000-of-0000K.hdf5 ...", required=True)
-@click.option("--shards", type=click.IntRange(min=1), required=True, help="How many shards to write (K).")
-@click.option("--seed", type=int, default=REFERENCE_PREP.random_seed, show_default=True,
-              help="Seed of the sample-level shuffle.")
-@_shape_options
-@_bucket_options("Delete the shards already in --out.")
-def reshard(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, shards: int, seed: int, form: str,
-            max_seq_length: int, max_predictions: int, workers: int, tmp_dir: Path | None, overwrite: bool,
-            quiet: bool) -> None:
-    """Re-shard into K shuffled shards of near-equal size. Sizes differ by at most 1; a seeded sample-level
-    shuffle, in bounded memory (a block of an input shard, then one output shard per worker): an external
-    two-pass shuffle. The output depends on the inputs and --seed only. SHARDS: shards, or folders of shards
-    (*.hdf5)."""
-    from bert.prep.reshard import OutputShape
-    from bert.prep.reshard import reshard as run_reshard
-
-    paths = _shard_paths(inputs, more_inputs, out)
-    shape = OutputShape(form, max_seq_length, max_predictions)
-    written = _data_errors(lambda: run_reshard(paths, out, shards, seed, shape, workers, overwrite, tmp_dir,
-                                               not quiet))
-    click.echo(f"wrote {len(written)} shards to {out}")
-
-
-@data.command()
-@_shard_inputs
-@out_option("Folder for the shard sets: OUT/len-0001-0128/part-00000-of-0000K.hdf5 ...", required=True)
-@click.option("--bins", "bins_text", default=None,
-              help="Upper edges of the length bins (real tokens), e.g. 128,256,384,512 (the seed paper's). "
-                   "Default: the inputs' own length quantiles, --bin-count of them.")
-@click.option("--bin-count", type=click.IntRange(min=1), default=16, show_default=True,
-              help="Without --bins: quantile bins of near-equal share, best the per-rank batch the sets are for "
-                   "(fewer where one length fills more than a share).")
-@click.option("--shards", type=click.IntRange(min=1), required=True,
-              help="Shards per bin (K); at least the number of ranks lets every rank read its own.")
-@click.option("--seed", type=int, default=REFERENCE_PREP.random_seed, show_default=True,
-              help="Seed of the sample-level shuffle.")
-@_shape_options
-@_bucket_options("Delete the shards already in the bin folders.")
-def stratify(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, bins_text: str | None,
-             bin_count: int, shards: int, seed: int, form: str, max_seq_length: int, max_predictions: int,
-             workers: int, tmp_dir: Path | None, overwrite: bool, quiet: bool) -> None:
-    """Split shards into one shard set per length bin (the stratified sampler's input). In bounded memory
-    like reshard: K shards of near-equal size per bin, every sample once, shuffled. Train on them with
-    run.dataset.train_glob "train/len-*/*.hdf5" and run.balance "stratified" or "stratified+local_presort".
-    SHARDS: shards, or folders of shards (*.hdf5)."""
-    from bert.prep.reshard import OutputShape
-    from bert.prep.stratify import stratify as run_stratify
-
-    edges = parse_length_bins(bins_text, max_seq_length)
-    paths = _shard_paths(inputs, more_inputs, out)
-    shape = OutputShape(form, max_seq_length, max_predictions)
-    written = _data_errors(lambda: run_stratify(paths, out, edges, shards, seed, shape, workers, overwrite, tmp_dir,
-                                                not quiet, bin_count))
-    click.echo(f"wrote {len(written)} shards in {len({p.parent for p in written})} bin folders under {out}")
-
-
-@data.command(name="import")
-@_inputs("--input", "inputs", "TFRECORDS")
-@out_option("Folder for the shards: OUT/<input name without .tfrecord>.hdf5, one per input file.", required=True)
-@click.option("--format", "form", type=click.Choice(["fixed", "varlen"]), default="fixed", show_default=True,
-              help="fixed: rows padded as in the records; varlen: rows cut to their length.")
-@click.option("--vocab", "vocab_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="The vocabulary of the records: lets the variable-length form store 16-bit ids, as prepare does.")
-@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="one per core",
-              help="Files imported at once, each by its own process.")
-@click.option("--overwrite", is_flag=True, help="Replace shards already in --out.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
-def import_(inputs: tuple[Path, ...], more_inputs: tuple[Path, ...], out: Path, form: str, vocab_path: Path | None,
-            workers: int, overwrite: bool, quiet: bool) -> None:
-    """Import TFRecord files of the reference into HDF5 shards, without TensorFlow. The create_pretraining_data
-    output, pick_eval_samples' eval set; every record's checksums are verified, and a truncated or corrupt
-    record stops the import naming the file and the record. TFRECORDS: TFRecord files, or folders of them
-    (*.tfrecord, *.tfrecords)."""
-    from bert.data.vocab import load_vocab
-    from bert.prep.official_files import imported_verdict
-    from bert.prep.tfrecord_import import SUFFIXES, import_tfrecords
-
-    paths = _paths(inputs, more_inputs, out, "give at least one TFRecord file or folder (TFRECORDS...)", SUFFIXES)
-    vocab_size = len(_data_errors(lambda: load_vocab(vocab_path))) if vocab_path else None
-    results = _data_errors(lambda: import_tfrecords(paths, out, form, vocab_size, workers, overwrite, not quiet))
-    click.echo(f"imported {sum(r.samples for r in results):,} samples from {len(results)} file(s) into {out}")
-    click.echo(imported_verdict(vocab_path).line("dataset"))
 
 
 @data.command()
@@ -373,7 +196,7 @@ def mlperf(root: Path, out: Path, shards: int, eval_samples: int, workers: int, 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     options = MlperfOptions(SampleSpec(max_seq_length, max_predictions), dupe_factor, shards=shards,
                             eval_samples=eval_samples, workers=workers)
-    report = _data_errors(lambda: build_mlperf_dataset(root, out, options, not quiet, click.echo))
+    report = data_errors(lambda: build_mlperf_dataset(root, out, options, not quiet, click.echo))
     _print_verification(report)
 
 
@@ -400,10 +223,11 @@ def verify(directory: Path, vocab_path: Path | None, max_seq_length: int | None,
     masked positions, segment ids, sample counts), then duplicate samples, eval samples in training, the eval
     pick and the vocabulary; prints a summary and a verdict, and writes DIRECTORY/manifest.json, which training
     checks at start-up."""
-    from bert.prep.verify import Limits, verify_dataset
+    from bert.prep.shard_check import Limits
+    from bert.prep.verify import verify_dataset
 
     limits = Limits(max_seq_length, max_predictions)
-    report = _data_errors(lambda: verify_dataset(directory, vocab_path, limits, workers, not quiet,
+    report = data_errors(lambda: verify_dataset(directory, vocab_path, limits, workers, not quiet,
                                                  eval_files=list(eval_files), eval_source=eval_source))
     _print_verification(report)
 
@@ -420,11 +244,14 @@ def _print_verification(report) -> None:
     if report.problems:
         for line in report.problems:
             click.echo(line, err=True)
-        raise _DataError(f"{len(report.problems)} problem(s) found; {report.manifest} records them, and training "
+        raise DataError(f"{len(report.problems)} problem(s) found; {report.manifest} records them, and training "
                          "refuses this dataset until they are fixed")
     files = sum(1 for e in report.entries if e.samples is not None)
     click.echo(f"verified: no problem in {files} file(s) of samples and the dataset-wide checks; training accepts "
                f"this dataset (manifest: {report.manifest})")
 
+
+for _command in SHARD_COMMANDS:
+    data.add_command(_command)
 
 COMMANDS = [data]

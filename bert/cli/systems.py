@@ -93,7 +93,7 @@ def system_show(system: str, origins: bool) -> None:
 def system_env(system: str) -> None:
     """Print the launch shape as shell assignments. run_and_time.sh and run_and_time.sbatch evaluate them; every
     value is quoted."""
-    from bert.distributed.slurm import sbatch_options
+    from bert.launch.slurm import sbatch_options
 
     s = descriptor_for_command(system)
     values = {
@@ -123,8 +123,8 @@ def _master_addr(nodes: int, launcher: str, given: str | None) -> str:
 def _time_limit(sbatch_args: list[str] | None) -> tuple[str, str]:
     """The job's time limit and where it comes from: --time among the sbatch options, else the running job's,
     else SBATCH_TIMELIMIT (which sbatch reads), else run_and_time.sbatch's own #SBATCH --time."""
-    from bert.distributed.plan import HARNESS_ROOT
-    from bert.distributed.slurm import job_time_limit, script_time_limit, time_option
+    from bert.launch.plan import HARNESS_ROOT
+    from bert.launch.slurm import job_time_limit, script_time_limit, time_option
 
     given = time_option(sbatch_args or [])
     if given:
@@ -141,7 +141,7 @@ def _time_limit(sbatch_args: list[str] | None) -> tuple[str, str]:
 
 def _time_line(system: Descriptor, runs: int, sbatch_args: list[str] | None = None) -> str:
     from bert.cli.simulate import predicted_job_seconds
-    from bert.distributed.slurm import time_check_line
+    from bert.launch.slurm import time_check_line
 
     limit, source = _time_limit(sbatch_args)
     seconds, why_none, counted = predicted_job_seconds(system)
@@ -153,7 +153,7 @@ def _time_line(system: Descriptor, runs: int, sbatch_args: list[str] | None = No
 
 def _step_argv(step: str, s: Descriptor, args, launcher: str, node_rank: int, addr: str, container) -> list[str]:
     """The command of one step of the plan, as run_and_time.sh runs it."""
-    from bert.distributed.plan import (
+    from bert.launch.plan import (
         cache_clear_command,
         launch_command,
         launch_env,
@@ -205,7 +205,7 @@ def system_plan(system: str, seed: int | None, log_file: Path | None, data_dir: 
                 runs: int, command_only: str | None) -> None:
     """Print the launch plan and start nothing. The exact commands (the ranks', the pre-flight's, the cache
     clearing's), the environment and the per-rank shard assignment, and under Slurm the time check."""
-    from bert.distributed.plan import Container, TrainArgs, build_plan, describe, run_mounts
+    from bert.launch.plan import Container, TrainArgs, build_plan, describe, run_mounts
 
     s = descriptor_for_command(system)
     args = TrainArgs(s.run_seed(seed), log_file or Path("logs", s.name, "result_0.txt"), s.dataset_dir(data_dir),
@@ -282,7 +282,7 @@ def system_allocation(system: str) -> None:
     """Check a Slurm job's allocation against a descriptor, inside the job. Refuse an allocation that cannot run
     SYSTEM (one line), else print the rendezvous host, the address of the allocation's first node (nothing when
     the job names no nodes)."""
-    from bert.distributed.slurm import Allocation, allocation_problem, first_node_address
+    from bert.launch.slurm import Allocation, allocation_problem, first_node_address
 
     s = descriptor_for_command(system)
     try:
@@ -318,7 +318,7 @@ def system_preflight(system: str, master_addr: str | None, node_rank: int | None
     """Check what a run needs before anything starts. This node's device and torch build, dataset, checkpoint and
     results folder; with several nodes (run on every node) each reports to node 0, which refuses the start in
     one line per problem. Exit status 0: the start goes on; 2: refused (the lines say why)."""
-    from bert.distributed.preflight import preflight
+    from bert.launch.preflight import preflight
 
     s = descriptor_for_command(system)
     slurm_node = os.environ.get("SLURM_NODEID", "")

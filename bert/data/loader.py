@@ -70,7 +70,7 @@ class TrainLoader:
         self.balance = balance
         self.limits = limits  # set: every shard read is checked against it (a bad id is named, not an IndexError)
         # (epoch, shard index in sorted name order) of every training shard this rank has read, in order:
-        # what a launch's per-rank report compares with the plan (bert.distributed.plan.rank_slots).
+        # what a launch's per-rank report compares with the plan (bert.launch.plan.rank_slots).
         self.shards_read: list[tuple[int, int]] = []
         self._shard_index = {path: i for i, path in enumerate(paths)}
         self.epoch = 0  # of the samples of the batch last returned

@@ -1,11 +1,14 @@
-"""The dataset's settings: a descriptor's run.dataset block (where the shards are, bert.data.dataset) and the
-synthetic corpus `mlperf-bert data synth` writes for it (bert.prep.synthetic.hdf5_corpus)."""
+"""The dataset's settings: a descriptor's run.dataset block (where the shards are, bert.data.dataset), the
+synthetic corpus `mlperf-bert data synth` writes for it (bert.prep.synthetic.hdf5_corpus), and what a run needs
+of its dataset (`DatasetNeeds`, which the descriptor composes from its run block)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
+from bert.data.balance import BalanceStrategy
 from bert.mlperf_rules import REFERENCE_PREP
 from bert.typed_config import ranged
 
@@ -47,3 +50,21 @@ class DatasetSpec:
     """The vocabulary below dir, one word piece a line."""
     synthetic: SyntheticDataSpec | None = None
     """Set: a synthetic corpus that run_and_time.sh writes on first use."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DatasetNeeds:
+    """What a run asks of its dataset, and the names its refusals give the user to fix."""
+
+    root: Path  # the dataset folder, resolved: run.dataset.dir, or DATADIR (--data-dir)
+    spec: DatasetSpec  # run.dataset: the files below root
+    strategy: BalanceStrategy  # run.balance, which decides whether length-bin shard sets may be read
+    length_bins: list[int] | None  # run.length_bins
+    max_seq_length: int
+    max_predictions_per_seq: int
+    eval_samples: int  # run.eval.samples
+    global_batch_size: int  # the training samples one step takes
+    model: str  # run.model, named when its vocabulary is too small
+    vocab_size: int  # the model's
+    system: str  # the descriptor's name and file, named in the fix of a missing folder
+    descriptor: Path

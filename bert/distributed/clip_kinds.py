@@ -2,7 +2,7 @@
 
 A kind carries what every part of the harness needs of its mode: the step's Clipping (bert.distributed.clipping,
 clip_hook), how the simulator charges its allreduce and norm (bert.simulate.time_to_train), the launch plan's line
-(bert.distributed.plan) and whether the closed division allows it (bert.system; the rules allow clipping before or
+(bert.launch.plan) and whether the closed division allows it (bert.system; the rules allow clipping before or
 after the allreduce). No MLPerf key names the mode. The name is compared here and nowhere else: every other module
 reads `ClipSpec.clip_kind`'s attributes (a test holds it).
 

@@ -1,5 +1,5 @@
 """The launch's settings: a descriptor's run.launch block (the environment, port and network interfaces of the
-ranks, the pre-flight's patience, each rank's CPU binding), read by bert.distributed.plan, preflight and
+ranks, the pre-flight's patience, each rank's CPU binding), read by bert.launch.plan, preflight and
 cpu_binding."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class CpuBindingSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class LaunchSpec:
-    """How run_and_time.sh starts the ranks (srun under Slurm, torchrun elsewhere); see bert.distributed.plan."""
+    """How run_and_time.sh starts the ranks (srun under Slurm, torchrun elsewhere); see bert.launch.plan."""
 
     env: dict[str, str] = checked(env_names_problem, default_factory=dict)
     """Variables exported to every rank, e.g. NCCL_* settings."""
@@ -69,7 +69,7 @@ class LaunchSpec:
     """The network interface(s) between the nodes, comma-separated: every rank's GLOO_SOCKET_IFNAME and
     NCCL_SOCKET_IFNAME; null: gloo binds to the address of the host's name, NCCL picks an interface of its own."""
     preflight_timeout_s: float = ranged(1, 600, default=30.0)
-    """Seconds the multi-node pre-flight (bert.distributed.preflight) waits: node 0 for every node's report,
+    """Seconds the multi-node pre-flight (bert.launch.preflight) waits: node 0 for every node's report,
     each node for node 0."""
     cpu_binding: CpuBindingSpec = field(default_factory=CpuBindingSpec)
     """Each rank's CPU cores and OpenMP threads."""

@@ -42,7 +42,8 @@ from bert.prep.official_inputs import OfficialInputs, find_inputs, read_md5_list
 from bert.prep.prepare import PrepareOptions, prepare
 from bert.prep.progress import Advance, progress_bar
 from bert.prep.reshard import BUCKETS, OutputShape, pick_eval_set, reshard, write_samples
-from bert.prep.verify import Limits, VerifyReport, verify_dataset
+from bert.prep.shard_check import Limits
+from bert.prep.verify import VerifyReport, verify_dataset
 from bert.prep.worker_pool import run_parallel
 
 WRITER = "data mlperf"

@@ -170,7 +170,7 @@ def judge_tf_checkpoint(prefix: Path) -> Verdict:
 
 
 def judge_checkpoint_source(path: Path, container: str) -> Verdict:
-    """The verdict on a checkpoint that `checkpoint convert` reads (`container` as bert.checkpoint names it)."""
+    """The verdict on a checkpoint that `checkpoint convert` reads (`container` as bert.checkpoint_files names it)."""
     if container != "tensorflow":
         return Verdict(False, f"{path} is a {container} file; the reference publishes the checksums of its "
                        f"TensorFlow checkpoint model.ckpt-28252 ({source_text()}): convert that")

@@ -24,9 +24,9 @@ from bert.mlperf_rules import converging_eval
 from bert.model.size import FP32_BYTES, gradient_buckets, parameter_count
 from bert.model.token_rounding import token_sizes
 from bert.optim.traffic import optimizer_bytes_per_parameter
+from bert.performance_settings import PerformanceSpec
 from bert.simulate.flops import flops_per_sequence
 from bert.simulate.load_balance import named_lengths, simulate_balance
-from bert.simulate.settings import PerformanceSpec
 from bert.simulate.static_shapes import epoch_shapes
 from bert.system import Descriptor
 

@@ -1,31 +1,20 @@
-"""Checkpoint conversion: every source layout round-trips a small model through convert and load."""
+"""Checkpoint conversion: every source layout round-trips a small model through convert and load; a checkpoint
+that does not fit the model is one line naming the file and the tensors."""
 
-import json
-import struct
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from bert.checkpoint import (
-    TF_INSTALL_HINT,
-    CheckpointError,
-    convert,
-    load_into,
-    read_safetensors,
-    read_source,
-)
+from bert.checkpoint import convert, load_into
+from bert.checkpoint_files import CheckpointError
 from bert.model.config import named_config
 from bert.model.pretraining import BertForPreTraining
 from bert.model.tf_names import hf_name, tensor_names, to_hf_state_dict
-from tests.helpers.checkpoints import hf_checkpoint_state
-from tests.helpers.tfrecords import write_tf_index_stub
+from tests.helpers.checkpoints import hf_checkpoint_state, write_safetensors
 
 # An odd vocabulary so that the padding rows (4093 -> 4096) are exercised.
 CONFIG = named_config("micro", vocab_size=4093)
-
-# The last 8 bytes of every TensorFlow checkpoint index (an SSTable's magic number; read from one TF 2.21 wrote).
 
 
 @pytest.fixture(scope="module")
@@ -36,20 +25,6 @@ def reference() -> dict[str, torch.Tensor]:
     for name in ("bert.embeddings.word_embeddings.weight", "mlm.bias"):
         state[name][CONFIG.vocab_size:] = 0
     return state
-
-
-def write_safetensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
-    """The format as published: u64 little-endian header length, JSON header, raw little-endian data."""
-    codes = {torch.float32: "F32", torch.bfloat16: "BF16", torch.int64: "I64"}
-    header, chunks, offset = {"__metadata__": {"format": "pt"}}, [], 0
-    for name, t in tensors.items():
-        raw = t.contiguous().view(torch.uint8).numpy().tobytes()
-        header[name] = {"dtype": codes[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
-        chunks.append(raw)
-        offset += len(raw)
-    blob = json.dumps(header).encode()
-    blob += b" " * (-len(blob) % 8)
-    path.write_bytes(struct.pack("<Q", len(blob)) + blob + b"".join(chunks))
 
 
 def _write_source(kind: str, folder: Path, reference: dict[str, torch.Tensor]) -> Path:
@@ -118,29 +93,6 @@ def test_tensorflow_checkpoint_round_trips(tmp_path, reference):
     _assert_equal_model(tmp_path / "init.pt", reference)
 
 
-def test_a_tensorflow_checkpoint_cut_short_is_one_line(tmp_path, reference):
-    tf = pytest.importorskip("tensorflow", reason="TensorFlow is the optional `tf` extra, not installed here")
-    with tf.Graph().as_default():
-        tf.compat.v1.Variable(reference["nsp.weight"].numpy(), name="cls/seq_relationship/output_weights")
-        with tf.compat.v1.Session() as session:
-            session.run(tf.compat.v1.global_variables_initializer())
-            saved = Path(tf.compat.v1.train.Saver().save(session, str(tmp_path / "model.ckpt")))
-    (data,) = tmp_path.glob("model.ckpt.data-*")
-    data.write_bytes(data.read_bytes()[:10])
-    with pytest.raises(CheckpointError, match=r"model.ckpt: TensorFlow cannot read this checkpoint \(IndexError: Read "
-                                              r"less bytes than requested\); it is damaged or incomplete"):
-        read_source(saved)
-
-
-def test_tensorflow_checkpoint_without_tensorflow_names_the_install(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "tensorflow", None)  # import fails as if not installed
-    prefix = tmp_path / "model.ckpt-28252"
-    write_tf_index_stub(prefix)
-    with pytest.raises(CheckpointError) as e:
-        read_source(prefix)
-    assert str(prefix) in str(e.value) and TF_INSTALL_HINT in str(e.value)
-
-
 def test_wrong_shape_fails_naming_file_tensor_and_shapes(tmp_path, reference):
     bad = dict(reference)
     bad["bert.encoder.0.intermediate.weight"] = torch.zeros(32, 64)
@@ -158,12 +110,3 @@ def test_missing_tensors_fail_with_their_names(tmp_path, reference):
     torch.save(partial, tmp_path / "partial.pt")
     with pytest.raises(CheckpointError, match=r"partial.pt: .*2 parameter\(s\) missing .*nsp.weight"):
         load_into(BertForPreTraining(CONFIG), tmp_path / "partial.pt", CONFIG)
-
-
-def test_safetensors_reader_rejects_a_truncated_file(tmp_path, reference):
-    path = tmp_path / "x.safetensors"
-    write_safetensors(path, {"a": torch.arange(6, dtype=torch.float32).reshape(2, 3)})
-    assert torch.equal(read_safetensors(path)["a"], torch.arange(6.0).reshape(2, 3))
-    path.write_bytes(path.read_bytes()[:-4])
-    with pytest.raises(CheckpointError, match="x.safetensors: tensor a: data offsets"):
-        read_safetensors(path)

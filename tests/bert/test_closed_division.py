@@ -8,7 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-import bert.distributed.preflight as pf
+import bert.launch.preflight as pf
 from bert.cli import main
 from bert.closed_division import descriptor_problems
 from bert.mlperf_rules import DEFAULT_RULESET, mlperf_eval_interval

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from bert.checkpoint import CheckpointError, Source, load_state, map_to_model, model_shapes
+from bert.checkpoint import load_state, map_to_model, model_shapes
+from bert.checkpoint_files import CheckpointError, Source
 from bert.model.config import named_config
 from bert.model.pretraining import BertForPreTraining
 from bert.model.tf_names import tensor_names

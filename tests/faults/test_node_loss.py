@@ -23,7 +23,7 @@ NODE_LOSS_BOUND_S = 20
 def agent_of(node: subprocess.Popen) -> int:
     """The torchrun agent that a node's wrapper started (its ranks are the agent's children)."""
     (agent,) = [pid for pid in descendants(node.pid)
-                if "bert.distributed.torchrun" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")]
+                if "bert.launch.torchrun" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")]
     return agent
 
 

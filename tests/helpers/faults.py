@@ -186,7 +186,7 @@ def fake_launcher(bin_dir: Path, body: str) -> dict:
 
 
 def page_cache_tools(bin_dir: Path, drops: bool, path: str | None = None) -> dict:
-    """Stand-ins for `sysctl` and `sudo`, which drop the page cache before a run (bert.distributed.plan.DROP_CACHES):
+    """Stand-ins for `sysctl` and `sudo`, which drop the page cache before a run (bert.launch.plan.DROP_CACHES):
     both succeed without touching the cache (a machine shared with other work keeps it), or both fail, as for a
     user who is not root; returns the PATH that puts them first (before `path`, default this process's)."""
     bin_dir.mkdir(parents=True, exist_ok=True)

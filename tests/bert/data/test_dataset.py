@@ -1,12 +1,14 @@
 """A data folder whose layout contradicts the descriptor's load-balance strategy is refused in one line naming the
-folder, the field and the fix; the length-bin shard sets of `data stratify` reach a stratified loader as such."""
+folder, the field and the fix; the length-bin shard sets of `data stratify` reach a stratified loader as such. The
+dataset is checked against what the run needs of it (DatasetNeeds), which the descriptor composes."""
 
 from pathlib import Path
 
 import pytest
 
 from bert.data.balance import balance_strategy
-from bert.data.dataset import dataset_files, stratified_sets
+from bert.data.dataset import check_dataset, dataset_files, stratified_sets
+from bert.data.settings import DatasetNeeds, DatasetSpec
 from bert.data.shards import ShardError
 from bert.system import load_descriptor
 
@@ -58,6 +60,46 @@ def test_the_descriptor_s_dataset_files_carry_the_checked_layout(tmp_path):
     micro = load_descriptor("cpu_micro")
     stratified = micro.variant({"dataset.dir": str(tmp_path), "dataset.train_glob": "train/len-*/*.hdf5",
                                 "balance": "stratified"})
-    assert [edge for edge, _ in dataset_files(stratified).bins] == [16, 64]
+    assert [edge for edge, _ in dataset_files(stratified.dataset_needs()).bins] == [16, 64]
     with pytest.raises(ShardError, match="run.balance 'none' draws at random"):
-        dataset_files(micro.variant({"dataset.dir": str(tmp_path), "dataset.train_glob": "train/len-*/*.hdf5"}))
+        dataset_files(micro.variant({"dataset.dir": str(tmp_path), "dataset.train_glob": "train/len-*/*.hdf5"})
+                      .dataset_needs())
+
+
+def _needs(root: Path, **changes) -> DatasetNeeds:
+    """What a run of the small corpus asks of it, stated without a descriptor."""
+    stated = dict(root=root, spec=DatasetSpec(dir=str(root)), strategy=RANDOM, length_bins=None, max_seq_length=64,
+                  max_predictions_per_seq=10, eval_samples=256, global_batch_size=2048, model="micro",
+                  vocab_size=4096, system="site_micro", descriptor=Path("/site/site_micro.json"))
+    return DatasetNeeds(**(stated | changes))
+
+
+def test_the_dataset_is_checked_against_what_the_run_needs_not_a_descriptor(small_dataset, tmp_path):
+    files = dataset_files(_needs(small_dataset))
+    assert len(files.train_shards) == 4 and files.vocab_file == small_dataset / "vocab.txt"
+    assert len(check_dataset(files, _needs(small_dataset), read_headers=True)) <= 4096
+    refused = {
+        "vocab_size": (100, r"vocab\.txt: \d+ word pieces but model 'micro' has vocab_size 100; set "
+                            r"run.model_overrides.vocab_size to at least \d+"),
+        "eval_samples": (257, r"eval\.hdf5: has 256 eval samples, fewer than run.eval.samples = 257"),
+        "global_batch_size": (2049, r"its 2048 training samples do not fill one step of run.global_batch_size 2049"),
+        "max_seq_length": (32, r"sequences of 64 tokens exceed run.max_seq_length 32"),
+    }
+    for name, (value, message) in refused.items():
+        with pytest.raises(ShardError, match=message):
+            check_dataset(files, _needs(small_dataset, **{name: value}))
+    with pytest.raises(ShardError, match=rf"^{tmp_path / 'none'}: dataset directory does not exist; .* or set "
+                                         r"run.dataset.dir in /site/site_micro.json$"):
+        dataset_files(_needs(tmp_path / "none"))
+
+
+def test_the_descriptor_states_what_its_run_needs_of_the_dataset(tmp_path):
+    micro = load_descriptor("cpu_micro")
+    needs = micro.dataset_needs(tmp_path)
+    assert needs.root == tmp_path and micro.dataset_needs().root == micro.dataset_dir()
+    assert (needs.spec, needs.strategy, needs.length_bins) == (micro.run.dataset, micro.balance, micro.run.length_bins)
+    assert (needs.max_seq_length, needs.max_predictions_per_seq, needs.eval_samples, needs.global_batch_size) == (
+        micro.run.max_seq_length, micro.run.max_predictions_per_seq, micro.run.eval.samples,
+        micro.run.global_batch_size)
+    assert (needs.model, needs.vocab_size, needs.system, needs.descriptor) == (
+        micro.run.model, micro.model_config().vocab_size, "cpu_micro", micro.path)

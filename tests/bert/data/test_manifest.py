@@ -28,8 +28,8 @@ def dataset(small_dataset, tmp_path):
 
 
 def _check(dataset, tmp_path):
-    system = load_descriptor("cpu_micro")
-    check_dataset(dataset_files(system, dataset), system)
+    needs = load_descriptor("cpu_micro").dataset_needs(dataset)
+    check_dataset(dataset_files(needs), needs)
 
 
 def test_training_start_up_checks_the_manifest(dataset, tmp_path):
@@ -88,7 +88,7 @@ def test_training_needs_its_eval_file_and_vocabulary_checked(dataset, tmp_path):
                                               name="other_eval")
     with pytest.raises(ShardError, match=r"eval_copy\.hdf5: `data verify` did not check it as the eval set \(against "
                                          r"the training shards\); run `mlperf-bert data verify .*data --eval "):
-        check_dataset(dataset_files(system), system)
+        check_dataset(dataset_files(system.dataset_needs()), system.dataset_needs())
     shutil.copy(dataset / "vocab.txt", tmp_path / "vocab.txt")
     verify_dataset(dataset, vocab_path=tmp_path / "vocab.txt", show_progress=False)
     _check(dataset, tmp_path)  # the same vocabulary, elsewhere

@@ -12,7 +12,7 @@ from bert.distributed import clip_settings
 from bert.distributed.clip_hook import BucketwiseBeforeAllreduce
 from bert.distributed.clip_kinds import CLIP_KINDS, ClipKind, ClipMode
 from bert.distributed.clipping import AfterAllreduce, BeforeAllreduce
-from bert.distributed.plan import TrainArgs, build_plan, describe
+from bert.launch.plan import TrainArgs, build_plan, describe
 from bert.model.size import FP32_BYTES, gradient_buckets, parameter_count
 from bert.simulate.time_to_train import allreduce_seconds, step_breakdown
 from bert.system import load_descriptor

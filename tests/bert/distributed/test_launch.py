@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from bert.distributed.launch import LaunchError, cuda_device_index, init_distributed
-from bert.distributed.plan import TrainArgs, build_plan, describe
+from bert.launch.plan import TrainArgs, build_plan, describe
 from bert.system import load_descriptor
 
 

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from bert.distributed.launch_settings import LaunchSpec
-from bert.distributed.plan import launch_env
+from bert.launch.plan import launch_env
 from bert.system import load_descriptor
 from bert.typed_config import ConfigError, from_dict
 from tests.helpers.systems import unchecked_descriptor, write_unchecked

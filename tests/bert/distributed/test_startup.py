@@ -57,7 +57,7 @@ def startup_worker(rank: int, world_size: int, system_path: Path, data_dir: Path
     assert "sample cap" in reason, (status, reason)
 
     torch.manual_seed(987)  # a fresh loader under another torch seed deals the same first batch
-    fresh = TrainLoader(dataset_files(system, data_dir).train_shards, rank, world_size, SEED,
+    fresh = TrainLoader(dataset_files(system.dataset_needs(data_dir)).train_shards, rank, world_size, SEED,
                         system.per_process_batch, ctx.device, LoaderBalance(system.balance))
     same_order = torch.equal(next(fresh).input_ids, seen["first"])
     fresh.close()

@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from bert.checkpoint import Source, map_to_model, model_shapes
+from bert.checkpoint import map_to_model, model_shapes
+from bert.checkpoint_files import Source
 from bert.model.config import named_config
 from bert.model.pretraining import BertForPreTraining
 from bert.model.tf_names import HF_TIED, TensorName, hf_name, hf_to_torch, tensor_names, to_hf_state_dict

@@ -7,7 +7,7 @@ import typing
 import pytest
 import torch
 
-from bert.distributed.plan import TrainArgs, build_plan, describe
+from bert.launch.plan import TrainArgs, build_plan, describe
 from bert.mllog import RUN_HYPERPARAMETER_KEYS
 from bert.model.size import FP32_BYTES
 from bert.optim import settings

@@ -28,9 +28,9 @@ def test_eval_samples_in_training_fail_verify_and_stop_training_at_start_up(data
                f"is also in {dataset / SHARD}: accuracy on them would be measured on training data; make the eval set "
                "from text kept out of training (`mlperf-bert data eval-set`)")
     assert report.problems == [problem]
-    system = load_descriptor("cpu_micro")
+    needs = load_descriptor("cpu_micro").dataset_needs(dataset)
     with pytest.raises(ShardError) as refused:
-        check_dataset(dataset_files(system, dataset), system)
+        check_dataset(dataset_files(needs), needs)
     assert str(refused.value) == (f"{dataset / 'manifest.json'}: `data verify` found this dataset unfit: {problem}; "
                                   f"`mlperf-bert data verify {dataset}` shows every problem")
 

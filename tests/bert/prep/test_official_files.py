@@ -12,7 +12,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-import bert.distributed.preflight as pf
+import bert.launch.preflight as pf
 import bert.prep.official_files as official
 from bert.checkpoint import convert
 from bert.cli import main

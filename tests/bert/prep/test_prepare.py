@@ -11,9 +11,9 @@ from bert.data.shards import read_shard
 from bert.data.vocab import VocabError, load_vocab
 from bert.prep.instances import SampleSpec
 from bert.prep.prepare import PrepareOptions, prepare
+from bert.prep.shard_check import Limits, verify_shard
 from bert.prep.synthetic.text_corpus import TextCorpusSpec, write_text_corpus
 from bert.prep.text_parts import TextError
-from bert.prep.verify import Limits, verify_shard
 
 SPEC = SampleSpec(max_seq_length=128, max_predictions=20)
 

@@ -1,91 +1,22 @@
+"""`mlperf-bert data verify` of a dataset (bert.prep.verify): a good one passes and gets its manifest and summary, a
+shard's problem becomes the manifest's failed verdict, and a FIFO or a device among the shards is one line, never a
+hang. Each shard's own checks: tests/bert/prep/test_shard_check.py."""
+
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 
 import h5py
-import numpy as np
 import pytest
 
 from bert.data.manifest import MANIFEST_FILE
 from bert.data.shards import read_shard
-from bert.prep.shard_writer import write_shard
-from bert.prep.verify import Limits, summary_lines, verify_dataset
+from bert.prep.verify import summary_lines, verify_dataset
 from tests.helpers.datasets import copy_dataset
 
 SHARD = "train/part-00001-of-00004.hdf5"
-
-
-def _replace(f: h5py.File, key: str, data: np.ndarray) -> None:
-    del f[key]
-    f.create_dataset(key, data=data)
-
-
-def _row(f: h5py.File) -> int:
-    """A sample shorter than the row, with at least two masked positions."""
-    lengths = f["input_mask"][:].sum(1)
-    counts = (f["masked_lm_positions"][:] > 0).sum(1)
-    return int(np.flatnonzero((lengths < f["input_mask"].shape[1] - 2) & (counts >= 2))[0])
-
-
-def _set(key: str, value_of):
-    """A corruption that sets one cell of `key` in sample `row`: value_of(f, row) -> (column, value)."""
-    def corrupt(f: h5py.File) -> int:
-        row = _row(f)
-        column, value = value_of(f, row)
-        data = f[key][:]
-        if column is None:
-            data[row] = value
-        else:
-            data[row, column] = value
-        f[key][...] = data
-        return row
-    return corrupt
-
-
-def _length(f, row):
-    return int(f["input_mask"][row].sum())
-
-
-def _count(f, row):
-    return int((f["masked_lm_positions"][row] > 0).sum())
-
-
-def _shorten(f: h5py.File) -> int:
-    row = _row(f)
-    for key in ("input_ids", "input_mask", "segment_ids"):
-        data = f[key][:]
-        data[row, 3:] = 0
-        f[key][...] = data
-    return row
-
-
-CORRUPTIONS = {
-    "token id beyond the vocabulary": (_set("input_ids", lambda f, r: (1, 5000)),
-                                       "token id outside the vocabulary of 4096"),
-    "no [CLS] first": (_set("input_ids", lambda f, r: (0, 7)), r"does not start with \[CLS\] and end with \[SEP\]"),
-    "input_mask with a hole": (_set("input_mask", lambda f, r: (1, 0)), "input_mask is not a run of 1s"),
-    "token in the padding": (_set("input_ids", lambda f, r: (_length(f, r) + 1, 9)),
-                             "input_ids or segment_ids are not 0 where input_mask is 0"),
-    "segment ids that go back": (_set("segment_ids", lambda f, r: (1, 1)),
-                                 r"segment_ids are not 0 through the first \[SEP\] and 1 after it"),
-    "masked position past the sequence": (
-        _set("masked_lm_positions", lambda f, r: (_count(f, r) - 1, _length(f, r) + 1)),
-        "a masked position points past the sequence"),
-    "masked position on the last [SEP]": (
-        _set("masked_lm_positions", lambda f, r: (_count(f, r) - 1, _length(f, r) - 1)),
-        r"a masked position points at \[SEP\]"),
-    "masked positions out of order": (_set("masked_lm_positions", lambda f, r: (1, 1)),
-                                      "masked positions are not increasing"),
-    "no masked position": (_set("masked_lm_positions", lambda f, r: (slice(None), 0)), "no masked position"),
-    "masked id beyond the vocabulary": (_set("masked_lm_ids", lambda f, r: (0, 99999)),
-                                        "masked id outside the vocabulary"),
-    "next-sentence label 2": (_set("next_sentence_labels", lambda f, r: (None, 2)),
-                              "next_sentence_labels is not 0 or 1"),
-    "a three-token sample": (_shorten, r"fewer than 5 tokens"),
-}
 
 
 @pytest.fixture
@@ -110,71 +41,15 @@ def test_a_good_dataset_passes_and_gets_a_manifest(dataset):
     assert "   57-64 " in text  # the length histogram reaches the longest sample
 
 
-@pytest.mark.parametrize("name", list(CORRUPTIONS))
-def test_each_corruption_is_named_with_the_file_and_the_sample(dataset, name):
-    corrupt, message = CORRUPTIONS[name]
+def test_a_shard_s_problem_is_the_manifest_s_failed_verdict(dataset):
     with h5py.File(dataset / SHARD, "r+") as f:
-        row = corrupt(f)
+        labels = f["next_sentence_labels"][:]
+        labels[7] = 2
+        f["next_sentence_labels"][...] = labels
     report = verify_dataset(dataset, show_progress=False)
     recorded = json.loads(report.manifest.read_text())  # the verdict, which training refuses
-    assert recorded["verdict"] == "failed" and recorded["problems"] == report.problems
-    prefix = re.escape(f"{dataset / SHARD}: sample {row}: ")
-    assert any(re.match(prefix + message, p) for p in report.problems), report.problems
-
-
-def test_blocks_of_samples_add_up_and_name_samples_by_their_place_in_the_shard(dataset, monkeypatch):
-    whole = verify_dataset(dataset, show_progress=False).stats
-    monkeypatch.setattr("bert.prep.verify.CHECK_BLOCK", 64)
-    (dataset / MANIFEST_FILE).unlink()
-    pieces = verify_dataset(dataset, show_progress=False).stats
-    assert (pieces.samples, pieces.masked, pieces.random_next) == (whole.samples, whole.masked, whole.random_next)
-    assert np.array_equal(pieces.length_counts, whole.length_counts)
-    with h5py.File(dataset / SHARD, "r+") as f:
-        mask = f["input_mask"][:]
-        mask[[100, 300], 1] = 0
-        f["input_mask"][...] = mask
-    problems = verify_dataset(dataset, show_progress=False).problems
-    assert problems == [f"{dataset / SHARD}: sample 100: input_mask is not a run of 1s followed by 0s "
-                        "(and 1 more sample(s))"]
-
-
-@pytest.mark.parametrize("corrupt, message", [
-    (lambda f: _replace(f, "segment_ids", f["segment_ids"][:].astype(np.float32)), "segment_ids has dtype float32"),
-    (lambda f: _replace(f, "input_mask", f["input_mask"][:, :-1]), r"input_mask \(63,\) .* must be \[max_seq_length\] "
-                                                                    "alike"),
-    (lambda f: _replace(f, "masked_lm_ids", f["masked_lm_ids"][:, :-1]), r"masked_lm_positions \(10,\) and "
-                                                                        r"masked_lm_ids \(9,\) per sample differ"),
-    (lambda f: _replace(f, "next_sentence_labels", f["next_sentence_labels"][:-1]), "different sample counts"),
-    (lambda f: f.__delitem__("masked_lm_ids"), r"missing key\(s\) masked_lm_ids"),
-])
-def test_broken_files_are_named(dataset, corrupt, message):
-    with h5py.File(dataset / SHARD, "r+") as f:
-        corrupt(f)
-    problems = verify_dataset(dataset, show_progress=False).problems
-    assert len(problems) == 1 and problems[0].startswith(f"{dataset / SHARD}: ")
-    assert re.search(message, problems[0])
-
-
-def test_unreadable_and_varlen_row_mismatches_are_named(dataset):
-    (dataset / SHARD).write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 64)
-    varlen = dataset / "train/part-00002-of-00004.hdf5"
-    write_shard(varlen, read_shard(varlen), "varlen", 64, 10)
-    with h5py.File(varlen, "r+") as f:
-        f["segment_ids"][3] = np.zeros(2, np.int8)
-    problems = verify_dataset(dataset, show_progress=False).problems
-    assert problems[0].startswith(f"{dataset / SHARD}: not a readable HDF5 file")
-    assert problems[1] == f"{varlen}: segment_ids rows do not match input_ids rows"
-
-
-def test_the_descriptor_limits_and_an_empty_shard(dataset):
-    write_shard(dataset / "train" / "empty.hdf5", read_shard(dataset / SHARD).take(np.arange(0)), "fixed", 64, 10)
-    limits = Limits(max_seq_length=60, max_predictions=8)
-    problems = verify_dataset(dataset, limits=limits, show_progress=False).problems
-    assert f"{dataset / 'train' / 'empty.hdf5'}: holds no samples" in problems
-    shard = re.escape(str(dataset / SHARD))
-    assert any(re.match(rf"{shard}: sample \d+: more than --max-seq-length 60 tokens \(and", p) for p in problems)
-    assert any(re.match(rf"{shard}: sample \d+: more than --max-predictions 8 masked positions \(and", p)
-               for p in problems)
+    assert recorded["verdict"] == "failed" and recorded["problems"] == report.problems == [
+        f"{dataset / SHARD}: sample 7: next_sentence_labels is not 0 or 1"]
 
 
 @pytest.mark.parametrize("plant, kind", [(os.mkfifo, "a named pipe (FIFO)"),

@@ -8,7 +8,8 @@ import numpy as np
 import torch
 from click.testing import CliRunner
 
-from bert.checkpoint import convert, read_source
+from bert.checkpoint import convert
+from bert.checkpoint_files import read_source
 from bert.cli import main
 from bert.model.tf_names import tensor_names
 from tests.bert.reference.reference_run import RUN, install_tf_reader, reference_checkpoint, system

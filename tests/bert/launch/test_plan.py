@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from bert.cli import main
 from bert.cli.simulate import predicted_job_seconds
-from bert.distributed.plan import Container, TrainArgs, build_plan, launch_command, missing_mounts, run_mounts
+from bert.launch.plan import Container, TrainArgs, build_plan, launch_command, missing_mounts, run_mounts
 from bert.system import load_descriptor
 from tests.helpers.repo import REPO
 
@@ -68,7 +68,7 @@ def test_every_shard_goes_to_exactly_one_rank(tmp_path, small_dataset):
     dealt = sorted(i for slot in plan.ranks for i in slot.shards)
     assert dealt == [0, 1, 2, 3] and all(len(slot.shards) == 2 for slot in plan.ranks)
     single = launch_command(system, TrainArgs(9, tmp_path / "log.txt", small_dataset), "torchrun")
-    assert single[:6] == ["python", "-m", "bert.distributed.torchrun", "--standalone", "--nnodes=1",
+    assert single[:6] == ["python", "-m", "bert.launch.torchrun", "--standalone", "--nnodes=1",
                           "--nproc_per_node=2"]
 
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bert.distributed.slurm import (
+from bert.launch.slurm import (
     Allocation,
     allocation_problem,
     first_node_address,

@@ -1,4 +1,4 @@
-"""What the first rank would refuse, found by the pre-flight (bert.distributed.readiness) with the rank's own
+"""What the first rank would refuse, found by the pre-flight (bert.launch.readiness) with the rank's own
 checks taken the cheap way: the dataset against its manifest without one HDF5 header read, the checkpoint
 mapped, the compiler asked. Through run_and_time.sh: tests/faults/test_wrapper_input.py."""
 
@@ -13,7 +13,7 @@ import torch
 
 from bert.data import dataset as dataset_module
 from bert.data import manifest as manifest_module
-from bert.distributed.readiness import checkpoint_refusals, dataset_refusals, setup_refusals
+from bert.launch.readiness import checkpoint_refusals, dataset_refusals, setup_refusals
 from bert.model import fp8 as fp8_module
 from bert.model.pretraining import BertForPreTraining
 from bert.system import load_descriptor
@@ -83,7 +83,7 @@ def test_a_compiler_that_fails_is_found_as_the_real_compile_finds_it(tmp_path, m
     question to inductor names the same error without compiling anything."""
     required = micro.variant({"compile": "required"})
     env = dict(os.environ, CXX="/bin/false")
-    ask = ("import sys; from bert.distributed.readiness import setup_refusals; from bert.system import "
+    ask = ("import sys; from bert.launch.readiness import setup_refusals; from bert.system import "
            "load_descriptor; print(*setup_refusals(load_descriptor(sys.argv[1])), sep='\\n')")
     asked = subprocess.run([sys.executable, "-c", ask, str(required.write(tmp_path).path)],
                            env=env, capture_output=True, text=True, timeout=120)

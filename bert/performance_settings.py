@@ -1,5 +1,7 @@
 """The simulator's settings: a descriptor's run.performance block, the declared hardware figures from which
-`mlperf-bert simulate` (bert.simulate.time_to_train) predicts the time to train."""
+`mlperf-bert simulate` (bert.simulate.time_to_train) predicts the time to train. They lie below the descriptor,
+which composes them, as every component's settings do; the simulator, which reads the whole descriptor, lies above
+it."""
 
 from __future__ import annotations
 

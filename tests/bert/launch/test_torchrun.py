@@ -1,4 +1,4 @@
-"""torchrun as the launch plans start it (bert.distributed.torchrun): a run that ends returns 0; one stopped by a
+"""torchrun as the launch plans start it (bert.launch.torchrun): a run that ends returns 0; one stopped by a
 signal says so in one line and returns 128 + the signal's number instead of a traceback; ranks that share a node
 get torchrun's OMP_NUM_THREADS without its banner. torchrun's own main stands in, but where the banner is proven
 absent: starting real training ranks is the launch tests' work (tests/faults/test_node_loss.py)."""
@@ -11,7 +11,7 @@ import sys
 import pytest
 from torch.distributed.elastic.multiprocessing.api import SignalException
 
-from bert.distributed import torchrun
+from bert.launch import torchrun
 from tests.helpers.repo import REPO
 
 
@@ -54,7 +54,7 @@ def test_omp_threads_are_torchruns_default_where_unset(argv, given, ranks_get):
 
 def test_real_torchrun_gives_its_ranks_one_thread_without_its_banner(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
-    proc = subprocess.run([sys.executable, "-m", "bert.distributed.torchrun", "--standalone", "--nproc_per_node=2",
+    proc = subprocess.run([sys.executable, "-m", "bert.launch.torchrun", "--standalone", "--nproc_per_node=2",
                            "--no-python", "sh", "-c", 'echo "rank $RANK threads $OMP_NUM_THREADS"'],
                           env=env, capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr

@@ -1,8 +1,8 @@
-"""The simulator's settings (bert.simulate.settings): a run.performance block of declared hardware figures."""
+"""The simulator's settings (bert.performance_settings): a run.performance block of declared hardware figures."""
 
 import pytest
 
-from bert.simulate.settings import PerformanceSpec
+from bert.performance_settings import PerformanceSpec
 from bert.typed_config import ConfigError, from_dict
 
 FIGURES = {"hbm_gb_s": 4800.0, "intra_node_gb_s": 450.0, "inter_node_gb_s": 400.0}

@@ -149,7 +149,7 @@ def launch_command(system: Descriptor, args: TrainArgs, launcher: str, node_rank
     else:
         shape = [f"--nnodes={system.nodes}", f"--node_rank={node_rank}", f"--master_addr={master_addr}",
                  f"--master_port={run.launch.master_port}"]
-    return [python, "-m", "bert.distributed.torchrun", *shape, f"--nproc_per_node={run.processes_per_node}",
+    return [python, "-m", "bert.launch.torchrun", *shape, f"--nproc_per_node={run.processes_per_node}",
             *args.argv(system.path)]
 
 
@@ -165,7 +165,7 @@ def _per_node(nodes: int) -> list[str]:
 def preflight_command(system: Descriptor, args: TrainArgs, launcher: str, log_dir: Path, node_rank: int = 0,
                       master_addr: str = "localhost", container: Container | None = None,
                       python: str = "python") -> list[str]:
-    """The pre-flight (bert.distributed.preflight) of this node, or under Slurm of every node (one task each, in
+    """The pre-flight (bert.launch.preflight) of this node, or under Slurm of every node (one task each, in
     the run's container: it checks what the ranks will find)."""
     argv = [python, "-m", "bert.cli", "system", "preflight", "--system", str(system.path),
             "--data-dir", str(args.data_dir), "--log-dir", str(log_dir), "--master-addr", master_addr]

@@ -33,7 +33,8 @@ def dataset_refusals(system: Descriptor, data_dir: Path | None) -> list[str]:
     """What the rank's check of the dataset there would refuse (a shard changed since its manifest, too few
     samples, a vocabulary the model cannot take), in one line."""
     try:
-        check_dataset(dataset_files(system, data_dir), system, read_headers=False)
+        needs = system.dataset_needs(data_dir)
+        check_dataset(dataset_files(needs), needs, read_headers=False)
     except ShardError as e:
         return [str(e)]
     return []
@@ -44,7 +45,8 @@ def checkpoint_refusals(system: Descriptor, path: Path | None) -> list[str]:
     fit the model, weights that are not finite floats), in one line."""
     if path is None:
         return []
-    from bert.checkpoint import CheckpointError, check_usable
+    from bert.checkpoint import check_usable
+    from bert.checkpoint_files import CheckpointError
 
     try:
         check_usable(path, system.model_config())

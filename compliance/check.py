@@ -1,6 +1,7 @@
 """`mlperf-bert check PATH`: a result log, a folder of result logs, a submission (an ORG folder) or a folder of
-submissions (a results repository), checked the way the reviewers check it, after the plain-words checks of
-precheck.py and the judgement of the logs (judgement.py, provenance.py).
+submissions (a results repository), checked the way the reviewers check it, after the harness's own rules (of
+each log: compliance.log_rules; of the runs of a folder: compliance.folder_rules; of a package:
+compliance.package_rules and compliance.provenance).
 
 Only BERT is checked: in a submission, the systems with a `results/<name>/bert/` folder (or those picked by name,
 compliance.targets); the others are named once, as skipped. Every log is read once, into a copy that the official
@@ -21,8 +22,7 @@ from pathlib import Path
 from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET, DIVISIONS
 from compliance.checkers import CheckResult, Scoring, require_ruleset
 from compliance.findings import WARNING, Finding
-from compliance.judgement import package_judgement, platform_findings
-from compliance.precheck import package_findings, read_system_json
+from compliance.package_rules import layout_findings, package_judgement, platform_findings, read_system_json
 from compliance.provenance import package_provenance
 from compliance.result_log import result_logs_in
 from compliance.staging import Staging, read_staged
@@ -104,7 +104,7 @@ def _read_systems(report: CheckReport, org: Path, packages: dict[str, Path], sta
     for name, package in packages.items():
         path = org / "systems" / f"{name}.json"
         if not path.exists() and not path.is_symlink():
-            unreadable.add(name)  # precheck.package_findings names it
+            unreadable.add(name)  # package_rules.layout_findings names it
             continue
         description, found = read_system_json(path)
         report.findings += found
@@ -146,7 +146,7 @@ def _judge_package(org: Path, index: int, staging: Staging, ruleset: str, divisi
                    picked: list[str] | None, progress: Progress) -> _Judged:
     """A submission's BERT systems read, copied and judged; the jobs for the tools are the systems they can read."""
     report = CheckReport(org, "package", ruleset, division)
-    found = package_findings(org)
+    found = layout_findings(org)
     report.findings += found
     names, report.skipped = bert_systems(org)
     report.systems = [n for n in names if picked is None or n in picked]

@@ -37,6 +37,7 @@ from compliance.result_log import ResultLog, number
 TIMED_WITHIN_MS = 100
 MIN_TIMED, MIN_TIMED_DIGITS = 3, 4
 MIN_SHARED, MIN_SHARED_DIGITS = 6, 6
+WHY_COPIES_FAIL = "the official tools accept this, but runs of different seeds never repeat each other's measurements"
 
 
 def significant_digits(value: float) -> int:

@@ -35,9 +35,8 @@ from compliance.checkers import require_ruleset
 from compliance.errors import InputError
 from compliance.files import MAX_LOG_BYTES, read_regular_file
 from compliance.findings import ERROR, Finding
-from compliance.folders import build_in_place
-from compliance.judgement import dropped_runs
-from compliance.precheck import descriptor_findings
+from compliance.folder_rules import descriptor_findings, dropped_runs
+from compliance.output_folder import build_in_place
 from compliance.provenance import code_findings, folder_name_for, org_is_submitter
 from compliance.result_log import ResultLog, result_logs_in
 from compliance.software import software_description

@@ -28,9 +28,9 @@ from bert.system import Descriptor, load_descriptor
 from bert.typed_config import ConfigError
 from compliance.files import MAX_LOG_BYTES, UnreadableFile, read_regular_file
 from compliance.findings import WARNING, Finding
+from compliance.folder_rules import descriptor_findings
 from compliance.hardware import least_sample_flops, system_machine
-from compliance.judgement import hardware_findings
-from compliance.precheck import descriptor_findings
+from compliance.package_rules import hardware_findings
 from compliance.result_log import ResultLog
 from compliance.software import packaged_description
 
@@ -193,7 +193,7 @@ def _against_descriptor(org: Path, name: str, runs: list[ResultLog], system: Des
                              f"{system.path}, the descriptor packaged with the code: the system description of a "
                              "package is its descriptor's; was it swapped or edited?"))
     machine = system_machine(description or system.description, f"systems/{name}.json")
-    open_runs = [log for log in runs if log.division != "closed"]  # closed: BERT-large, judged by package_judgement
+    open_runs = [log for log in runs if log.division != "closed"]  # closed: BERT-large, judged by package_rules
     if machine is not None and open_runs:
         flops = least_sample_flops(system.model_config(), system.run.max_seq_length, system.run.max_predictions_per_seq)
         found += hardware_findings(folder, open_runs, machine, flops, f"its descriptor's {system.run.model} model")

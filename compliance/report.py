@@ -31,7 +31,7 @@ from bert.ownership import claim_folder, temporary_path
 from compliance import plots
 from compliance.check import Progress
 from compliance.checkers import rcp_reference
-from compliance.precheck import shared_batch_size
+from compliance.folder_rules import shared_batch_size
 from compliance.render import print_problems
 from compliance.result_log import ResultLog
 from compliance.score import ScoreReport, SystemScore, TreeScore, score_tree

@@ -29,7 +29,7 @@ from compliance import plots
 from compliance.check import Progress
 from compliance.checkers import rcp_reference
 from compliance.findings import ERROR
-from compliance.precheck import shared_batch_size
+from compliance.folder_rules import shared_batch_size
 from compliance.report import file_stem, publish, system_figures
 from compliance.score import ScoreReport, TreeScore, score_tree
 

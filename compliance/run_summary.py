@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bert.mlperf_rules import DEFAULT_RULESET
 from compliance.checkers import USAGE, compliance_check
-from compliance.precheck import RUNS
+from compliance.folder_rules import RUNS
 from compliance.result_log import ResultLog, read_result_log, result_logs_in
 
 

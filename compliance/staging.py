@@ -79,7 +79,7 @@ class Staging:
         return self.root / f"f{index}"
 
     def write_system_json(self, package: Path, system: str, description: dict) -> None:
-        """The system JSON as the harness read it: its parsed fields (compliance.precheck.read_system_json)."""
+        """The system JSON as the harness read it: its parsed fields (compliance.package_rules.read_system_json)."""
         path = package / "systems" / f"{system}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(description, indent=1))

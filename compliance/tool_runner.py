@@ -1,5 +1,5 @@
 """The official mlperf-logging tools, run inside one process of their own (`python -m compliance.tool_runner
-REQUEST RESULT`, started by compliance.checkers), each as its own command line runs it, with what each one said
+REQUEST RESULT`, started by compliance.tool_runs), each as its own command line runs it, with what each one said
 and decided recorded along the way.
 
 Each tool is called through the function its `python -m` entry point calls, after the same logging set-up:

@@ -5,7 +5,7 @@ verdict), the findings of each folder and package, the official tools' lines, an
 `check` adds the tools' verdicts to it (`FolderJudgement.rows`, `counted_findings`), and `package` refuses from
 it what would fail, before writing anything. The verdict passes only when nothing finds an error, every official
 tool that applies ran and passed, and (for a folder or a package) at most one run does not count, as olympic
-scoring allows, and that one failed as genuine runs fail (compliance.judgement).
+scoring allows, and that one failed as genuine runs fail (compliance.folder_rules).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from bert.mlperf_rules import DIVISIONS
 from compliance.checkers import CheckResult, Scoring
 from compliance.errors import UsageError
 from compliance.findings import ERROR, Finding
-from compliance.judgement import RunCount, count_run, dropped_runs
-from compliance.precheck import folder_findings, log_findings
+from compliance.folder_rules import RunCount, count_run, dropped_runs, folder_findings
+from compliance.log_rules import log_findings
 from compliance.result_log import ResultLog
 from compliance.staging import path_value_findings
 
@@ -147,7 +147,7 @@ class FolderJudgement:
 
 
 def judge_logs(logs: list[ResultLog], division: str | None) -> tuple[tuple[Finding, ...], ...]:
-    """Each log's problems: precheck's and judgement's, and whether a value of it would name a file the official
+    """Each log's problems (compliance.log_rules), and whether a value of it would name a file the official
     tools load (staging)."""
     found = [tuple(log_findings(log, division)) for log in logs]
     return tuple(own if any(f.blocks for f in own) else own + tuple(path_value_findings(log))
@@ -162,7 +162,7 @@ def judge_folder(folder: Path, logs: list[ResultLog], division: str | None, rule
 
 
 def counted_findings(folder: Path, rows: list[LogRow]) -> list[Finding]:
-    """What olympic scoring makes of the runs that do not count (compliance.judgement.dropped_runs)."""
+    """What olympic scoring makes of the runs that do not count (compliance.folder_rules.dropped_runs)."""
     return dropped_runs(folder, {row.log.path.name: row.count for row in rows if row.count.reason is not None})
 
 

@@ -78,7 +78,7 @@ def test_a_signal_interrupts_the_work_between_runs_even_where_it_was_ignored(sig
 
 
 def test_a_signal_during_a_deferred_step_comes_when_the_step_is_done():
-    """A folder swapped for another (compliance.folders) is never cut in two: the signal that came meanwhile is
+    """A folder swapped for another (compliance.output_folder) is never cut in two: the signal that came meanwhile is
     delivered after, as the handlers before took it (here: KeyboardInterrupt)."""
     done = []
     with pytest.raises(KeyboardInterrupt, match="SIGTERM"), signals_interrupt():

@@ -1,22 +1,20 @@
-"""`check` and `score` on what a reviewer is given (compliance.check, compliance.targets): a submission that also
-holds other benchmarks, a folder of submissions, a results repository; systems picked by name; progress on every
-long step; one line for what cannot be checked."""
+"""`check` and `score` on what a reviewer is given (compliance.check): a submission that also holds other
+benchmarks, a folder of submissions, a results repository, a package's tree, its logs folder and one log; progress
+on every long step; a system the tools cannot read left out while the others are checked; one line for what cannot
+be checked. Which systems and submissions PATH holds: tests/compliance/test_targets.py."""
 
+import json
 import re
 import shutil
 
 import pytest
 
+from bert.mlperf_rules import DEFAULT_RULESET, RULESETS
 from compliance.check import Progress, check_tree
 from compliance.result_log import read_result_log
 from compliance.score import score_tree
 from tests.compliance.fakes import write_package, write_round
 from tests.helpers.compliance import cli
-
-
-@pytest.fixture(scope="module")
-def round_tree(tmp_path_factory):
-    return write_round(tmp_path_factory.mktemp("round") / "training_results")
 
 
 def _olympic_minutes(folder) -> float:
@@ -52,15 +50,6 @@ def test_score_of_a_results_repository_scores_every_bert_system(round_tree):
     assert set(scored) == {("OrgA", "a_bert"), ("OrgB", "b_one"), ("OrgB", "b_two")}
     for (org, system), minutes in scored.items():
         assert minutes == pytest.approx(_olympic_minutes(round_tree / org / "results" / system / "bert"), abs=1e-5)
-
-
-def test_systems_picked_by_name(round_tree):
-    tree = check_tree(round_tree, systems=["b_two", "OrgA/a_bert"])
-    assert [(r.target.name, r.systems) for r in tree.reports] == [("OrgA", ["a_bert"]), ("OrgB", ["b_two"])]
-    result = cli("score", round_tree, "--system", "nothing")
-    assert result.exit_code == 2
-    assert "--system nothing: no such BERT system (results/nothing/bert/ with systems/nothing.json) here; the BERT " \
-           "systems are: a_bert, b_one, b_two" in " ".join(result.output.split())
 
 
 class Recorded(Progress):
@@ -116,3 +105,39 @@ def test_a_folder_of_submissions_without_bert_is_one_line(tmp_path):
     alone = cli("check", tmp_path / "round" / "OrgC")
     assert alone.exit_code == 1 and "OrgC: no system has BERT results (results/<system>/bert/); there is nothing " \
         "to check" in " ".join(alone.output.split())
+
+
+def test_number_where_the_system_json_needs_a_string(tmp_path):
+    """The tools would crash on that system: they run on the package's other system alone, which keeps its score."""
+    org = write_package(tmp_path / "Org")
+    shutil.copytree(org / "results" / "cpu_micro", org / "results" / "other")
+    shutil.copyfile(org / "systems" / "cpu_micro.json", org / "systems" / "other.json")
+    desc = json.loads((org / "systems" / "cpu_micro.json").read_text())
+    desc["accelerators_per_node"] = 0
+    (org / "systems" / "cpu_micro.json").write_text(json.dumps(desc))
+    result = cli("score", org)
+    output = " ".join(result.output.split())
+    assert result.exit_code == 1 and "VERDICT: FAIL" in output
+    assert "systems/cpu_micro.json: accelerators_per_node: must be a string, got 0; write it in quotes, as \"0\"" \
+        in output
+    assert "NOT RUN system description checker (systems/cpu_micro.json)" in output
+    assert "NOT RUN package checker (results/cpu_micro): not run: the harness does not hand this system to the " \
+        "tools" in output and "PASS package checker (results/other)" in output
+    assert "does not count" not in output  # its logs are checked alone: the compliance checker passes them
+    assert re.search(r"other\s*│\s*open\s*│\s*[0-9.]+\s*│", result.output)
+
+
+def test_a_folder_without_logs_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    result = cli("check", tmp_path)
+    assert result.exit_code == 2 and "neither a result log, a folder of result_*.txt logs, a submission" \
+        in result.output
+
+
+def test_check_accepts_the_package_the_logs_folder_and_one_log(micro_package):
+    """`package` has checked the tree under 5.0.0 already: here the tree under 4.1.0, the logs folder and one log."""
+    for target, ruleset in ((micro_package.org, RULESETS[0]), (micro_package.logs, DEFAULT_RULESET),
+                            (micro_package.logs / "result_0.txt", DEFAULT_RULESET)):
+        result = cli("check", target, "--ruleset", ruleset)
+        assert result.exit_code == 0, result.output
+        assert "VERDICT: PASS" in result.output and f"(ruleset {ruleset}" in result.output

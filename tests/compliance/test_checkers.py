@@ -14,7 +14,8 @@ from compliance.checkers import (
     require_ruleset,
     system_desc_check,
 )
-from tests.compliance.fakes import write_package
+from tests.compliance.fakes import write_package, write_run
+from tests.helpers.compliance import cli
 
 
 def test_supported_and_refused_rulesets():
@@ -56,3 +57,14 @@ def test_the_reference_hyperparameters_are_those_of_the_installed_rcp_file():
     by_size = {r["BS"]: r["Hyperparams"] for r in json.loads(installed.read_text()).values()}
     assert rcp_reference(4608, "4.1.0").hyperparameters == {4608: by_size[4608]}
     assert rcp_reference(1000, "4.1.0").hyperparameters == {448: by_size[448], 4608: by_size[4608]}
+
+
+@pytest.mark.parametrize("ruleset, message", [
+    ("5.1.0", "ruleset 5.1.0: BERT was retired after MLPerf Training v5.0"),
+    ("6.0.0", "ruleset 6.0.0: BERT was retired after MLPerf Training v5.0"),
+    ("3.1.0", "ruleset '3.1.0' is not supported; use one of 4.1.0, 5.0.0"),
+])
+def test_unsupported_rulesets_are_refused_with_the_reason(tmp_path, ruleset, message):
+    log = write_run(tmp_path / "result_0.txt", seed=1)
+    result = cli("check", log, "--ruleset", ruleset)
+    assert result.exit_code == 2 and message in result.output

@@ -8,7 +8,8 @@ import pytest
 from mlperf_logging.compliance_checker.mlp_parser.ruleset_500 import strip_and_dedup
 
 from compliance.result_log import MAX_MLLOG_LINE, MAX_PARSE_WORK, olympic_mean, read_result_log, result_logs_in
-from tests.compliance.fakes import INTERVAL, seed_accuracy, write_run
+from tests.compliance.fakes import INTERVAL, seed_accuracy, write_run, write_runs
+from tests.helpers.compliance import cli, ends_in_one_line
 
 
 def _line(**fields) -> str:
@@ -149,3 +150,19 @@ def test_the_system_a_log_prints_is_read(tmp_path):
 def test_a_folder_under_a_result_name_is_refused_unread(tmp_path):
     (tmp_path / "result_10.txt").mkdir()
     assert read_result_log(tmp_path / "result_10.txt").unreadable.startswith("is a folder, not a regular file")
+
+
+def test_a_log_the_official_parser_cannot_read_in_bounded_time_ends_in_one_line(tmp_path):
+    """A 1.1 MB log of one 1 MB :::MLLOG line kept the official parser busy for 600 s, then a TimeoutExpired
+    traceback; nested 100,000 deep, a RecursionError."""
+    logs = write_runs(tmp_path / "logs")
+    body = json.dumps({"namespace": "", "time_ms": 1, "event_type": "POINT_IN_TIME", "key": "x",
+                       "value": "v" * (1 << 20), "metadata": {}})
+    (logs / "result_4.txt").write_text((logs / "result_4.txt").read_text() + f":::MLLOG {body}\n")
+    (logs / "result_5.txt").write_text(":::MLLOG " + "[" * 100_000 + "]" * 100_000 + "\n")
+    started = time.perf_counter()
+    result = cli("check", logs)
+    assert time.perf_counter() - started < 300
+    ends_in_one_line(result, f"result_4.txt: line 43 is a :::MLLOG line of {len(body) + 10:,} characters, over the "
+                     "4,096 that are handed to the official tools")
+    ends_in_one_line(result, "result_5.txt: line 1 is a :::MLLOG line of 200,010 characters")

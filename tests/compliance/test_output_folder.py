@@ -1,15 +1,18 @@
-"""An output folder replaced in one step (compliance.folders): SIGTERM to `package` mid-build leaves no staging
+"""An output folder replaced in one step (compliance.output_folder): SIGTERM to `package` mid-build leaves no staging
 tree and the previous tree whole, and what a killed build left is cleaned up (or put back) by the next."""
 
 from __future__ import annotations
 
+import errno
 import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from compliance.folders import build_in_place
+import pytest
+
+from compliance.output_folder import build_in_place, replace_folder
 from tests.compliance.fakes import write_runs
 from tests.helpers.compliance import cli
 from tests.helpers.repo import REPO
@@ -72,3 +75,21 @@ def test_what_a_killed_build_left_is_removed_by_the_next_and_a_tree_moved_aside_
     build_in_place(out / "MLPerf", lambda folder: built.append(_tree(out)))
     assert built == [before]  # the previous tree was back before the build started
     assert sorted(p.name for p in out.iterdir()) == [elsewhere.name, "MLPerf"]
+
+
+def test_replace_folder_puts_the_old_tree_back_when_the_move_fails(tmp_path, monkeypatch):
+    target, built = tmp_path / "Org", tmp_path / "new"
+    (target / "results").mkdir(parents=True)
+    (target / "results" / "kept.txt").write_text("old")
+    built.mkdir()
+    real_rename = Path.rename
+
+    def rename(self, dest):
+        if self == built:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real_rename(self, dest)
+    monkeypatch.setattr(Path, "rename", rename)
+    with pytest.raises(OSError, match="cross-device"):
+        replace_folder(built, target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Org", "new"]
+    assert (target / "results" / "kept.txt").read_text() == "old"

@@ -1,7 +1,14 @@
-"""Whether result logs are the honest record of genuine runs, and which runs count: every rule about what a log
-says, judged on the times its lines carry (not on their order in the file), calibrated on the published BERT
-results of MLPerf Training v4.1 and v5.0 (630 logs of 63 systems, all accepted by the official tools;
-benchmarks/published_results.py runs `check` and `score` on them) and read against those of v0.7 to v4.0.
+"""The rules that read one result log: whether it is the honest record of a genuine run. Each is judged on the
+times its lines carry (not on their order in the file), calibrated on the published BERT results of MLPerf
+Training v4.1 and v5.0 (630 logs of 63 systems, all accepted by the official tools; benchmarks/published_results.py
+runs `check` and `score` on them) and read against those of v0.7 to v4.0. What the runs of a folder say together
+is judged in compliance.folder_rules (which runs count, copies), what a whole package says in
+compliance.package_rules (and, for a package of this harness, compliance.provenance).
+
+First, in plain words, what the official tools check badly or crash on (log_findings): a malformed :::MLLOG line,
+a division they do not know or another than the submission's, another benchmark, a global_batch_size that is not
+one integer, a seed that is not an integer, an eval_accuracy without its epoch_num. A finding that `blocks` keeps
+the log from the tools (compliance.findings).
 
 The run is what happens from run_start to run_stop: its work is the training (block_start, block_stop,
 epoch_start, epoch_stop) and the evals (eval_start, eval_accuracy, eval_stop). Each rule, with the genuine
@@ -40,15 +47,6 @@ patterns it accepts and the forgeries it refuses:
 8. Success. A `success` is backed by an eval timed inside the run that reached the log's own target
    (target_accuracy, which this harness logs; 0.720 at least in the closed division). Refused: a success no eval
    backs.
-9. Copies (compliance.copies). Refused: runs repeating another run's measurements (eval accuracies at their
-   epoch_num, each measured at the same time), whatever was edited around them; across a package's systems
-   always, and within a folder when more than one run is a copy (one is named in a warning: tinycorp's accepted
-   v4.1 tinybox_green holds result_8.txt, a copy of result_3.txt with another seed).
-10. Hardware (package_judgement, platform_findings). Refused: logs whose stated platform contradicts their
-   system's node or accelerator count or names another system of the package, and logs whose printed system
-   (a :::SYSJSON line, which NVIDIA's scripts print from the system JSON) names another node count or
-   accelerator model. A free-text platform naming another accelerator model is a warning: genuine logs carry
-   copied platform text (NVIDIA's accepted v2.0 2xa30 package logs "1xNVIDIA DGX A100" on its A30 system).
 
 A log edited consistently (every time shifted alike, a value changed everywhere, a whole run written by hand)
 is undetectable here, as it is for the official tools: an unsigned log proves nothing about who wrote it.
@@ -57,24 +55,11 @@ is undetectable here, as it is for the official tools: an unsigned log proves no
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass
-from pathlib import Path
 
 from bert.mllog import ABORTED, SUCCESS, TARGET_ACCURACY
-from bert.mlperf_rules import MLPERF_TARGET_ACCURACY
-from compliance.checkers import CheckResult
-from compliance.copies import find_copies, runs_measured
+from bert.mlperf_rules import BENCHMARK, DIVISIONS, MLPERF_TARGET_ACCURACY
 from compliance.findings import ERROR, WARNING, Finding
-from compliance.hardware import (
-    Machine,
-    accelerator_model,
-    least_sample_flops,
-    lone_machine,
-    system_machine,
-    too_fast,
-    whole,
-)
+from compliance.hardware import least_sample_flops, lone_machine, too_fast
 from compliance.result_log import Event, ResultLog, number
 
 LATEST_TIME_MS = 4_102_444_800_000  # 2100-01-01: a time_ms after it is no clock's reading
@@ -86,14 +71,6 @@ _EDITED = "no genuine run writes this: the log was edited or holds more than one
           "file and rerun this one"
 _DROPPABLE = ("the run does not count; olympic scoring may drop it as the slowest run (the package checker does), "
               "a second run that does not count fails the submission")
-
-
-@dataclass(frozen=True)
-class RunCount:
-    """Whether a run counts: None when it does, else why not; `droppable` when olympic scoring may drop it."""
-
-    reason: str | None
-    droppable: bool = False
 
 
 def span(ms: float) -> str:
@@ -253,8 +230,9 @@ def _no_time_taken(log: ResultLog, start: Event, stop: Event) -> str | None:
     return None
 
 
-def _faster_than_any_machine(log: ResultLog) -> str | None:
-    """Rule 7, the second part, for a log alone (a package's system JSON bounds it more tightly: package_judgement)."""
+def faster_than_any_machine(log: ResultLog) -> str | None:
+    """Rule 7, the second part, for a log alone (a package's system JSON bounds it more tightly:
+    compliance.package_rules)."""
     machine = lone_machine(log)
     if log.division != "closed" or machine is None:
         return None
@@ -286,7 +264,7 @@ def _success_backed(log: ResultLog, start: Event, stop: Event) -> list[Finding]:
 def _timing(log: ResultLog, start: Event, stop: Event) -> list[Finding]:
     """Rules 3 to 7: an error, or the warnings of the genuine patterns."""
     problem = (_before_start(log, start) or _evals_after_stop(log, stop) or _no_time_taken(log, start, stop)
-               or _faster_than_any_machine(log))
+               or faster_than_any_machine(log))
     if problem is not None:
         return [Finding(str(log.path), problem)]
     return [f for f in (_training_after_stop(log, stop), _printed_late(log)) if f is not None]
@@ -316,166 +294,58 @@ def judge_run(log: ResultLog) -> list[Finding]:
     return found + [Finding(where, f"did not converge (run_stop status {log.status!r}{why}); {_DROPPABLE}", WARNING)]
 
 
-def count_run(log: ResultLog, findings: list[Finding], compliance: CheckResult | None = None) -> RunCount:
-    """Whether the run of `log` counts, given its findings (precheck.log_findings, which include judge_run) and
-    the official compliance checker's verdict when it ran. A run with an error never counts and is never the
-    dropped one; a run that failed as genuine runs fail (it stopped early, missed the target, or the compliance
-    checker fails it) is dropped as the package checker drops it."""
-    errors = [f.message for f in findings if f.level == ERROR]
-    if errors:
-        return RunCount(errors[0])
-    if not log.converged:
-        stop = "no run_stop" if log.status is None else f"run_stop status {log.status!r}"
-        return RunCount(f"did not converge: {stop}", droppable=True)
-    if compliance is not None and not compliance.passed:
-        first = next(iter(compliance.problems()), "")
-        return RunCount(f"fails the compliance checker{f': {first}' if first else ''}", droppable=True)
-    return RunCount(None)
-
-
-def dropped_runs(folder: Path, failing: dict[str, RunCount]) -> list[Finding]:
-    """Olympic scoring drops one run that does not count, as the package checker does, unless its log has an
-    error (then no genuine run wrote it, or the rules fail it whatever the score); a second one fails."""
-    refused = [(name, count.reason) for name, count in failing.items() if not count.droppable]
-    if refused:
-        (name, reason), more = refused[0], len(refused) - 1
-        return [Finding(str(folder), f"{name} does not count ({reason}){f', nor do {more} more' if more else ''}; "
-                        "olympic scoring drops one run that failed, never a log with an error")]
-    if len(failing) == 1:
-        (name, count), = failing.items()
-        return [Finding(str(folder), f"1 run does not count ({name}: {count.reason}); olympic scoring accepts it as "
-                        "the dropped slowest run, as the package checker does", WARNING)]
-    if len(failing) > 1:
-        return [Finding(str(folder), f"{len(failing)} runs do not count ({', '.join(failing)}: see each log's "
-                        "problems); olympic scoring drops at most one")]
-    return []
-
-
-_SAME = ("the official tools accept this, but runs of different seeds never repeat each other's measurements")
-
-
-def copied_runs(folder: Path, logs: list[ResultLog]) -> list[Finding]:
-    """Rule 9 within a folder: one copy is named in a warning and counted as the official tools count it (a
-    published, accepted submission holds one: tinycorp's v4.1 tinybox_green, result_3.txt and result_8.txt, the
-    seed alone differing, beside a truncated run that olympic scoring drops); more are refused."""
-    copies = find_copies(runs_measured(logs))
-    if not copies:
+def _malformed(log: ResultLog) -> list[Finding]:
+    if not log.malformed:
         return []
-    shown = "; ".join(f"{c.copy} of {c.original}: {c.evidence}" for c in copies)
-    if len(copies) == 1:
-        return [Finding(str(folder), f"a copy of one run ({shown}); {_SAME}. One copy is taken as the official tools "
-                        "take it (a published, accepted submission holds one), more are refused", WARNING)]
-    return [Finding(str(folder), f"copies of one run ({shown}); {_SAME}: keep one of each and rerun the others")]
+    shown = "; ".join(f"line {m.lineno}: {m.problem}" for m in log.malformed[:3])
+    more = f" and {len(log.malformed) - 3} more" if len(log.malformed) > 3 else ""
+    return [Finding(str(log.path), f"{len(log.malformed)} malformed :::MLLOG line(s) ({shown}{more}); the official "
+                    "checkers reject or crash on the whole file. The log is damaged: rerun this run", blocks=True)]
 
 
-_COUNT_PREFIX = re.compile(r"^\s*(\d+)\s*x", re.IGNORECASE)  # "2xNVIDIA GB200": nodes (or accelerators) x platform
-
-
-def _names(folder: str, description: dict) -> set[str]:
-    names = {folder, str(description.get("system_name", ""))}
-    return {n.strip().lower() for n in names | {_COUNT_PREFIX.sub("", n, count=1) for n in names} if n.strip()}
-
-
-def _other_model(stated: object, description: dict) -> str | None:
-    """The accelerator model `stated` names when it is not the one the system description names."""
-    said, own = accelerator_model(str(stated)), accelerator_model(str(description.get("accelerator_model_name", "")))
-    return said if said is not None and own is not None and said != own else None
-
-
-def _platform_problem(platform: str, folder: str, descriptions: dict[str, dict]) -> tuple[str, str] | None:
-    """(what the stated platform contradicts, the finding's level), or None."""
-    description = descriptions[folder]
-    prefix = _COUNT_PREFIX.match(platform)
-    nodes, per_node = whole(description.get("number_of_nodes")), whole(description.get("accelerators_per_node"))
-    if prefix and nodes is not None and per_node is not None and int(prefix[1]) not in (nodes, nodes * per_node):
-        return (f"its count ({prefix[1]}) is neither the {nodes} node(s) nor the {nodes * per_node} accelerators of "
-                f"systems/{folder}.json"), ERROR
-    said = {platform.strip().lower(), _COUNT_PREFIX.sub("", platform, count=1).strip().lower()}
-    others = [name for name, d in descriptions.items() if name != folder and said & _names(name, d)]
-    if others and not said & _names(folder, description):
-        return f"it names the package's other system {others[0]}", ERROR
-    model = _other_model(platform, description)
-    if model is not None:  # free text, copied between systems in genuine logs: see rule 10
-        return (f"it names {model} accelerators, and systems/{folder}.json has "
-                f"{description.get('accelerator_model_name')!r}"), WARNING
-    return None
-
-
-def platform_findings(org: Path, descriptions: dict[str, dict], logs: dict[str, list[ResultLog]]) -> list[Finding]:
-    """Rule 10, the stated platform: the logs of results/<name>/ are runs of systems/<name>.json, so the platform a
-    log states ("2xNVIDIA GB200", free text, often a placeholder) must not contradict that system's node count or
-    accelerator model, nor name another system of the package. The official tools compare none of them, so results
-    folders swapped between two systems pass them."""
-    found = []
-    for folder, runs in logs.items():
-        if folder not in descriptions:
-            continue
-        platforms = {str(v) for log in runs for v in log.values("submission_platform")}
-        for platform in sorted(platforms):
-            problem = _platform_problem(platform, folder, descriptions)
-            if problem:
-                found.append(Finding(str(org / "results" / folder), f"the logs state submission_platform "
-                                     f"{platform!r}, but {problem[0]}: are these another system's results? The "
-                                     "official tools do not compare them; results/<name>/ must hold the runs of "
-                                     "systems/<name>.json", problem[1]))
-    return found
-
-
-def _stated_system_problem(stated: dict, folder: str, description: dict) -> str | None:
-    """What a :::SYSJSON object a log prints says against the system's description, or None."""
-    for field in ("number_of_nodes", "accelerators_per_node"):
-        said, own = whole(stated.get(field)), whole(description.get(field))
-        if said is not None and own is not None and said != own:
-            return f"{field} {said}, and systems/{folder}.json has {own}"
-    model = _other_model(stated.get("accelerator_model_name", ""), description)
-    if model is not None:
-        return f"{model} accelerators, and systems/{folder}.json has {description.get('accelerator_model_name')!r}"
-    return None
-
-
-def _stated_systems(org: Path, folder: str, runs: list[ResultLog], description: dict) -> list[Finding]:
-    """Rule 10, the printed system: what the run saw of its machine against the system it is filed under."""
-    for log in runs:
-        for stated in log.stated_systems:
-            problem = _stated_system_problem(stated, folder, description)
-            if problem:
-                return [Finding(str(org / "results" / folder), f"{log.path.name} prints the system it ran on "
-                                f"(:::SYSJSON): {problem}. These are another system's results; results/<name>/ must "
-                                "hold the runs of systems/<name>.json")]
+def _division(log: ResultLog, expected: str | None) -> list[Finding]:
+    where, logged = str(log.path), log.division
+    if logged is None:
+        return [Finding(where, "no submission_division line; the compliance checker cannot pick its rules")]
+    if logged not in DIVISIONS:
+        return [Finding(where, f"submission_division is {logged!r}; it must be 'closed' or 'open' (lower case), "
+                        "and the compliance checker crashes on anything else. Fix system.division in the "
+                        "descriptor and rerun", blocks=True)]
+    if expected is not None and logged != expected:
+        return [Finding(where, f"logged division {logged!r}, but the submission is checked as {expected!r}; "
+                        "the runs must come from a descriptor of the same division")]
     return []
 
 
-def hardware_findings(folder: Path, runs: list[ResultLog], machine: Machine, sample_flops: float,
-                      model: str) -> list[Finding]:
-    """Rule 7 for a package: each run no faster than `machine` trains `model` (compliance.hardware)."""
-    found = []
-    for log in runs:
-        problem = too_fast(log, machine, sample_flops, model)
-        if problem is not None and _faster_than_any_machine(log) is None:  # else judge_run has said it
-            found.append(Finding(str(folder / log.path.name), problem))
+def _run_fields(log: ResultLog, division: str | None) -> list[Finding]:
+    where, found = str(log.path), []
+    if log.value("submission_benchmark") != BENCHMARK:
+        found.append(Finding(where, f"submission_benchmark is {log.value('submission_benchmark')!r}, not "
+                             f"'{BENCHMARK}'", blocks=True))
+    sizes = set(map(repr, log.values("global_batch_size")))
+    if not sizes:
+        found.append(Finding(where, "no global_batch_size line; the RCP checker cannot match the run to a "
+                             "reference convergence point"))
+    elif len(sizes) > 1 or not isinstance(log.global_batch_size, int):
+        found.append(Finding(where, f"global_batch_size logged as {', '.join(sorted(sizes))}; it must be logged "
+                             "once, as an integer"))
+    seeds = log.values("seed")
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        problem = "no seed line" if not seeds else f"seed logged as {seeds!r}, not an integer"
+        found.append(Finding(where, f"{problem}; the seed checker requires an integer seed per run",
+                             ERROR if division == "closed" else WARNING))
+    if any("epoch_num" not in e.metadata for e in log.all("eval_accuracy")):
+        found.append(Finding(where, "an eval_accuracy line has no epoch_num (samples seen); the RCP checker "
+                             "crashes on it", blocks=True))
     return found
 
 
-def package_judgement(org: Path, descriptions: dict[str, dict], logs: dict[str, list[ResultLog]]) -> list[Finding]:
-    """The rules that read a whole package: copies across its systems (rule 9: the same runs filed under two
-    systems), the machine each system's logs print against the one its system JSON describes (rule 10), and each
-    closed-division run against the least time its system's hardware allows (rule 7)."""
-    found = []
-    logs = {name: [log for log in runs if log.unreadable is None] for name, runs in logs.items()}
-    measured = [m for name, runs in logs.items()
-                for m in runs_measured(runs, lambda log, name=name: f"{name}/bert/{log.path.name}")]
-    for c in find_copies(measured):
-        if c.copy.split("/")[0] != c.original.split("/")[0]:
-            found.append(Finding(str(org / "results"), f"results/{c.copy} is a copy of results/{c.original} "
-                                 f"({c.evidence}); {_SAME}, and one run is one system's"))
-    for name, runs in logs.items():
-        description = descriptions.get(name)
-        if description is None:
-            continue
-        found += _stated_systems(org, name, runs, description)
-        machine = system_machine(description, f"systems/{name}.json")
-        closed = [log for log in runs if log.division == "closed"]
-        if machine is not None and closed:
-            found += hardware_findings(org / "results" / name / "bert", closed, machine, least_sample_flops(),
-                                       "BERT-large")
-    return found
+def log_findings(log: ResultLog, division: str | None = None) -> list[Finding]:
+    """Problems of one log; `division` is the division it must have (None: whatever it logged)."""
+    if log.unreadable is not None:
+        return [Finding(str(log.path), log.unreadable, blocks=True)]
+    if not log.events and not log.malformed:
+        return [Finding(str(log.path), "no :::MLLOG lines: not an MLPerf result log (the trainer writes one with "
+                        "--log-file)", blocks=True)]
+    found = _malformed(log) + _division(log, division)
+    return found + _run_fields(log, division or log.division) + judge_run(log)

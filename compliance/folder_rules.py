@@ -1,83 +1,46 @@
-"""Plain-words checks run before the official tools, for what those tools check badly or crash on.
+"""The rules that read the runs of one folder together (a system's result logs: results/<name>/bert/, or a folder
+given to `check`), for what no log shows alone. Each log's own rules are in compliance.log_rules; the rules across
+a package's systems in compliance.package_rules.
 
-Each problem is a Finding naming the file and the fix. `blocks` marks input on which the official tools
-crash or silently check the wrong thing (a division they do not know, a results folder without its system
-JSON, a damaged log): those tools are then not run, and the verdict fails until the input is fixed.
-Findings about one log belong to that log's row; the others are about the folder or the package.
+- Run count. A BERT submission holds RUNS result logs, named result_*.txt (the official tools read no other).
+- One configuration. The runs are of one division and one global_batch_size (the RCP checker compares one batch
+  size per folder), each of its own seed (an error in the closed division, whose seed checker requires it), and
+  they state the same system and configuration (org, platform, status, hyperparameters): the official tools check
+  each log alone and would pass runs of several systems mixed. Against a descriptor (`package`, and a package of
+  this harness: compliance.provenance), every run states what the descriptor says (descriptor_findings).
+- Reference convergence points. In the closed division a global_batch_size above the largest RCP fails the RCP
+  checker; one below the smallest is compared with the smallest (a warning says what it must reach).
+- Which runs count (olympic scoring). A run with an error never counts and is never the dropped one; a run that
+  failed as genuine runs fail (it stopped early, missed the target, or the compliance checker fails it) is
+  dropped as the package checker drops it; a second run that does not count fails the folder.
+- Copies (compliance.copies). Refused: runs repeating another run's measurements (eval accuracies at their
+  epoch_num, each measured at the same time), whatever was edited around them, within a folder when more than
+  one run is a copy (one is named in a warning: tinycorp's accepted v4.1 tinybox_green holds result_8.txt, a copy
+  of result_3.txt with another seed); across a package's systems always (compliance.package_rules).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from bert.mllog import STATED_KEYS, stated_values
-from bert.mlperf_rules import BENCHMARK, DIVISIONS, TOOL_READ_FIELDS, description_problems
 from bert.system import Descriptor
-from compliance.checkers import rcp_batch_sizes, rcp_reference
-from compliance.files import MAX_JSON_BYTES, UnreadableFile, read_json
+from compliance.checkers import CheckResult, rcp_batch_sizes, rcp_reference
+from compliance.copies import WHY_COPIES_FAIL, find_copies, runs_measured
 from compliance.findings import ERROR, WARNING, Finding
-from compliance.judgement import copied_runs, judge_run
 from compliance.result_log import ResultLog, number
 
 RUNS = 10  # result logs in a BERT submission
 
 
-def _malformed(log: ResultLog) -> list[Finding]:
-    if not log.malformed:
-        return []
-    shown = "; ".join(f"line {m.lineno}: {m.problem}" for m in log.malformed[:3])
-    more = f" and {len(log.malformed) - 3} more" if len(log.malformed) > 3 else ""
-    return [Finding(str(log.path), f"{len(log.malformed)} malformed :::MLLOG line(s) ({shown}{more}); the official "
-                    "checkers reject or crash on the whole file. The log is damaged: rerun this run", blocks=True)]
+@dataclass(frozen=True)
+class RunCount:
+    """Whether a run counts: None when it does, else why not; `droppable` when olympic scoring may drop it."""
 
-
-def _division(log: ResultLog, expected: str | None) -> list[Finding]:
-    where, logged = str(log.path), log.division
-    if logged is None:
-        return [Finding(where, "no submission_division line; the compliance checker cannot pick its rules")]
-    if logged not in DIVISIONS:
-        return [Finding(where, f"submission_division is {logged!r}; it must be 'closed' or 'open' (lower case), "
-                        "and the compliance checker crashes on anything else. Fix system.division in the "
-                        "descriptor and rerun", blocks=True)]
-    if expected is not None and logged != expected:
-        return [Finding(where, f"logged division {logged!r}, but the submission is checked as {expected!r}; "
-                        "the runs must come from a descriptor of the same division")]
-    return []
-
-
-def _run_fields(log: ResultLog, division: str | None) -> list[Finding]:
-    where, found = str(log.path), []
-    if log.value("submission_benchmark") != BENCHMARK:
-        found.append(Finding(where, f"submission_benchmark is {log.value('submission_benchmark')!r}, not "
-                             f"'{BENCHMARK}'", blocks=True))
-    sizes = set(map(repr, log.values("global_batch_size")))
-    if not sizes:
-        found.append(Finding(where, "no global_batch_size line; the RCP checker cannot match the run to a "
-                             "reference convergence point"))
-    elif len(sizes) > 1 or not isinstance(log.global_batch_size, int):
-        found.append(Finding(where, f"global_batch_size logged as {', '.join(sorted(sizes))}; it must be logged "
-                             "once, as an integer"))
-    seeds = log.values("seed")
-    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
-        problem = "no seed line" if not seeds else f"seed logged as {seeds!r}, not an integer"
-        found.append(Finding(where, f"{problem}; the seed checker requires an integer seed per run",
-                             ERROR if division == "closed" else WARNING))
-    if any("epoch_num" not in e.metadata for e in log.all("eval_accuracy")):
-        found.append(Finding(where, "an eval_accuracy line has no epoch_num (samples seen); the RCP checker "
-                             "crashes on it", blocks=True))
-    return found
-
-
-def log_findings(log: ResultLog, division: str | None = None) -> list[Finding]:
-    """Problems of one log; `division` is the division it must have (None: whatever it logged)."""
-    if log.unreadable is not None:
-        return [Finding(str(log.path), log.unreadable, blocks=True)]
-    if not log.events and not log.malformed:
-        return [Finding(str(log.path), "no :::MLLOG lines: not an MLPerf result log (the trainer writes one with "
-                        "--log-file)", blocks=True)]
-    found = _malformed(log) + _division(log, division)
-    return found + _run_fields(log, division or log.division) + judge_run(log)
+    reason: str | None
+    droppable: bool = False
 
 
 def _comparable(value: object) -> object:
@@ -215,41 +178,52 @@ def folder_findings(folder: Path, logs: list[ResultLog], division: str | None, r
     return found
 
 
-def read_system_json(path: Path) -> tuple[dict | None, list[Finding]]:
-    """A package's system description (systems/<name>.json), read once, and its problems as the official tools
-    read it: a problem in a field they read as text or as a number, or in the division, makes them crash or
-    misread the package (it blocks them); the fields they never read may hold any JSON value."""
-    where = str(path)
-    try:
-        data = read_json(path, MAX_JSON_BYTES)
-    except UnreadableFile as e:
-        return None, [Finding(where, f"not readable as JSON ({e}); the package checker crashes on it", blocks=True)]
-    if not isinstance(data, dict):
-        return None, [Finding(where, "not a JSON object of system description fields", blocks=True)]
-    found = []
-    for field, problem in description_problems(data):
-        unknown = "not an MLPerf system description field" in problem
-        blocks = field == "division" or (field in data and field in TOOL_READ_FIELDS)
-        found.append(Finding(where, f"{field}: {problem}", WARNING if unknown else ERROR, blocks))
-    return data, found
+def count_run(log: ResultLog, findings: list[Finding], compliance: CheckResult | None = None) -> RunCount:
+    """Whether the run of `log` counts, given its findings (compliance.log_rules.log_findings) and
+    the official compliance checker's verdict when it ran. A run with an error never counts and is never the
+    dropped one; a run that failed as genuine runs fail (it stopped early, missed the target, or the compliance
+    checker fails it) is dropped as the package checker drops it."""
+    errors = [f.message for f in findings if f.level == ERROR]
+    if errors:
+        return RunCount(errors[0])
+    if not log.converged:
+        stop = "no run_stop" if log.status is None else f"run_stop status {log.status!r}"
+        return RunCount(f"did not converge: {stop}", droppable=True)
+    if compliance is not None and not compliance.passed:
+        first = next(iter(compliance.problems()), "")
+        return RunCount(f"fails the compliance checker{f': {first}' if first else ''}", droppable=True)
+    return RunCount(None)
 
 
-def package_findings(org: Path) -> list[Finding]:
-    """Problems of the package layout: systems/<name>.json beside results/<name>/bert/, the code folder."""
-    missing = [part for part in ("systems", "results") if not (org / part).is_dir()]
-    if missing:
-        return [Finding(str(org), f"no {' or '.join(m + '/' for m in missing)} folder; a submission holds "
-                        "systems/<name>.json and results/<name>/bert/result_0..9.txt", blocks=True)]
-    systems = {p.stem for p in (org / "systems").glob("*.json")}
-    # Only BERT's systems: the others are another benchmark's (compliance.check names them once, as skipped).
-    results = {p.name for p in (org / "results").iterdir() if p.is_dir() and (p / BENCHMARK).is_dir()}
-    found = []
-    for name in sorted(results - systems):
-        found.append(Finding(str(org / "results" / name), f"no systems/{name}.json; the system JSON file name must "
-                             f"equal the results folder name (found: {', '.join(sorted(systems)) or 'none'})",
-                             blocks=True))
-    implementations = org / "benchmarks" / BENCHMARK / "implementations"
-    if not implementations.is_dir() or not any(implementations.iterdir()):
-        found.append(Finding(str(org), f"no benchmarks/{BENCHMARK}/implementations/<name>/ with the code, README and "
-                             "run_and_time.sh; the rules require it (the package checker does not look)", WARNING))
-    return found
+def dropped_runs(folder: Path, failing: dict[str, RunCount]) -> list[Finding]:
+    """Olympic scoring drops one run that does not count, as the package checker does, unless its log has an
+    error (then no genuine run wrote it, or the rules fail it whatever the score); a second one fails."""
+    refused = [(name, count.reason) for name, count in failing.items() if not count.droppable]
+    if refused:
+        (name, reason), more = refused[0], len(refused) - 1
+        return [Finding(str(folder), f"{name} does not count ({reason}){f', nor do {more} more' if more else ''}; "
+                        "olympic scoring drops one run that failed, never a log with an error")]
+    if len(failing) == 1:
+        (name, count), = failing.items()
+        return [Finding(str(folder), f"1 run does not count ({name}: {count.reason}); olympic scoring accepts it as "
+                        "the dropped slowest run, as the package checker does", WARNING)]
+    if len(failing) > 1:
+        return [Finding(str(folder), f"{len(failing)} runs do not count ({', '.join(failing)}: see each log's "
+                        "problems); olympic scoring drops at most one")]
+    return []
+
+
+def copied_runs(folder: Path, logs: list[ResultLog]) -> list[Finding]:
+    """Copies within a folder: one copy is named in a warning and counted as the official tools count it (a
+    published, accepted submission holds one: tinycorp's v4.1 tinybox_green, result_3.txt and result_8.txt, the
+    seed alone differing, beside a truncated run that olympic scoring drops); more are refused."""
+    copies = find_copies(runs_measured(logs))
+    if not copies:
+        return []
+    shown = "; ".join(f"{c.copy} of {c.original}: {c.evidence}" for c in copies)
+    if len(copies) == 1:
+        return [Finding(str(folder), f"a copy of one run ({shown}); {WHY_COPIES_FAIL}. One copy is taken as the "
+                        "official tools take it (a published, accepted submission holds one), more are refused",
+                        WARNING)]
+    return [Finding(str(folder), f"copies of one run ({shown}); {WHY_COPIES_FAIL}: keep one of each and rerun the "
+                    "others")]

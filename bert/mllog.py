@@ -35,7 +35,7 @@ MAX_PREDICTIONS_PER_SEQ = "max_predictions_per_seq"  # no constant in mlperf_log
 # before run_start would count as an eval of the run.
 INIT_CHECKPOINT_EVAL_ACCURACY = "init_checkpoint_eval_accuracy"
 # The eval accuracy at which the run stops as a success (run.eval.target_accuracy), logged before run_start: a
-# log then says itself what its `success` must be backed by (compliance.judgement); no mlperf_logging key exists.
+# log then says itself what its `success` must be backed by (compliance.log_rules); no mlperf_logging key exists.
 TARGET_ACCURACY = "target_accuracy"
 # Which code ran (bert.provenance: the digest of the bert package's source, and the checkout's commit in the
 # metadata), logged before run_start: `package` and `check` compare it with the code a package holds.
@@ -63,7 +63,7 @@ RUN_HYPERPARAMETER_KEYS = (C.GLOBAL_BATCH_SIZE, C.GRADIENT_ACCUMULATION_STEPS, C
 HYPERPARAMETER_KEYS = tuple(dict.fromkeys(RUN_HYPERPARAMETER_KEYS + tuple(
     key for kind in OPTIMIZERS.values() for key in kind.log_keys)))
 # What every log of a system states about its submission: all runs of one system state the same, and what the
-# descriptor says (compliance.precheck holds the logs of a submission to that).
+# descriptor says (compliance.folder_rules holds the logs of a submission to that).
 STATED_KEYS = SUBMISSION_KEYS + HYPERPARAMETER_KEYS + (TARGET_ACCURACY,)
 
 

@@ -12,6 +12,9 @@ ruff check .
 # thread per core, times two workers and their subprocesses, oversubscribes the cores, and spinning OpenMP
 # threads then stall steps for seconds (an e2e run took 224 s instead of 45, a SIGTERM outlived its 10 s grace).
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+# The tests start hundreds of Python processes (CLI commands, ranks, launchers): each compiles the repository's sources again unless their
+# bytecode is kept (in __pycache__, which git ignores), which an environment's PYTHONDONTWRITEBYTECODE forbids.
+unset PYTHONDONTWRITEBYTECODE
 workers=()  # a system Python (MLPERF_BERT_SYSTEM_PYTHON) may lack pytest-xdist: then one process runs them all
 if python3 -c "import xdist" 2>/dev/null; then workers=(-n "${TEST_WORKERS:-2}" --dist loadgroup); fi
 pytest -q "${workers[@]}" --durations=30 "$@"

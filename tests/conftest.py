@@ -26,11 +26,14 @@ from tests.helpers.readme import ReadmeCheckout, readme_commands
 SHARED_ON_ONE_WORKER = ("micro_runs", "slurm", "fake_cuda_run")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which turns the marker into the test's group
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         shared = [name for name in SHARED_ON_ONE_WORKER if name in getattr(item, "fixturenames", ())]
         if shared:
             item.add_marker(pytest.mark.xdist_group(shared[0]))
+    # The minutes-long tests and groups start first: begun last, one of them would leave the other worker idle.
+    items.sort(key=lambda item: not (item.get_closest_marker("long_running") or item.get_closest_marker("xdist_group")))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -13,6 +13,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 import torch
 
 from bert.closed_division import input_problems
@@ -76,6 +77,7 @@ def _sbatch_running_the_job_here(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.long_running
 def test_the_closed_pages_commands_run_as_written_to_a_scored_package(tmp_path):
     checkout = fresh_copy(tmp_path / "checkout")
     env = {**os.environ, **this_python_env(), "OMP_NUM_THREADS": "1", "SHARDS": "8"}

@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers.repo import REPO
 
 GPU_CHECK = REPO / "acceptance" / "gpu_check.sh"
@@ -16,6 +18,7 @@ STAGES = ("env", "descriptor", "data", "loader", "layer", "nosync", "cuda tests"
           "nccl", "speed", "graphs")  # in the order they run: those that compile last
 
 
+@pytest.mark.long_running
 def test_the_gpu_check_rehearsal_passes_every_stage_on_the_cpu(tmp_path, cpu_env):
     out = tmp_path / "gpu_check"
     env = dict(cpu_env, GPU_CHECK_DEVICE="cpu", PYTHON=sys.executable)

@@ -79,6 +79,7 @@ def test_emulated_fp8_loss_and_gradients_stay_within_the_measured_tolerance_of_b
         assert min(errors[i] for i in encoder_weights) > 1e-3, errors
 
 
+@pytest.mark.long_running
 def test_a_micro_model_trained_in_emulated_fp8_reaches_bf16s_accuracy_in_the_same_steps(tmp_path, small_dataset,
                                                                                         capsys):
     from bert.train import RunRequest, run

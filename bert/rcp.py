@@ -4,9 +4,10 @@ Each RCP of `rcp_checker/training_<ruleset>/rcps_bert.json` is a batch size, the
 and the samples to converge of the reference's runs. They are read through the RCP checker itself
 (mlperf_logging.rcp_checker.RCP_Checker: its olympic mean, spread, pruning and interpolation), never copied:
 `reference_points` gives every RCP with its hyperparameters under this harness's run.optimizer names,
-`convergence` the statistics the RCP checker judges a batch size by, `safe_sample_cap` a run.max_samples that
-no converging run reaches, `sample_cap_floor` the least a closed run's cap may be. A ruleset without BERT RCPs
-and a batch size no RCP covers are one-line RcpErrors.
+`checker_choice` the record the RCP checker judges a batch size against (compliance reads it too),
+`convergence` its statistics, `safe_sample_cap` a run.max_samples that no converging run reaches,
+`sample_cap_floor` the least a closed run's cap may be. A ruleset without BERT RCPs and a batch size no RCP
+covers are one-line RcpErrors.
 """
 
 from __future__ import annotations
@@ -155,26 +156,54 @@ def point_for(batch_size: int, ruleset: str) -> ReferencePoint:
     return points[batch_size]
 
 
-def convergence(batch_size: int, ruleset: str) -> Convergence | None:
-    """The samples to converge the RCP checker expects at `batch_size`: an RCP's own runs at its batch size,
-    else its interpolation between the pruned RCPs around it, else (below them) the smallest pruned RCP, which it
-    compares with; None above the largest RCP (the checker has none)."""
-    points = reference_points(ruleset)
-    if batch_size in points:
-        point = points[batch_size]
-        return Convergence(batch_size, point.mean, point.stdev, float(point.samples[-1]),
-                           f"the RCP at {batch_size} ({point.name})")
+@dataclass(frozen=True)
+class CheckerChoice:
+    """The RCP record the RCP checker compares a batch size with, chosen as it chooses among its pruned RCPs."""
+
+    record: dict  # the RCP record; an interpolated one is made for the batch size
+    how: str  # "reference", "interpolated" or "smallest reference" (below the smallest pruned RCP)
+    sources: tuple[dict, ...]  # the RCP records it comes from (two for an interpolated one)
+
+
+def checker_choice(batch_size: int, ruleset: str) -> CheckerChoice | None:
+    """The record the RCP checker judges runs of `batch_size` against; None above the largest RCP (it has none)."""
     checker, pruned = _checker(ruleset), "pruned_rcps"
+    record = checker._find_rcp(batch_size, pruned)
+    if record is not None:
+        return CheckerChoice(record, "reference", (record,))
     low = checker._find_top_min_rcp(batch_size, pruned)
     high = checker._find_bottom_max_rcp(batch_size, pruned)
     if high is None:
         return None
     if low is None:
-        smallest = points[int(high["BS"])]
+        smallest = checker._find_min_rcp(pruned)
+        return CheckerChoice(smallest, "smallest reference", (smallest,))
+    return CheckerChoice(checker._create_interp_rcp(batch_size, low, high)[1], "interpolated", (low, high))
+
+
+def pruned_batch_sizes(ruleset: str) -> list[int]:
+    """The batch sizes of the RCPs the RCP checker keeps after its pruning."""
+    return sorted(int(record["BS"]) for record in _checker(ruleset).pruned_rcp_data.values())
+
+
+def convergence(batch_size: int, ruleset: str) -> Convergence | None:
+    """The samples to converge the RCP checker expects at `batch_size`: an RCP's own runs at its batch size,
+    else the record it chooses (an interpolation between the pruned RCPs around it, or below them the smallest
+    pruned RCP); None above the largest RCP (the checker has none)."""
+    points = reference_points(ruleset)
+    if batch_size in points:
+        point = points[batch_size]
+        return Convergence(batch_size, point.mean, point.stdev, float(point.samples[-1]),
+                           f"the RCP at {batch_size} ({point.name})")
+    choice = checker_choice(batch_size, ruleset)
+    if choice is None:
+        return None
+    if choice.how == "smallest reference":
+        smallest = points[int(choice.record["BS"])]
         return Convergence(batch_size, smallest.mean, smallest.stdev, float(smallest.samples[-1]),
                            f"the smallest RCP the checker keeps, at {smallest.batch_size}")
-    _, record = checker._create_interp_rcp(batch_size, low, high)
-    mean, stdev = float(record["RCP Mean"]), float(record["RCP Stdev"])
+    mean, stdev = float(choice.record["RCP Mean"]), float(choice.record["RCP Stdev"])
+    low, high = choice.sources
     return Convergence(batch_size, mean, stdev, mean + SPREADS * stdev,
                        f"interpolated between the RCPs at {low['BS']} and {high['BS']}")
 

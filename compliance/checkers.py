@@ -11,7 +11,6 @@ directory. How each tool is run, what each one does and where its exit code cann
 
 from __future__ import annotations
 
-import functools
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bert.mlperf_rules import BENCHMARK, DEFAULT_RULESET, RULESETS
+from bert.rcp import checker_choice, pruned_batch_sizes
 from compliance.errors import UsageError
 
 USAGE = "training"
@@ -142,35 +142,17 @@ class RcpReference:
     hyperparameters: dict[int, dict] = field(default_factory=dict)
 
 
-@functools.cache
-def _rcp_checker(ruleset: str):
-    """The RCP checker's reference data for BERT (rcps_bert.json of the installed mlperf-logging), read once."""
-    from mlperf_logging.rcp_checker.rcp_checker import RCP_Checker
-
-    return RCP_Checker(USAGE, require_ruleset(ruleset), BENCHMARK, verbose=False)
-
-
 def rcp_batch_sizes(ruleset: str = DEFAULT_RULESET) -> list[int]:
     """The batch sizes of the reference points the RCP checker uses (after its pruning)."""
-    return sorted(r["BS"] for r in _rcp_checker(ruleset).pruned_rcp_data.values())
+    return pruned_batch_sizes(require_ruleset(ruleset))
 
 
 def rcp_reference(batch_size: int, ruleset: str = DEFAULT_RULESET) -> RcpReference | None:
-    """The point the RCP checker compares a batch size against, chosen as it chooses; None above the largest."""
-    checker, pruned = _rcp_checker(ruleset), "pruned_rcps"
-    record, source = checker._find_rcp(batch_size, pruned), "reference"
-    sources = [record]
-    if record is None:
-        low = checker._find_top_min_rcp(batch_size, pruned)
-        high = checker._find_bottom_max_rcp(batch_size, pruned)
-        if low is not None and high is not None:
-            _, record = checker._create_interp_rcp(batch_size, low, high)
-            source, sources = "interpolated", [low, high]
-        elif low is None and high is not None:
-            record, source = checker._find_min_rcp(pruned), "smallest reference"
-            sources = [record]
-    if record is None:
+    """The point the RCP checker compares a batch size against (bert.rcp.checker_choice); None above the largest."""
+    choice = checker_choice(batch_size, require_ruleset(ruleset))
+    if choice is None:
         return None
+    record = choice.record
     return RcpReference(int(record["BS"]), float(record["RCP Mean"]),
-                        float(record["RCP Mean"] / record["Max Speedup"]), source,
-                        {int(r["BS"]): dict(r["Hyperparams"]) for r in sources})
+                        float(record["RCP Mean"] / record["Max Speedup"]), choice.how,
+                        {int(r["BS"]): dict(r["Hyperparams"]) for r in choice.sources})

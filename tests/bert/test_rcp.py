@@ -11,6 +11,7 @@ from bert.mlperf_rules import DEFAULT_RULESET, RULESETS, converging_eval, mlperf
 from bert.rcp import (
     HYPERPARAMETER_FIELDS,
     RcpError,
+    checker_choice,
     convergence,
     nearest_points,
     point_for,
@@ -47,6 +48,18 @@ def test_the_convergence_statistics_are_the_rcp_checkers():
     _, interpolated = checker._create_interp_rcp(768, low, high)
     assert between.mean == interpolated["RCP Mean"] and "interpolated" in between.source
     assert convergence(20_000, DEFAULT_RULESET) is None  # above the largest RCP the checker has none
+
+
+def test_the_checker_choice_is_among_the_pruned_rcps_as_the_rcp_checker_chooses():
+    # 3072 and 256 are RCPs the checker prunes: it judges 3072 by the interpolation around it, 256 by its
+    # smallest kept RCP, while convergence() keeps an RCP's own runs at its batch size.
+    assert checker_choice(448, DEFAULT_RULESET).how == "reference"
+    at_3072 = checker_choice(3072, DEFAULT_RULESET)
+    assert at_3072.how == "interpolated" and [r["BS"] for r in at_3072.sources] == [448, 4608]
+    assert at_3072.record["RCP Mean"] != convergence(3072, DEFAULT_RULESET).mean
+    below = checker_choice(256, DEFAULT_RULESET)
+    assert below.how == "smallest reference" and below.record["BS"] == 448
+    assert checker_choice(20_000, DEFAULT_RULESET) is None
 
 
 @pytest.mark.parametrize("batch", [448, 768, 3072, 16384])

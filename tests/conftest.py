@@ -36,6 +36,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: not (item.get_closest_marker("long_running") or item.get_closest_marker("xdist_group")))
 
 
+# pytest exports the running test's id in PYTEST_CURRENT_TEST, and one environment string over 128 KiB makes every
+# process the test starts fail with E2BIG ("Argument list too long"): a hostile input of 700,000 characters as a
+# parameter is named by its start and its length instead.
+LONGEST_PARAMETER_ID = 60
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    if isinstance(val, (str, bytes)) and len(val) > LONGEST_PARAMETER_ID:
+        start = val[:40] if isinstance(val, str) else val[:40].decode("latin-1")
+        return f"{start}...({len(val):,} {'characters' if isinstance(val, str) else 'bytes'})"
+    return None
+
+
 @pytest.fixture(scope="session", autouse=True)
 def published_descriptors_only():
     """The tests name the published descriptors: a site's search path (MLPERF_BERT_SYSTEMS) set where they run

@@ -1,5 +1,6 @@
 """How run_tests.sh spreads the suite over its workers: the tests of one costly session fixture (tests/conftest.py,
-SHARED_ON_ONE_WORKER) form one pytest-xdist group, so that the fixture is made once, not once per worker."""
+SHARED_ON_ONE_WORKER) form one pytest-xdist group, so that the fixture is made once, not once per worker; and every
+test's id stays short enough to be exported to the processes it starts."""
 
 import subprocess
 import sys
@@ -18,3 +19,9 @@ def test_the_tests_of_the_ten_runs_are_one_group_of_the_workers():
                            "-p", "no:cacheprovider", GROUPED], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert f"{GROUPED}@micro_runs" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_every_test_id_fits_in_the_environment_of_the_processes_it_starts(request):
+    # Linux refuses to start a process with an environment string over 128 KiB; the ids also stay readable.
+    longest = max(request.session.items, key=lambda item: len(item.nodeid)).nodeid
+    assert len(longest) < 1024, longest[:200]

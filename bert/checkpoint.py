@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from bert.checkpoint_files import CheckpointError, Source, read_source
 from bert.model.config import BertConfig
+from bert.model.size import meta_model
 from bert.model.tf_names import HF_TIED, TensorName, hf_name, tensor_names
 from bert.ownership import OwnershipError, claim_file, temporary_path
 
@@ -126,26 +126,9 @@ def map_to_model(source: Source, config: BertConfig, shapes: Mapping[str, torch.
     return result
 
 
-class _NoInitialisation(TorchFunctionMode):
-    """Inside it, in-place tensor functions (the initialisers: trunc_normal_, zeros_, ...) return their tensor
-    untouched. On the meta device they compute nothing anyway, but some reach torch's Python references, whose
-    first call imports Dynamo: seconds, for a pre-flight that only wants the shapes."""
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        if name.endswith("_") and not name.startswith("__"):
-            return kwargs.get("tensor", args[0] if args else None)
-        return func(*args, **kwargs)
-
-
 def model_shapes(config: BertConfig) -> dict[str, torch.Size]:
     """Every parameter's shape, from a model built on the meta device (no memory, no initialisation)."""
-    from bert.model.pretraining import BertForPreTraining
-
-    with torch.device("meta"), _NoInitialisation():
-        model = BertForPreTraining(config)
-    return {name: p.shape for name, p in model.state_dict().items()}
+    return {name: p.shape for name, p in meta_model(config).state_dict().items()}
 
 
 def fit_error(where: Path, mapping: CheckpointFit) -> CheckpointError:

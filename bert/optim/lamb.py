@@ -20,7 +20,21 @@ from collections.abc import Iterable
 import torch
 
 
+def _undecorated(method):
+    """torch.optim.Optimizer's method without its torch._disable_dynamo wrapper (the method itself in a torch
+    that does not wrap it)."""
+    return getattr(method, "__wrapped__", method)
+
+
 class Lamb(torch.optim.Optimizer):
+    # torch wraps these in torch._disable_dynamo, whose first call imports torch._dynamo: 2.5 to 3 s of every
+    # process's start on a CPU, paid by a run that compiles nothing. No compiled region calls them (the compiled
+    # one is lamb_update_), so LAMB runs their bodies; a run that compiles imports Dynamo anyway.
+    add_param_group = _undecorated(torch.optim.Optimizer.add_param_group)
+    zero_grad = _undecorated(torch.optim.Optimizer.zero_grad)
+    state_dict = _undecorated(torch.optim.Optimizer.state_dict)
+    load_state_dict = _undecorated(torch.optim.Optimizer.load_state_dict)
+
     # GradScaler.step sets `found_inf` (and `grad_scale` when the gradient is still scaled) on the optimizer
     # and calls step() unconditionally instead of syncing on the flag.
     _step_supports_amp_scaling = True

@@ -1,4 +1,6 @@
 import math
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -6,6 +8,7 @@ import torch
 from bert.optim.factory import excluded_from_weight_decay, parameter_groups
 from bert.optim.lamb import Lamb
 from tests.helpers.compile import skip_unless_compile_works
+from tests.helpers.repo import REPO
 
 
 def _reference_lamb(w, grads, lr, b1, b2, eps, wd, adapt):
@@ -205,3 +208,25 @@ def test_compiled_lamb_equals_the_eager_reference_and_compiles_once_per_group(ov
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
     assert counters["stats"]["unique_graphs"] == 3, dict(counters["stats"])  # not once per learning rate
     assert all(float(s["step"]) == 5 - len(overflow_at) for s in opt.state.values())
+
+
+def test_lamb_in_a_run_that_compiles_nothing_never_imports_dynamo():
+    # torch.optim.Optimizer's own methods import torch._dynamo on their first call (2.5 to 3 s of a process's start).
+    script = """
+import sys
+import torch
+from bert.optim.lamb import Lamb
+w = torch.nn.Parameter(torch.ones(4))
+groups = [{"params": [w]}, {"params": [torch.nn.Parameter(torch.ones(2))], "layer_adaptation": False}]
+opt = Lamb(groups, lr=0.1)
+w.grad = torch.full((4,), 0.5)
+opt.step()
+state = opt.state_dict()
+opt.zero_grad()
+again = Lamb([{"params": [w]}, {"params": groups[1]["params"], "layer_adaptation": False}], lr=0.1)
+again.load_state_dict(state)
+assert w.grad is None and torch.allclose(again.state_dict()["state"][0]["exp_avg"], torch.full((4,), 0.05))
+print("dynamo imported" if "torch._dynamo" in sys.modules else "no dynamo")
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0 and proc.stdout.strip() == "no dynamo", proc.stdout + proc.stderr[-2000:]

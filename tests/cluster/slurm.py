@@ -18,7 +18,7 @@ from tests.cluster.netns import Host, HostNetwork
 
 SCRIPT = Path(__file__).resolve().parent / "slurm_local.sh"
 NODES = 2  # two slurmd on this host (Debian's slurm-wlm is built with multiple-slurmd support)
-INSTALL_TIMEOUT_S = 600
+INSTALL_TIMEOUT_S = 900  # the script waits up to 300 s for each of apt's locks, then installs
 
 
 def ensure_installed() -> None:

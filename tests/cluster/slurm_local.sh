@@ -24,11 +24,27 @@ usage() { sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2;
 
 die() { echo "slurm_local: $*" >&2; exit 1; }
 
+APT_LOCK_WAIT_S=300
+
 install_packages() {
     [[ $(id -u) == 0 ]] || die "installing slurm-wlm and munge needs root"
     command -v apt-get >/dev/null || die "installing slurm-wlm and munge needs apt-get (Debian or Ubuntu)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null
+    # Another apt (a second test suite's install on a fresh machine, unattended-upgrades) may hold apt's locks:
+    # wait for it instead of failing. /var/lib/dpkg is root's alone, so no other user can plant a link there.
+    exec 9</var/lib/dpkg
+    flock -w "$APT_LOCK_WAIT_S" 9 || die "another install held /var/lib/dpkg for ${APT_LOCK_WAIT_S} s"
+    apt_update_waiting
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout="$APT_LOCK_WAIT_S" \
+        install -y -qq --no-install-recommends slurm-wlm munge >/dev/null
+}
+
+apt_update_waiting() {  # apt-get update, retried while another apt holds its lists lock (it never waits for it)
+    local waited=0 output
+    until output=$(apt-get update -qq 2>&1); do
+        grep -q "Could not get lock" <<<"$output" && ((waited < APT_LOCK_WAIT_S)) || { echo "$output" >&2; return 1; }
+        sleep 2
+        waited=$((waited + 2))
+    done
 }
 
 free_port() {

@@ -11,6 +11,7 @@ docs/performance.md, "Bucket-wise clipping".
 
 import contextlib
 import math
+import weakref
 from contextlib import AbstractContextManager
 
 import torch
@@ -32,7 +33,11 @@ class BucketwiseBeforeAllreduce:
 
     def __init__(self, ddp: DistributedDataParallel, params: list[nn.Parameter], clip_norm: float,
                  scaler: torch.amp.GradScaler, accumulate: int, comm_dtype: torch.dtype = torch.float32):
-        self.ddp, self.params, self.clip_norm, self.scaler = ddp, params, clip_norm, scaler
+        # DDP's reducer (C++, unseen by the garbage collector) holds this object through its hook: a reference back
+        # to DDP would keep DDP, its reducer and the process group alive until the interpreter's finalisation, where
+        # tearing down gloo's threads can abort a rank that has finished its run (SIGABRT).
+        self._ddp = weakref.ref(ddp)
+        self.params, self.clip_norm, self.scaler = params, clip_norm, scaler
         self.accumulate, self.comm_dtype = accumulate, comm_dtype
         self.group = ddp.process_group
         self.num_buckets = 0
@@ -64,7 +69,7 @@ class BucketwiseBeforeAllreduce:
 
     def _count_buckets(self) -> int:
         # The reducer has no public bucket count; the list of zero copies of its buckets is its length.
-        return len(self.ddp.reducer._get_zeros_like_grad_buckets())
+        return len(self._ddp().reducer._get_zeros_like_grad_buckets())
 
     def _clip_and_reduce(self, state: object, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
         buffer = bucket.buffer()

@@ -1,9 +1,13 @@
 """What the bucket-wise clip hook costs besides clipping, on 2 gloo ranks: it lists DDP's buckets (a zero copy
 of the whole gradient) only twice in a run, each time before the model's forward has made any activation,
-and the gradients live in DDP's buckets (no second copy)."""
+and the gradients live in DDP's buckets (no second copy); and the hook lets DDP go with the run (a reference from the
+hook, which DDP's C++ reducer holds, kept DDP and its process group until the interpreter's finalisation, where
+gloo's teardown aborted a finished rank now and then)."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from pathlib import Path
 
 import torch
@@ -52,7 +56,12 @@ def buckets_worker(rank: int, world_size: int, data_dir: Path) -> None:
     storages = {p.grad.untyped_storage().data_ptr() for p in model.parameters()}
     assert len(storages) == step.clipping.num_buckets < len(list(model.parameters())), len(storages)
 
+    ddp = weakref.ref(step.ddp)
+    del step, out
+    gc.collect()
+    assert ddp() is None, "DDP outlives its run: something the garbage collector cannot see holds it"
 
-def test_the_clip_hook_counts_buckets_twice_before_any_activation_and_grads_are_bucket_views(
+
+def test_the_clip_hook_counts_buckets_twice_before_any_activation_grads_are_bucket_views_and_ddp_goes(
         spawn_ranks, small_dataset):
     spawn_ranks(buckets_worker, 2, small_dataset)

@@ -19,7 +19,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from queue import Empty
 from typing import Any
 
-from bert.interrupts import end_with_parent, signals_interrupt
+from bert.interrupts import end_with_parent, signals_deferred, signals_interrupt
 from bert.prep.progress import Advance
 
 Task = Callable[[Any, Advance], Any]  # (item, report progress) -> result; must be picklable for workers
@@ -39,17 +39,21 @@ def run_parallel(task: Task, items: Sequence, workers: int, advance: Advance,
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     results: dict[int, Any] = {}
+    pending: dict = {}
     with signals_interrupt(), ProcessPoolExecutor(min(workers, len(items)), mp_context=context,
                                                   initializer=_init_worker, initargs=(queue,)) as pool:
-        pending = {pool.submit(_in_worker, task, item): i for i, item in enumerate(items)}
-        waiting = set(pending)
         try:
+            # Submitting starts the workers: a signal then would leave one started but not yet the pool's to end,
+            # reading semaphores that its parent, gone, has removed.
+            with signals_deferred():
+                pending.update((pool.submit(_in_worker, task, item), i) for i, item in enumerate(items))
+            waiting = set(pending)
             while waiting:
                 done, waiting = wait(waiting, timeout=0.2, return_when=FIRST_COMPLETED)
                 _drain(queue, advance)
                 results.update((pending[f], kept(pending[f], f.result())) for f in done)
         except Exception:
-            for future in waiting:
+            for future in pending:
                 future.cancel()
             raise
         except BaseException:  # interrupted: the running parts are not waited for, and the pool marks the

@@ -13,6 +13,7 @@ import pytest
 
 from bert.prep.worker_pool import run_parallel
 from tests.helpers.faults import alive, descendants
+from tests.helpers.repo import REPO
 
 
 def _square(item: int, report) -> int:
@@ -67,3 +68,40 @@ def test_sigterm_to_data_mlperf_ends_its_workers_and_frees_their_semaphores(down
         proc.kill()
         for pid in alive(started):
             os.kill(pid, signal.SIGKILL)
+
+
+# A SIGTERM that comes just as a worker has started, before the pool holds it (its parent sends it to itself there).
+SIGNALLED_WHILE_STARTING = """
+import os, signal, sys, time
+import multiprocessing.context
+from bert.prep.worker_pool import run_parallel
+
+def slow(item, report):
+    time.sleep(60)
+
+def start_then_signal(process, start=multiprocessing.context.SpawnProcess.start):
+    start(process)
+    print(process.pid, flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+if __name__ == "__main__":
+    multiprocessing.context.SpawnProcess.start = start_then_signal
+    try:
+        run_parallel(slow, [1, 2], 2, lambda amount: None)
+    except KeyboardInterrupt:
+        sys.exit(3)
+"""
+
+
+def test_a_sigterm_while_the_workers_start_ends_them_at_once(tmp_path):
+    """A signal while the pool was starting its workers came outside the part that ends them: the parent waited for
+    their work, or left a worker reading semaphores that it had removed."""
+    script = tmp_path / "signalled.py"
+    script.write_text(SIGNALLED_WHILE_STARTING)
+    begun = time.monotonic()
+    done = subprocess.run([sys.executable, str(script)], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert time.monotonic() - begun < 30  # the work takes a minute
+    time.sleep(1)
+    assert alive([int(pid) for pid in done.stdout.split()]) == []

@@ -43,7 +43,8 @@ def test_per_rank_lines_out_of_order_and_skewed_clocks_are_genuine(tmp_path):
     log = as_two_nodes(write_run(tmp_path / "result_0.txt", seed=1), ranks=16, skew_ms=2800)
     read = read_result_log(log)
     assert len(read.all("init_start")) == 16
-    assert any(b.time_ms < a.time_ms - 1000 for a, b in zip(read.events, read.events[1:]))  # goes back > 1 s
+    # Goes back by the skew less a fake line's time (1 to 2 s, fakes.STEP_MS): over half a second.
+    assert any(b.time_ms < a.time_ms - 500 for a, b in zip(read.events, read.events[1:]))
     assert _errors(log) == []
     early = stopped_early(write_run(tmp_path / "result_1.txt", seed=2), seconds=10)
     (said,) = _errors(early)
@@ -54,8 +55,9 @@ def test_per_rank_lines_out_of_order_and_skewed_clocks_are_genuine(tmp_path):
 
 
 def test_a_clock_started_late_or_stopped_early_is_refused_in_minutes(tmp_path):
-    """run_start moved 4.9 s later and run_stop 4.9 s earlier: the first block now starts before the clock, the last
-    eval ends after it. Nodes' clock differences are no excuse: they would shorten the run."""
+    """run_start moved 4.9 s later, or run_stop 4.9 s before the eval that reached the target: the first block now
+    starts before the clock, or that eval ends after it. Nodes' clock differences are no excuse: they would shorten
+    the run."""
     started_late = with_value(write_run(tmp_path / "result_0.txt", seed=1), "run_start", "time_ms",
                               time_of(tmp_path / "result_0.txt", "block_start") + 4900)
     (said,) = _errors(started_late)
@@ -64,10 +66,13 @@ def test_a_clock_started_late_or_stopped_early_is_refused_in_minutes(tmp_path):
                         r"clocks may differ, but never so as to shorten the run; no genuine run writes this: .*", said)
     both = clock_moved_in(write_run(tmp_path / "result_1.txt", seed=2))
     assert "(block_start) is timed " in _errors(both)[0]
-    stopped_early_only = clock_moved_in(write_run(tmp_path / "result_2.txt", seed=3), 0)
+    stopped_early_only = write_run(tmp_path / "result_2.txt", seed=3)
     assert _errors(stopped_early_only) == []
-    edit_events(stopped_early_only, lambda _, e: dict(e, time_ms=e["time_ms"] - 4900) if e["key"] == "run_stop" else e)
-    assert "understates the time to train by 0.0" in _errors(stopped_early_only)[0]
+    # Timed from the eval that reached the target: how many lines lie between it and run_stop, and a fake run's
+    # time per line, are not this test's business (moving run_stop a fixed 4.9 s put it before that eval or not,
+    # depending on how many fake runs the worker had written before).
+    (said,) = _errors(stopped_early(stopped_early_only, seconds=4.9))
+    assert "understates the time to train by 0.0817 minutes" in said
 
 
 def test_evals_printed_late_are_accepted_and_named(tmp_path):

@@ -18,13 +18,14 @@ from tests.cluster.netns import Host, HostNetwork
 
 SCRIPT = Path(__file__).resolve().parent / "slurm_local.sh"
 NODES = 2  # two slurmd on this host (Debian's slurm-wlm is built with multiple-slurmd support)
+TOOLS = ("slurmctld", "slurmd", "sbatch", "munged")  # what the tests run; `install` provides them
 INSTALL_TIMEOUT_S = 900  # the script waits up to 300 s for each of apt's locks, then installs
 
 
 def ensure_installed() -> None:
     """Installs slurm-wlm and munge where they are missing and this process may (root, apt-get); otherwise
     skips the test with the reason."""
-    if all(shutil.which(tool) for tool in ("slurmctld", "slurmd", "sbatch", "munged")):
+    if all(shutil.which(tool) for tool in TOOLS):
         return
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         pytest.skip("Slurm is not installed and cannot be here (needs root and apt-get): "

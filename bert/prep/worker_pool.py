@@ -39,28 +39,42 @@ def run_parallel(task: Task, items: Sequence, workers: int, advance: Advance,
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     results: dict[int, Any] = {}
-    pending: dict = {}
-    with signals_interrupt(), ProcessPoolExecutor(min(workers, len(items)), mp_context=context,
-                                                  initializer=_init_worker, initargs=(queue,)) as pool:
+    with signals_interrupt():
+        pool = ProcessPoolExecutor(min(workers, len(items)), mp_context=context, initializer=_init_worker,
+                                   initargs=(queue,))
         try:
-            # Submitting starts the workers: a signal then would leave one started but not yet the pool's to end,
-            # reading semaphores that its parent, gone, has removed.
-            with signals_deferred():
-                pending.update((pool.submit(_in_worker, task, item), i) for i, item in enumerate(items))
-            waiting = set(pending)
-            while waiting:
-                done, waiting = wait(waiting, timeout=0.2, return_when=FIRST_COMPLETED)
-                _drain(queue, advance)
-                results.update((pending[f], kept(pending[f], f.result())) for f in done)
+            _collect(pool, task, items, queue, advance, kept, results)
         except Exception:
-            for future in pending:
-                future.cancel()
             raise
-        except BaseException:  # interrupted: the running parts are not waited for, and the pool marks the
-            _end_workers(pool)  # others broken (cancelling them too made its manager thread fail on Python 3.11)
+        except BaseException:  # interrupted, perhaps while waiting for the pool to end: see _end_workers
+            _end_workers(pool)
+            pool.shutdown(wait=True)
             raise
     _drain(queue, advance)
     return [results[i] for i in range(len(items))]
+
+
+def _collect(pool: ProcessPoolExecutor, task: Task, items: Sequence, queue, advance: Advance,
+             kept: Callable[[int, Any], Any], results: dict[int, Any]) -> None:
+    """Runs every item on the pool into results[index], then waits for its workers to end: that wait too is within
+    the caller's `try`, since a worker may still be starting when the work is done (another did it all), and a
+    parent that a signal ended there removed the semaphores that worker was about to read."""
+    pending: dict = {}
+    try:
+        # Submitting starts the workers: a signal then would leave one started but not yet the pool's to end.
+        with signals_deferred():
+            pending.update((pool.submit(_in_worker, task, item), i) for i, item in enumerate(items))
+        waiting = set(pending)
+        while waiting:
+            done, waiting = wait(waiting, timeout=0.2, return_when=FIRST_COMPLETED)
+            _drain(queue, advance)
+            results.update((pending[f], kept(pending[f], f.result())) for f in done)
+    except Exception:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True)  # the running items finish
+        raise
+    pool.shutdown(wait=True)
 
 
 class _Batched:
@@ -84,7 +98,9 @@ _progress_queue = None  # set in each worker process
 
 
 def _end_workers(pool: ProcessPoolExecutor) -> None:
-    """Ends the pool's workers now, whatever they are doing (Python 3.14's terminate_workers, where it exists)."""
+    """Ends the pool's workers now, whatever they are doing (Python 3.14's terminate_workers, where it exists):
+    the running items are not waited for, and the pool marks the others broken (cancelling them too made its
+    manager thread fail on Python 3.11)."""
     terminate = getattr(pool, "terminate_workers", None)
     if terminate is not None:
         terminate()

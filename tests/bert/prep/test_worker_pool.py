@@ -105,3 +105,48 @@ def test_a_sigterm_while_the_workers_start_ends_them_at_once(tmp_path):
     assert time.monotonic() - begun < 30  # the work takes a minute
     time.sleep(1)
     assert alive([int(pid) for pid in done.stdout.split()]) == []
+
+
+# A SIGTERM while the pool waits for its workers to end, one of them still starting (slow to import its parent's
+# main module: it is not the first worker) after the other did all the work.
+SIGNALLED_WHILE_ENDING = """
+import os, signal, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from bert.prep.worker_pool import run_parallel
+
+if __name__ == "__mp_main__":
+    try:
+        os.close(os.open(os.environ["FIRST_WORKER"], os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        time.sleep(4)
+
+def quick(item, report):
+    return item
+
+def signal_then_shut_down(pool, *args, shutdown=ProcessPoolExecutor.shutdown, **kwargs):
+    if not os.environ.pop("SIGNALLED", None):
+        os.environ["SIGNALLED"] = "1"
+        print(*[p.pid for p in pool._processes.values()], flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+    shutdown(pool, *args, **kwargs)
+
+if __name__ == "__main__":
+    ProcessPoolExecutor.shutdown = signal_then_shut_down
+    try:
+        run_parallel(quick, [1, 2], 2, lambda amount: None)
+    except KeyboardInterrupt:
+        sys.exit(3)
+"""
+
+
+def test_a_sigterm_while_a_worker_still_starts_after_the_work_is_done_ends_it(tmp_path):
+    """The wait for the pool's end came outside the part that ends the workers: a signal there left a worker that was
+    still starting, and it read the semaphores that its parent, gone, had removed (a traceback, seen once in a loaded
+    suite run)."""
+    script = tmp_path / "ending.py"
+    script.write_text(SIGNALLED_WHILE_ENDING)
+    done = subprocess.run([sys.executable, str(script)], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "FIRST_WORKER": str(tmp_path / "first")})
+    assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    time.sleep(1)
+    assert len(done.stdout.split()) == 2 and alive([int(pid) for pid in done.stdout.split()]) == []

@@ -4,6 +4,7 @@ tree and the previous tree whole, and what a killed build left is cleaned up (or
 from __future__ import annotations
 
 import errno
+import os
 import signal
 import socket
 import subprocess
@@ -36,8 +37,11 @@ def _tree(folder: Path) -> dict[Path, bytes]:
 
 
 def _package_paused(logs: Path, out: Path) -> subprocess.Popen:
+    scratch = out.parent / "tmp"  # a killed `package` leaves its scratch copy of the logs: here, not in /tmp
+    scratch.mkdir(exist_ok=True)
     proc = subprocess.Popen([sys.executable, "-c", PAUSED_PACKAGE, "package", "--system", "cpu_micro", "--logs",
                              str(logs), "--org", "MLPerf", "--out", str(out), "--force"], cwd=REPO,
+                            env={**os.environ, "TMPDIR": str(scratch)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline() == "extracted\n", proc.communicate(timeout=60)
     return proc
@@ -55,6 +59,7 @@ def test_sigterm_mid_build_leaves_no_staging_tree_and_the_previous_tree_whole(tm
     proc.communicate(timeout=60)
     assert proc.returncode != 0
     assert [p.name for p in out.iterdir()] == ["MLPerf"] and _tree(out) == before
+    assert list((tmp_path / "tmp").iterdir()) == []  # nor its scratch copy of the logs
 
 
 def test_what_a_killed_build_left_is_removed_by_the_next_and_a_tree_moved_aside_comes_back(tmp_path):

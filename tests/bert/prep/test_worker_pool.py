@@ -44,10 +44,27 @@ def _spawned(pid: int) -> list[int]:
     return [p for p in alive(descendants(pid)) if b"from multiprocessing." in command(p)]
 
 
+def _semaphores_of(pids: list[int]) -> set[int]:
+    """The inodes of the /dev/shm semaphores these processes have open. By inode, not by name: glibc's sem_open maps
+    a file of a temporary name and then links it to the semaphore's; and by what these processes hold, not by what
+    /dev/shm gained meanwhile, which other processes' semaphores come and go in."""
+    inodes = set()
+    for pid in pids:
+        try:
+            lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
+        except OSError:
+            continue
+        inodes.update(int(line.split()[4]) for line in lines if " /dev/shm/sem." in line)
+    return inodes
+
+
+def _still_in_shm(inodes: set[int]) -> list[str]:
+    return [entry.name for entry in os.scandir("/dev/shm") if entry.inode() in inodes]
+
+
 def test_sigterm_to_data_mlperf_ends_its_workers_and_frees_their_semaphores(download, tmp_path):
     """The workers of a `data mlperf` ended by SIGTERM ran on for good, holding /dev/shm semaphores and the pipes of
     their parent's output (whoever read it waited for ever)."""
-    shm = set(os.listdir("/dev/shm"))
     proc = subprocess.Popen([sys.executable, "-m", "bert.cli", "data", "mlperf", str(download), "--out",
                              str(tmp_path / "data"), "--workers", "2", "--quiet", "--shards", "6", "--eval-samples",
                              "40", "--max-seq-length", "128", "--max-predictions", "20"],
@@ -59,11 +76,13 @@ def test_sigterm_to_data_mlperf_ends_its_workers_and_frees_their_semaphores(down
             started = _spawned(proc.pid)
             time.sleep(0.05)
         assert len(started) == 3, "the workers did not start"
+        held = _semaphores_of([proc.pid, *started])
+        assert held, "it holds no semaphore to free"
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)  # ends once no worker holds its pipes
         time.sleep(1)
         assert proc.returncode != 0 and "Traceback" not in err, err[-3000:]
-        assert alive(started) == [] and set(os.listdir("/dev/shm")) - shm == set()
+        assert alive(started) == [] and _still_in_shm(held) == []
     finally:
         proc.kill()
         for pid in alive(started):

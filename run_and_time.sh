@@ -64,22 +64,13 @@ if [[ "${1:-}" == -* && "$1" != --dry-run ]]; then  # before anything slow, and 
     echo "run_and_time: unknown option $1; ${hint}the options are --dry-run and --help" >&2
     exit 2
 fi
-for name in DATADIR CHECKPOINTDIR LOGDIR; do  # the user's relative paths mean their folder, not the harness's
-    if [[ -n "${!name:-}" && "${!name}" != /* ]]; then printf -v "$name" '%s' "$PWD/${!name}"; fi
-done
+# shellcheck source=user_paths.sh
+source "$(dirname "${BASH_SOURCE[0]}")/user_paths.sh"
+absolute_user_paths  # the user's relative folders mean theirs: this script works in the repository
 dry_run=0
 if [[ "${1:-}" == --dry-run ]]; then dry_run=1; shift; fi
-# So are a descriptor named by its path (bert.descriptor_files.find_descriptor: a .json, or an existing file)
-# and the site folders of MLPERF_BERT_SYSTEMS: this script works in the repository, where they mean its own.
+# So is a descriptor named by its path (bert.descriptor_files.find_descriptor: a .json, or an existing file).
 if [[ -n "${1:-}" && "$1" != /* && ( "$1" == *.json || -e "$1" ) ]]; then set -- "$PWD/$1" "${@:2}"; fi
-if [[ -n "${MLPERF_BERT_SYSTEMS:-}" ]]; then
-    IFS=: read -ra folders <<< "$MLPERF_BERT_SYSTEMS"
-    for i in "${!folders[@]}"; do
-        if [[ -n "${folders[i]}" && "${folders[i]}" != /* ]]; then folders[i]="$PWD/${folders[i]}"; fi
-    done
-    MLPERF_BERT_SYSTEMS=$(IFS=:; echo "${folders[*]}")
-    export MLPERF_BERT_SYSTEMS
-fi
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$repo"
 # shellcheck source=bootstrap.sh

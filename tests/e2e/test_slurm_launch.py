@@ -43,13 +43,16 @@ def test_a_two_node_job_on_hosts_of_their_own_places_its_ranks_with_srun(hosts, 
     ranks submitted by ./run_and_time.sbatch with the descriptor's shape: the pre-flight runs on both nodes (one
     srun task each) with the rendezvous at the first node's NodeAddr, and srun's SLURM_PROCID, SLURM_LOCALID,
     SLURM_NTASKS and node list place every rank where the launch plan says, with its shards. DROP_CACHES=1: both
-    nodes drop their page cache (one srun task each), and the log says so."""
+    nodes drop their page cache (one srun task each), and the log says so. LOGDIR and DATADIR are relative to the
+    folder it is submitted from."""
     network = hosts(3, ["ctl", "node0", "node1"])
     # A short folder: slurmstepd's sockets below it must fit a Unix socket path (108 bytes).
     with slurm_cluster(tmp_path_factory.mktemp("slurm"), network=network) as slurm:
         system = micro_system(tmp_path, "micro_2x2", nodes=2, per_node=2)
         out = tmp_path / "job.out"
         env = job_env(tmp_path, small_dataset, DROP_CACHES="1") | page_cache_tools(tmp_path / "bin", drops=True)
+        # Folders relative to where it is submitted: they meant the repository's, where the job starts.
+        env |= {"LOGDIR": "logs", "DATADIR": os.path.relpath(small_dataset, tmp_path)}
         job = slurm.submit(str(REPO / "run_and_time.sbatch"), str(system.path), f"--output={out}", env=env,
                            cwd=tmp_path)
         ended = slurm.wait(job, JOB_TIMEOUT_S)

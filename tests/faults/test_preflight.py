@@ -48,7 +48,7 @@ def harness_copy(folder) -> tuple:
     """This harness's code as another checkout of another version would hold it (one file changed), and the
     environment that runs its run_and_time.sh with this test's Python packages."""
     shutil.copytree(REPO / "bert", folder / "bert", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("run_and_time.sh", "bootstrap.sh", "setup.cfg", "pyproject.toml"):
+    for name in (*[script.name for script in REPO.glob("*.sh")], "setup.cfg", "pyproject.toml"):  # and what it sources
         shutil.copy2(REPO / name, folder / name)
     with open(folder / "bert" / "mllog.py", "a") as changed:
         changed.write("# a later version\n")
